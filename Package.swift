@@ -1,0 +1,86 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "MeteorDDP",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16)],
+    products: [
+        .library(name: "MeteorDDP", targets: ["MeteorDDP"]),
+        .library(name: "EJSON", targets: ["EJSON"]),
+        .library(name: "DDPTestServer", targets: ["DDPTestServer"]),
+        .executable(name: "todos", targets: ["Todos"]),
+        .executable(name: "meteor-ddp-benchmarks", targets: ["Benchmarks"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+    ],
+    targets: [
+        .target(
+            name: "EJSON",
+            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
+        ),
+        .target(
+            name: "MeteorDDP",
+            dependencies: [
+                "EJSON",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "WSCompression", package: "swift-websocket"),
+            ]
+        ),
+        .target(
+            name: "DDPTestServer",
+            dependencies: [
+                "EJSON",
+                "MeteorDDP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "Todos",
+            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
+            path: "Examples/Todos"
+        ),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
+            path: "Benchmarks"
+        ),
+        .testTarget(
+            name: "EJSONTests",
+            dependencies: ["EJSON"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "MeteorDDPTests",
+            dependencies: ["MeteorDDP", "EJSON"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            path: "IntegrationTests"
+        ),
+    ]
+)
