@@ -34,7 +34,7 @@ public enum EJSONValue: Sendable {
     /// Binary data (`{"$binary": base64}` on the wire).
     case binary(Data)
     /// A custom type registered with ``EJSONTypeRegistry`` (`{"$type": name, "$value": json}` on the wire).
-    case custom(type: String, value: EJSONValue)
+    indirect case custom(type: String, value: EJSONValue)
 }
 
 // MARK: - Convenience constructors and accessors
