@@ -1,0 +1,210 @@
+import EJSON
+import Foundation
+import Logging
+import MeteorDDP
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// A DDP server with Meteor's semantics on 127.0.0.1, for integration tests and the examples' embedded default.
+///
+/// For example:
+/// ```swift
+/// let server = DDPTestServer()
+/// try await server.start()                 // an ephemeral port on 127.0.0.1
+/// let client = DDPClient(url: server.url)
+/// client.connect()
+/// // …
+/// try await server.stop()
+/// ```
+///
+/// ## Concurrency
+/// Each connection's DDP session runs on its channel's event loop. The public API may be called from any thread;
+/// registries are protected by `state`'s lock, and commands to a session hop onto its event loop.
+public final class DDPTestServer: @unchecked Sendable {
+    // @unchecked because all mutable state is in `state`, protected by its lock.
+
+    /// How the server behaves.
+    public struct Configuration: Sendable {
+        /// The address to bind; loopback only.
+        public var host = "127.0.0.1"
+        /// The port; 0 picks an ephemeral one.
+        public var port = 0
+        /// The DDP versions the server speaks, in order of preference (Meteor's server: `1`, `pre2`, `pre1`).
+        public var supportedVersions: [String] = ["1", "pre2", "pre1"]
+        /// Silence after which the server pings (Meteor's server: 15 s); `nil` disables its heartbeat.
+        public var heartbeatInterval: Duration? = .seconds(15)
+        /// How long the server waits for an answer to its ping before closing (Meteor: 15 s).
+        public var heartbeatTimeout: Duration = .seconds(15)
+        /// TLS for `wss`; `nil` serves plain `ws`.
+        public var tls: TLSConfiguration?
+        /// Largest WebSocket frame accepted.
+        public var maxFrameSize = 16 << 20
+        /// Where the server logs.
+        public var logger = Logger(label: "DDPTestServer", factory: { _ in SwiftLogNoOpLogHandler() })
+
+        /// Creates the default configuration.
+        public init() {}
+    }
+
+    // MARK: - Mutable State
+
+    struct State {
+        /// The listening channel while started. Protected by `state`'s lock.
+        var serverChannel: (any Channel)?
+        /// The bound port (kept across `stop()` so `start()` can rebind it). Protected by `state`'s lock.
+        var port: Int?
+        /// Live sessions by id. Protected by `state`'s lock.
+        var sessions: [ObjectIdentifier: ServerSession] = [:]
+        /// Whether new connections are closed at once. Protected by `state`'s lock.
+        var refusesNewConnections = false
+        /// Whether sessions answer client pings. Protected by `state`'s lock.
+        var respondsToPings = true
+        /// Every client message received, in order, over all sessions. Protected by `state`'s lock.
+        var receivedMessages: [ClientMessage] = []
+        /// Connections accepted so far. Protected by `state`'s lock.
+        var acceptedConnections = 0
+    }
+
+    let state = NIOLockedValueBox(State())
+    let configuration: Configuration
+    let group: MultiThreadedEventLoopGroup
+    let logger: Logger
+
+    /// Creates a server; it listens once ``start()`` returns.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.group = MultiThreadedEventLoopGroup.singleton
+        self.logger = configuration.logger
+    }
+
+    // MARK: - Starting and stopping
+
+    /// Binds and starts listening. After a ``stop()``, binds the same port again (a "server restart").
+    public func start() async throws {
+        let port = state.withLockedValue { $0.port } ?? configuration.port
+        let sslContext = try configuration.tls.map { try NIOSSLContext(configuration: $0) }
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [weak self] channel in
+                guard let self else { return channel.close() }
+                return self.initialize(channel, sslContext: sslContext)
+            }
+        let channel = try await bootstrap.bind(host: configuration.host, port: port).get()
+        let boundPort = channel.localAddress?.port ?? port
+        state.withLockedValue {
+            $0.serverChannel = channel
+            $0.port = boundPort
+        }
+        logger.debug("listening", metadata: ["port": "\(boundPort)"])
+    }
+
+    /// Stops listening and closes every connection (clients see the connection drop).
+    public func stop() async throws {
+        let channel = state.withLockedValue { state in
+            defer { state.serverChannel = nil }
+            return state.serverChannel
+        }
+        try await channel?.close()
+        dropAllConnections()
+    }
+
+    /// The port the server listens on (valid after ``start()``).
+    public var port: Int { state.withLockedValue { $0.port } ?? configuration.port }
+
+    /// The WebSocket URL clients connect to: `ws://127.0.0.1:<port>/websocket` (or `wss://`).
+    public var url: URL {
+        URL(string: "\(configuration.tls == nil ? "ws" : "wss")://\(configuration.host):\(port)/websocket")!
+    }
+
+    // MARK: - Test controls
+
+    /// Closes every open connection now.
+    public func dropAllConnections() {
+        let sessions = state.withLockedValue { Array($0.sessions.values) }
+        for session in sessions { session.close() }
+    }
+
+    /// While `true`, new connections are closed as soon as they are accepted.
+    public var refusesNewConnections: Bool {
+        get { state.withLockedValue { $0.refusesNewConnections } }
+        set { state.withLockedValue { $0.refusesNewConnections = newValue } }
+    }
+
+    /// While `false`, sessions ignore client pings (so a client's heartbeat times out).
+    public var respondsToPings: Bool {
+        get { state.withLockedValue { $0.respondsToPings } }
+        set { state.withLockedValue { $0.respondsToPings = newValue } }
+    }
+
+    /// The number of open sessions (connections that completed the WebSocket upgrade).
+    public var sessionCount: Int { state.withLockedValue { $0.sessions.count } }
+
+    /// How many TCP connections were accepted since the server was created.
+    public var acceptedConnections: Int { state.withLockedValue { $0.acceptedConnections } }
+
+    /// Every client message received so far, over all sessions, in arrival order.
+    public var receivedMessages: [ClientMessage] { state.withLockedValue { $0.receivedMessages } }
+
+    /// Sends a raw text frame to every open session (for testing how clients survive bad input).
+    public func broadcastRawFrame(_ frame: String) {
+        let sessions = state.withLockedValue { Array($0.sessions.values) }
+        for session in sessions { session.sendRaw(frame) }
+    }
+
+    /// Sends a message to every open session.
+    public func broadcast(_ message: ServerMessage) {
+        broadcastRawFrame(EJSON.stringify(message.ejsonValue))
+    }
+
+    // MARK: - Pipeline
+
+    private func initialize(_ channel: any Channel, sslContext: NIOSSLContext?) -> EventLoopFuture<Void> {
+        let refuse = state.withLockedValue { state -> Bool in
+            state.acceptedConnections += 1
+            return state.refusesNewConnections
+        }
+        if refuse { return channel.close() }
+        let maxFrameSize = configuration.maxFrameSize
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: maxFrameSize,
+            shouldUpgrade: { channel, head in
+                channel.eventLoop.makeSucceededFuture(head.uri.hasPrefix("/websocket") ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { [weak self] channel, _ in
+                guard let self else { return channel.close() }
+                let session = ServerSession(server: self, channel: channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: maxFrameSize)
+                    )
+                    try channel.pipeline.syncOperations.addHandler(ServerSessionHandler(session: session))
+                }
+            }
+        )
+        return channel.eventLoop.makeCompletedFuture {
+            if let sslContext {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+            }
+        }.flatMap {
+            channel.pipeline.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+        }
+    }
+
+    func register(_ session: ServerSession) {
+        state.withLockedValue { $0.sessions[ObjectIdentifier(session)] = session }
+    }
+
+    func unregister(_ session: ServerSession) {
+        _ = state.withLockedValue { $0.sessions.removeValue(forKey: ObjectIdentifier(session)) }
+    }
+
+    func record(_ message: ClientMessage) {
+        state.withLockedValue { $0.receivedMessages.append(message) }
+    }
+}

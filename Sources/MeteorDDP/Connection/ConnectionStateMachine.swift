@@ -1,0 +1,203 @@
+/// The connection lifecycle as a value: offline → connecting → connected / waiting / failed
+/// (socket-stream-client's status plus the DDP handshake of livedata_connection).
+///
+/// It owns no clock and does no I/O: every input is an event method returning the actions the driver must
+/// perform, in order. Timers are actions (`scheduleRetry`, `scheduleConnectTimeout`) and their firing is an event.
+struct ConnectionStateMachine {
+    // MARK: - State
+
+    enum State {
+        /// Not connected and not trying.
+        case offline
+        /// A socket attempt is under way; `socketOpen` once the transport opened and `connect` was sent.
+        case connecting(retryCount: Int, socketOpen: Bool, proposed: DDPVersion)
+        /// The DDP session is established.
+        case connected(session: String, version: DDPVersion)
+        /// Waiting for the back-off to elapse.
+        case waiting(retryCount: Int)
+        /// Gave up for good.
+        case failed(DDPError)
+    }
+
+    enum Action: Sendable {
+        case openTransport
+        case closeTransport
+        case sendConnect(ClientMessage)
+        /// A fresh socket is open and `connect` was just sent: re-send methods and subscriptions now (LC `onReset`).
+        case resetSession
+        case scheduleConnectTimeout
+        case cancelConnectTimeout
+        case scheduleRetry(retryCount: Int, reason: DDPError)
+        case cancelRetry
+        case startHeartbeat
+        case stopHeartbeat
+        case sessionEstablished(session: String, version: DDPVersion, isReconnect: Bool)
+        case connectionLost(DDPError)
+        case publishStatus(ConnectionStatus)
+    }
+
+    private(set) var state: State = .offline
+    let supportedVersions: [DDPVersion]
+    /// The version the next `connect` proposes (set by a `failed` naming a supported version).
+    private(set) var versionSuggestion: DDPVersion?
+    /// The session of the last `connected`, sent back in the next `connect`.
+    private(set) var lastSession: String?
+    /// Whether the network is reachable; when it is not, a lost connection goes offline instead of waiting.
+    private(set) var networkReachable = true
+
+    init(supportedVersions: [DDPVersion]) {
+        precondition(!supportedVersions.isEmpty, "at least one DDP version must be supported")
+        self.supportedVersions = supportedVersions
+    }
+
+    private var proposal: DDPVersion { versionSuggestion ?? supportedVersions[0] }
+
+    private var connectMessage: ClientMessage {
+        .connect(session: lastSession, version: proposal, support: supportedVersions)
+    }
+
+    /// The negotiated version while connected.
+    var version: DDPVersion? {
+        if case .connected(_, let version) = state { return version }
+        return nil
+    }
+
+    // MARK: - User requests
+
+    mutating func connectRequested() -> [Action] {
+        switch state {
+        case .offline, .failed:
+            return startAttempt(retryCount: 0)
+        case .waiting(let retryCount):
+            return [.cancelRetry] + startAttempt(retryCount: retryCount)
+        case .connecting, .connected:
+            return []
+        }
+    }
+
+    /// `reconnect()`: retry now while waiting (not counted as a retry), restart when offline or failed.
+    mutating func reconnectRequested() -> [Action] {
+        connectRequested()
+    }
+
+    mutating func disconnectRequested() -> [Action] {
+        switch state {
+        case .offline:
+            return []
+        case .failed:
+            state = .offline
+            return [.publishStatus(ConnectionStatus(state: .offline))]
+        case .waiting:
+            state = .offline
+            return [.cancelRetry, .publishStatus(ConnectionStatus(state: .offline))]
+        case .connecting:
+            state = .offline
+            return [.cancelConnectTimeout, .closeTransport, .publishStatus(ConnectionStatus(state: .offline))]
+        case .connected:
+            state = .offline
+            let reason = DDPError.connectionLost("disconnected by the client")
+            return [.stopHeartbeat, .closeTransport, .connectionLost(reason), .publishStatus(ConnectionStatus(state: .offline))]
+        }
+    }
+
+    mutating func networkReachabilityChanged(reachable: Bool) -> [Action] {
+        networkReachable = reachable
+        guard reachable else { return [] }
+        if case .waiting = state { return connectRequested() }
+        return []
+    }
+
+    // MARK: - Transport events
+
+    mutating func transportOpened() -> [Action] {
+        guard case .connecting(let retryCount, false, let proposed) = state else {
+            preconditionFailure("Internal inconsistency: transport opened in state \(state)")
+        }
+        state = .connecting(retryCount: retryCount, socketOpen: true, proposed: proposed)
+        return [.sendConnect(connectMessage), .resetSession]
+    }
+
+    mutating func transportClosed(_ error: DDPError) -> [Action] {
+        switch state {
+        case .connecting(let retryCount, _, _):
+            return lose(error, retryCount: retryCount, actions: [.cancelConnectTimeout])
+        case .connected:
+            return lose(error, retryCount: 0, actions: [.stopHeartbeat, .connectionLost(error)])
+        case .offline, .waiting, .failed:
+            return []
+        }
+    }
+
+    mutating func connectTimeoutElapsed() -> [Action] {
+        guard case .connecting(let retryCount, _, _) = state else { return [] }
+        return lose(.connectTimedOut(), retryCount: retryCount, actions: [.closeTransport])
+    }
+
+    mutating func heartbeatTimedOut() -> [Action] {
+        guard case .connected = state else { return [] }
+        let error = DDPError.heartbeatTimedOut()
+        return lose(error, retryCount: 0, actions: [.stopHeartbeat, .closeTransport, .connectionLost(error)])
+    }
+
+    mutating func retryElapsed() -> [Action] {
+        guard case .waiting(let retryCount) = state else { return [] }
+        return startAttempt(retryCount: retryCount + 1)
+    }
+
+    // MARK: - DDP handshake
+
+    mutating func receivedConnected(session: String) -> [Action] {
+        guard case .connecting(_, true, let proposed) = state else {
+            return []  // the driver reports an out-of-place `connected`
+        }
+        let isReconnect = lastSession != nil
+        lastSession = session
+        state = .connected(session: session, version: proposed)
+        var actions: [Action] = [.cancelConnectTimeout]
+        if proposed.hasHeartbeats { actions.append(.startHeartbeat) }
+        actions.append(.sessionEstablished(session: session, version: proposed, isReconnect: isReconnect))
+        actions.append(.publishStatus(ConnectionStatus(state: .connected)))
+        return actions
+    }
+
+    /// The server refused the proposed version (LC `onMessage` `failed`).
+    mutating func receivedFailed(version: String) -> [Action] {
+        guard case .connecting(let retryCount, true, let proposed) = state else { return [] }
+        let requested = DDPVersion(rawValue: version)
+        if supportedVersions.contains(requested), requested != proposed {
+            versionSuggestion = requested
+            state = .connecting(retryCount: retryCount, socketOpen: false, proposed: requested)
+            return [.cancelConnectTimeout, .closeTransport, .openTransport, .scheduleConnectTimeout]
+        }
+        let error = DDPError.versionNegotiationFailed(serverVersion: version)
+        state = .failed(error)
+        return [.cancelConnectTimeout, .closeTransport, .publishStatus(ConnectionStatus(state: .failed, reason: error))]
+    }
+
+    // MARK: - Helpers
+
+    private mutating func startAttempt(retryCount: Int) -> [Action] {
+        state = .connecting(retryCount: retryCount, socketOpen: false, proposed: proposal)
+        return [.openTransport, .scheduleConnectTimeout, .publishStatus(ConnectionStatus(state: .connecting, retryCount: retryCount))]
+    }
+
+    private mutating func lose(_ error: DDPError, retryCount: Int, actions: [Action]) -> [Action] {
+        if networkReachable {
+            state = .waiting(retryCount: retryCount)
+            return actions + [.scheduleRetry(retryCount: retryCount, reason: error)]
+        }
+        state = .offline
+        return actions + [.publishStatus(ConnectionStatus(state: .offline, retryCount: retryCount, reason: error))]
+    }
+}
+
+extension ConnectionStateMachine {
+    /// Whether frames can be sent: the socket is open (handshake pending or done).
+    var isSocketOpen: Bool {
+        switch state {
+        case .connecting(_, let open, _): return open
+        case .connected: return true
+        case .offline, .waiting, .failed: return false
+        }
+    }
+}

@@ -1,0 +1,224 @@
+import Dispatch
+import EJSON
+import Foundation
+
+// MARK: - Connecting
+
+extension DDPClient {
+    /// Starts connecting (and keeps reconnecting with back-off until ``disconnect()``).
+    public func connect() {
+        queue.async { self.perform(self.machine.connectRequested()) }
+    }
+
+    /// Disconnects and stops retrying. Subscriptions and pending methods are kept for the next ``connect()``.
+    public func disconnect() {
+        queue.async { self.perform(self.machine.disconnectRequested()) }
+    }
+
+    /// Retries at once when waiting for the back-off; connects again after ``disconnect()`` or a failure.
+    public func reconnect() {
+        queue.async { self.perform(self.machine.reconnectRequested()) }
+    }
+
+    /// Tells the client the network is reachable again: a client waiting for its back-off retries at once.
+    public func networkDidBecomeReachable() {
+        queue.async { self.perform(self.machine.networkReachabilityChanged(reachable: true)) }
+    }
+
+    /// Tells the client the network is unreachable: a lost connection then goes offline instead of retrying
+    /// until ``networkDidBecomeReachable()``.
+    public func networkDidBecomeUnreachable() {
+        queue.async { self.perform(self.machine.networkReachabilityChanged(reachable: false)) }
+    }
+
+    /// Disconnects for good and ends ``statusUpdates`` and ``errors``.
+    public func close() {
+        queue.async {
+            guard !self.isClosed else { return }
+            self.perform(self.machine.disconnectRequested())
+            self.isClosed = true
+            self.statusBroadcaster.finish()
+            self.errorBroadcaster.finish()
+        }
+    }
+
+    /// Sends a message if the socket is open; otherwise drops it (everything that matters is re-sent on reconnect).
+    func send(_ message: ClientMessage) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let connection, machine.isSocketOpen else {
+            logger.trace("not sent (socket closed)", metadata: ["msg": "\(message.name)"])
+            return
+        }
+        let frame = EJSON.stringify(message.ejsonValue)
+        logger.trace("sent", metadata: ["frame": "\(DDPClient.loggable(frame, message: message))"])
+        connection.send(frame)
+    }
+
+    /// Reports an error the client survived: logged at `.debug` and published on ``errors``.
+    func report(_ error: DDPError) {
+        logger.debug("\(error.description)")
+        errorBroadcaster.yield(error)
+    }
+
+    /// Frames of login methods carry secrets: they are logged without their params.
+    static func loggable(_ frame: String, message: ClientMessage) -> String {
+        if case .method(let id, let method, _, _) = message, method == "login" || method == "createUser" {
+            return #"{"msg":"method","id":"\#(id)","method":"\#(method)","params":"<redacted>"}"#
+        }
+        return frame
+    }
+
+    // MARK: - Driving the state machine
+
+    func perform(_ actions: [ConnectionStateMachine.Action]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var retryTime: Date?
+        for action in actions {
+            switch action {
+            case .openTransport:
+                openTransport()
+            case .closeTransport:
+                connectionGeneration += 1
+                connection?.close()
+                connection = nil
+            case .sendConnect(let message):
+                send(message)
+            case .resetSession:
+                sessionDidReset()
+            case .scheduleConnectTimeout:
+                schedule(.connectTimeout, after: configuration.connectTimeout)
+            case .cancelConnectTimeout:
+                cancelTimer(.connectTimeout)
+            case .scheduleRetry(let retryCount, let reason):
+                let delay = configuration.retryStrategy.delay(forRetryCount: retryCount)
+                logger.info("reconnecting", metadata: ["retryCount": "\(retryCount)", "delay": "\(delay)", "reason": "\(reason)"])
+                schedule(.retry, after: delay)
+                retryTime = scheduler.now.addingTimeInterval(delay.timeInterval)
+                publish(ConnectionStatus(state: .waiting, retryCount: retryCount, retryTime: retryTime, reason: reason))
+            case .cancelRetry:
+                cancelTimer(.retry)
+            case .startHeartbeat:
+                if configuration.heartbeatInterval > .zero { performHeartbeat(heartbeat.start()) }
+            case .stopHeartbeat:
+                performHeartbeat(heartbeat.stop())
+            case .sessionEstablished(let session, let version, let isReconnect):
+                logger.debug("connected", metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"])
+                sessionDidConnect(isReconnect: isReconnect)
+            case .connectionLost(let error):
+                report(error)
+                sessionDidDisconnect()
+            case .publishStatus(let status):
+                publish(status)
+            }
+        }
+    }
+
+    private func publish(_ status: ConnectionStatus) {
+        let changed: Bool = publishedStatus.withLockedValue { current in
+            guard current != status else { return false }
+            current = status
+            return true
+        }
+        guard changed else { return }
+        logger.debug("status", metadata: ["status": "\(status)"])
+        statusBroadcaster.yield(status)
+        NotificationCenter.default.post(name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
+    }
+
+    private func openTransport() {
+        connectionGeneration += 1
+        let generation = connectionGeneration
+        connection = transport.connect { [weak self] event in
+            guard let self else { return }
+            // Parse on the transport's thread, then hand over in order.
+            switch event {
+            case .text(let frame):
+                let parsed = DDPClient.parse(frame)
+                self.queue.async { self.handleIncoming(parsed, generation: generation) }
+            case .opened, .binary, .closed:
+                self.queue.async { self.handleTransportEvent(event, generation: generation) }
+            }
+        }
+    }
+
+    private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
+        guard generation == connectionGeneration else { return }
+        switch event {
+        case .opened:
+            logger.debug("socket open")
+            perform(machine.transportOpened())
+        case .binary(let byteCount):
+            performHeartbeat(heartbeat.messageReceived())
+            report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
+        case .closed(let error):
+            connection = nil
+            connectionGeneration += 1
+            let reason = error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
+            perform(machine.transportClosed(reason))
+        case .text:
+            preconditionFailure("Internal inconsistency: text frames are handled by handleIncoming")
+        }
+    }
+
+    static func parse(_ frame: String) -> Result<ServerMessage, DDPProtocolViolation> {
+        let value: EJSONValue
+        do {
+            value = try EJSON.parse(frame)
+        } catch {
+            return .failure(DDPProtocolViolation(.malformedJSON("\(error)"), frame: frame))
+        }
+        do {
+            return .success(try ServerMessage(ejson: value))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    // MARK: - Timers
+
+    private func schedule(_ purpose: TimerPurpose, after delay: Duration) {
+        cancelTimer(purpose)
+        timerGeneration += 1
+        let generation = timerGeneration
+        let action = scheduler.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            self.queue.async { self.timerFired(purpose, generation: generation) }
+        }
+        timers[purpose] = (generation, action)
+    }
+
+    private func cancelTimer(_ purpose: TimerPurpose) {
+        timers.removeValue(forKey: purpose)?.action.cancel()
+    }
+
+    private func timerFired(_ purpose: TimerPurpose, generation: Int) {
+        guard timers[purpose]?.generation == generation else { return }
+        timers.removeValue(forKey: purpose)
+        switch purpose {
+        case .connectTimeout: perform(machine.connectTimeoutElapsed())
+        case .retry: perform(machine.retryElapsed())
+        case .heartbeatInterval: performHeartbeat(heartbeat.intervalElapsed())
+        case .heartbeatTimeout: performHeartbeat(heartbeat.timeoutElapsed())
+        }
+    }
+
+    func performHeartbeat(_ actions: [HeartbeatStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .scheduleInterval: schedule(.heartbeatInterval, after: configuration.heartbeatInterval)
+            case .cancelInterval: cancelTimer(.heartbeatInterval)
+            case .sendPing: send(.ping(id: nil))
+            case .scheduleTimeout: schedule(.heartbeatTimeout, after: configuration.heartbeatTimeout)
+            case .cancelTimeout: cancelTimer(.heartbeatTimeout)
+            case .reportTimeout: perform(machine.heartbeatTimedOut())
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a `TimeInterval`.
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

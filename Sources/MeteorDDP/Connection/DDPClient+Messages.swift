@@ -1,0 +1,54 @@
+import Dispatch
+import EJSON
+
+// MARK: - Receiving
+
+extension DDPClient {
+    /// Handles one parsed frame from the current connection, on the client queue.
+    func handleIncoming(_ parsed: Result<ServerMessage, DDPProtocolViolation>, generation: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard generation == connectionGeneration else { return }
+        // Any frame proves the connection is alive (heartbeat.js `messageReceived`).
+        performHeartbeat(heartbeat.messageReceived())
+        switch parsed {
+        case .failure(let violation):
+            report(.protocolViolation(violation))
+        case .success(let message):
+            logger.trace("received", metadata: ["msg": "\(message.name)"])
+            handle(message)
+        }
+    }
+
+    private func handle(_ message: ServerMessage) {
+        switch message {
+        case .connected(let session):
+            let actions = machine.receivedConnected(session: session)
+            if actions.isEmpty {
+                reportUnexpected(message, "the session is already established or no connect was sent")
+            }
+            perform(actions)
+        case .failed(let version):
+            let actions = machine.receivedFailed(version: version)
+            if actions.isEmpty {
+                reportUnexpected(message, "no connect is pending")
+            }
+            perform(actions)
+        case .ping(let id):
+            if configuration.respondToPings { send(.pong(id: id)) }
+        case .pong:
+            break
+        case .error(let reason, let offending):
+            report(.serverError(reason: reason, offendingMessage: offending.map { EJSON.stringify($0) }))
+        case .added, .changed, .removed, .ready, .nosub, .updated, .result:
+            guard machine.version != nil else {
+                reportUnexpected(message, "data before the session was established")
+                return
+            }
+            handleSessionMessage(message)
+        }
+    }
+
+    func reportUnexpected(_ message: ServerMessage, _ reason: String) {
+        report(.protocolViolation(DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
+    }
+}

@@ -1,0 +1,67 @@
+/// Something that carries DDP frames to a server and back: a WebSocket in production, an in-memory double in tests.
+///
+/// A transport makes one ``TransportConnection`` per connection attempt. The client keeps only the newest one and
+/// ignores events from any older one, so an implementation never has to worry about late events.
+///
+/// # Implementation requirements
+/// - `connect(onEvent:)` returns at once; the attempt proceeds in the background.
+/// - Events for one connection arrive in order and never concurrently: at most one `.opened`, then any number of
+///   `.text` / `.binary`, then exactly one `.closed` (also after ``TransportConnection/close()``), then nothing.
+/// - `send(_:)` before `.opened` or after `.closed` drops the frame silently.
+/// `InMemoryTransportTests` shows the contract as a test every transport must pass.
+public protocol Transport: Sendable {
+    /// Starts a connection attempt; `onEvent` receives its events on a thread of the transport's choosing.
+    func connect(onEvent: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection
+}
+
+/// One connection attempt of a ``Transport``.
+public protocol TransportConnection: AnyObject, Sendable {
+    /// Sends one text frame. Frames are sent in call order.
+    func send(_ frame: String)
+    /// Closes the connection; a `.closed` event follows.
+    func close()
+}
+
+/// What happened on a ``TransportConnection``.
+public enum TransportEvent: Sendable {
+    /// The connection is open; frames can be sent.
+    case opened
+    /// A text frame arrived.
+    case text(String)
+    /// A binary frame arrived (DDP does not use them; the client reports and ignores it).
+    case binary(byteCount: Int)
+    /// The connection ended, with the error that ended it, if any.
+    case closed(TransportError?)
+}
+
+/// Why a transport connection ended or could not be made.
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Kind: Sendable, Hashable {
+        /// The connection could not be made (refused, unreachable, DNS, …).
+        case connectFailed
+        /// TLS failed (for example an untrusted certificate).
+        case tlsFailed
+        /// The server closed the WebSocket with an error code.
+        case closedByServer(code: Int)
+        /// A message larger than the configured limit arrived.
+        case messageTooLarge
+        /// The URL cannot be used (scheme, host, or a `wss` IP literal without a TLS server name).
+        case invalidURL
+        /// Anything else.
+        case other
+    }
+
+    /// The kind of failure.
+    public let kind: Kind
+    /// A description of the underlying error.
+    public let message: String
+
+    /// Creates an error.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { "transport error (\(kind)): \(message)" }
+}

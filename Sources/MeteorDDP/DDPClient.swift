@@ -1,0 +1,144 @@
+import Dispatch
+import EJSON
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+extension Notification.Name {
+    /// Posted by a ``DDPClient`` (the notification's `object`) whenever its ``ConnectionStatus`` changes;
+    /// the status is in `userInfo[DDPClient.statusUserInfoKey]`. Posted on the client queue.
+    public static let ddpClientStatusDidChange = Notification.Name("MeteorDDP.DDPClient.statusDidChange")
+}
+
+/// A connection to a Meteor server speaking DDP.
+///
+/// For example:
+/// ```swift
+/// let client = DDPClient(url: URL(string: "wss://example.com/websocket")!)
+/// client.connect()
+/// for await status in client.statusUpdates where status.isConnected { break }
+/// ```
+///
+/// ## Concurrency
+/// - **Serial client queue**: connection state, heartbeats and timers are owned by one serial queue; every public
+///   method may be called from any thread or task and hops onto it.
+/// - **Parsing off the queue**: frames are parsed on the transport's thread, then handed to the client queue
+///   in arrival order.
+/// - **Callbacks**: ``statusUpdates`` and ``errors`` are async sequences; ``Notification/Name/ddpClientStatusDidChange``
+///   is posted on the client queue. No lock is held while user code runs.
+public final class DDPClient: @unchecked Sendable {
+    // @unchecked because all mutable state below is confined to `queue` (checked with dispatchPrecondition),
+    // except `publishedStatus`, which is protected by its own lock.
+
+    /// The key of the ``ConnectionStatus`` in a ``Notification/Name/ddpClientStatusDidChange`` notification.
+    public static let statusUserInfoKey = "status"
+
+    /// The serial queue that owns the client's state.
+    let queue: DispatchQueue
+    let configuration: Configuration
+    let transport: any Transport
+    let scheduler: any DDPScheduler
+    let logger: Logger
+
+    // MARK: - Mutable State (confined to `queue`)
+
+    /// The connection lifecycle. Confined to `queue`.
+    var machine: ConnectionStateMachine
+    /// Heartbeat bookkeeping for the current session. Confined to `queue`.
+    var heartbeat = HeartbeatStateMachine()
+    /// The newest transport connection; events from older ones are ignored. Confined to `queue`.
+    var connection: (any TransportConnection)?
+    /// Identifies `connection`; bumped for every attempt. Confined to `queue`.
+    var connectionGeneration = 0
+    /// Pending timers by purpose, each with the generation that makes late firings harmless. Confined to `queue`.
+    var timers: [TimerPurpose: (generation: Int, action: any ScheduledAction)] = [:]
+    /// Confined to `queue`.
+    var timerGeneration = 0
+    /// Whether `close()` was called. Confined to `queue`.
+    var isClosed = false
+
+    /// The last published status, readable from any thread. Protected by its lock.
+    let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
+    let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64)
+    let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: 256)
+
+    enum TimerPurpose: Hashable {
+        case connectTimeout, retry, heartbeatInterval, heartbeatTimeout
+    }
+
+    // MARK: - Starting
+
+    /// Creates a client for a Meteor server's WebSocket URL (for example `wss://example.com/websocket`).
+    /// It does not connect until ``connect()``.
+    public convenience init(url: URL, configuration: Configuration = Configuration(), webSocket: WebSocketTransport.Configuration = .init()) {
+        self.init(transport: WebSocketTransport(url: url, configuration: webSocket, logger: configuration.logger), configuration: configuration)
+    }
+
+    /// Creates a client over any ``Transport`` (for example an ``InMemoryTransport`` in tests).
+    public init(transport: any Transport, configuration: Configuration = Configuration()) {
+        let queue = DispatchQueue(label: "MeteorDDP.DDPClient")
+        self.queue = queue
+        self.configuration = configuration
+        self.transport = transport
+        self.scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
+        self.logger = configuration.logger
+        self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
+    }
+
+    deinit {
+        connection?.close()
+        for (_, timer) in timers { timer.action.cancel() }
+        statusBroadcaster.finish()
+        errorBroadcaster.finish()
+    }
+
+    // MARK: - Observing
+
+    /// The current connection status.
+    public var status: ConnectionStatus { publishedStatus.withLockedValue { $0 } }
+
+    /// The status now and every change after it.
+    public var statusUpdates: ConnectionStatusUpdates {
+        ConnectionStatusUpdates(stream: statusBroadcaster.makeStream(initial: status))
+    }
+
+    /// Errors the client reported and survived, from now on.
+    public var errors: DDPErrors { DDPErrors(stream: errorBroadcaster.makeStream()) }
+
+    /// The DDP version negotiated for the current session, if connected.
+    public var negotiatedVersion: DDPVersion? { queue.sync { machine.version } }
+
+    /// Waits until everything already handed to the client queue has run (a deterministic hook for tests).
+    func waitUntilIdle() {
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        queue.sync {}
+    }
+}
+
+// MARK: - Configuration
+
+extension DDPClient {
+    /// How a ``DDPClient`` behaves. The defaults are Meteor's.
+    public struct Configuration: Sendable {
+        /// The DDP versions to support, in order of preference. Default `["1", "pre2", "pre1"]`.
+        public var supportedVersions: [DDPVersion] = DDPVersion.supported
+        /// Silence after which a ping is sent (Meteor: 17.5 s). Zero disables heartbeats.
+        public var heartbeatInterval: Duration = .milliseconds(17_500)
+        /// How long to wait for any message after a ping (Meteor: 15 s).
+        public var heartbeatTimeout: Duration = .seconds(15)
+        /// How long a connection attempt may take, socket and DDP handshake together (Meteor: 10 s).
+        public var connectTimeout: Duration = .seconds(10)
+        /// Reconnect back-off (Meteor's `Retry` defaults).
+        public var retryStrategy: RetryStrategy = .meteorDefault
+        /// Whether server pings are answered (Meteor: yes).
+        public var respondToPings = true
+        /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries at `.info`.
+        /// Secrets (passwords, tokens) are never logged. Default: discards everything.
+        public var logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// The scheduler for timers; `nil` uses real time on the client queue. Tests pass a ``ManualScheduler``.
+        public var scheduler: (any DDPScheduler)?
+
+        /// Creates the default configuration.
+        public init() {}
+    }
+}

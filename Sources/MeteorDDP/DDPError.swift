@@ -1,0 +1,75 @@
+import Foundation
+
+/// An error of the DDP client, with a clear message and a stable ``Code`` to switch on.
+///
+/// For example:
+/// ```swift
+/// for await error in client.errors where error.code == .protocolViolation {
+///     logger.warning("server sent a bad frame: \(error)")
+/// }
+/// ```
+public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of error this is.
+    public enum Code: String, Sendable, Hashable {
+        /// The server sent a frame that is not a valid DDP message (see ``DDPError/violation``). It was skipped.
+        case protocolViolation
+        /// The server sent an `error` message about one of ours.
+        case serverError
+        /// The server wants a DDP version this client does not support; the client stopped.
+        case versionNegotiationFailed
+        /// The connection was lost (closed, network error); the client retries.
+        case connectionLost
+        /// The socket or the DDP handshake did not complete in time.
+        case connectTimedOut
+        /// The server stopped answering heartbeats.
+        case heartbeatTimedOut
+        /// The client was closed or disconnected while the operation was pending.
+        case clientClosed
+    }
+
+    /// What kind of error this is.
+    public let code: Code
+    /// A human-readable explanation.
+    public let message: String
+    /// The protocol violation, for ``Code/protocolViolation``.
+    public let violation: DDPProtocolViolation?
+    /// The transport failure behind a lost connection, if any.
+    public let transportError: TransportError?
+
+    init(_ code: Code, _ message: String, violation: DDPProtocolViolation? = nil, transportError: TransportError? = nil) {
+        self.code = code
+        self.message = message
+        self.violation = violation
+        self.transportError = transportError
+    }
+
+    public var description: String { message }
+
+    static func protocolViolation(_ violation: DDPProtocolViolation) -> DDPError {
+        DDPError(.protocolViolation, violation.description, violation: violation)
+    }
+
+    static func serverError(reason: String, offendingMessage: String?) -> DDPError {
+        DDPError(.serverError, "server error: \(reason)" + (offendingMessage.map { " (offending message: \($0))" } ?? ""))
+    }
+
+    static func versionNegotiationFailed(serverVersion: String) -> DDPError {
+        DDPError(.versionNegotiationFailed, "DDP version negotiation failed; server requested version \(serverVersion)")
+    }
+
+    static func connectionLost(_ reason: String, transportError: TransportError? = nil) -> DDPError {
+        DDPError(.connectionLost, "connection lost: \(reason)", transportError: transportError)
+    }
+
+    static func connectTimedOut() -> DDPError {
+        DDPError(.connectTimedOut, "connection attempt timed out")
+    }
+
+    static func heartbeatTimedOut() -> DDPError {
+        DDPError(.heartbeatTimedOut, "DDP heartbeat timed out")
+    }
+
+    static func clientClosed() -> DDPError {
+        DDPError(.clientClosed, "the client was closed")
+    }
+}
