@@ -81,7 +81,9 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "NIOSSL", package: "swift-nio-ssl")],
-            path: "IntegrationTests"
+            path: "IntegrationTests",
+            exclude: ["Fixtures/README.md"],
+            resources: [.copy("Fixtures")]
         ),
     ]
 )

@@ -67,6 +67,13 @@ public final class DDPTestServer: @unchecked Sendable {
         var receivedMessages: [ClientMessage] = []
         /// Connections accepted so far. Protected by `state`'s lock.
         var acceptedConnections = 0
+        /// Tasks waiting for a matching client message. Protected by `state`'s lock.
+        var messageWaiters: [MessageWaiter] = []
+    }
+
+    struct MessageWaiter {
+        let predicate: @Sendable (ClientMessage) -> Bool
+        let continuation: CheckedContinuation<ClientMessage, Never>
     }
 
     let state = NIOLockedValueBox(State())
@@ -205,6 +212,27 @@ public final class DDPTestServer: @unchecked Sendable {
     }
 
     func record(_ message: ClientMessage) {
-        state.withLockedValue { $0.receivedMessages.append(message) }
+        let satisfied: [MessageWaiter] = state.withLockedValue { state in
+            state.receivedMessages.append(message)
+            let (matching, rest) = state.messageWaiters.reduce(into: ([MessageWaiter](), [MessageWaiter]())) { result, waiter in
+                if waiter.predicate(message) { result.0.append(waiter) } else { result.1.append(waiter) }
+            }
+            state.messageWaiters = rest
+            return matching
+        }
+        for waiter in satisfied { waiter.continuation.resume(returning: message) }
+    }
+
+    /// Returns the first client message received so far that matches, or waits for one (no polling).
+    @discardableResult
+    public func waitForMessage(where predicate: @escaping @Sendable (ClientMessage) -> Bool) async -> ClientMessage {
+        await withCheckedContinuation { continuation in
+            let existing: ClientMessage? = state.withLockedValue { state in
+                if let found = state.receivedMessages.first(where: predicate) { return found }
+                state.messageWaiters.append(MessageWaiter(predicate: predicate, continuation: continuation))
+                return nil
+            }
+            if let existing { continuation.resume(returning: existing) }
+        }
     }
 }

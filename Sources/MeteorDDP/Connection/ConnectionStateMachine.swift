@@ -19,7 +19,7 @@ struct ConnectionStateMachine {
         case failed(DDPError)
     }
 
-    enum Action: Sendable {
+    enum Action: Sendable, Equatable {
         case openTransport
         case closeTransport
         case sendConnect(ClientMessage)

@@ -1,0 +1,74 @@
+import DDPTestServer
+import Foundation
+import MeteorDDP
+import NIOSSL
+import XCTest
+
+struct TimedOut: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body` and fails with ``TimedOut`` if it has not finished within `seconds`.
+func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))  // a deadline for the race, never a synchronisation
+            throw TimedOut(what: what)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+extension DDPClient {
+    /// Waits for the first status (current one included) that satisfies `predicate`; records every status seen.
+    @discardableResult
+    func waitForStatus(
+        _ what: String,
+        timeout: Double = 10,
+        seen: StatusLog? = nil,
+        where predicate: @escaping @Sendable (ConnectionStatus) -> Bool
+    ) async throws -> ConnectionStatus {
+        let updates = statusUpdates
+        return try await withTimeout(timeout, what) {
+            for await status in updates {
+                seen?.append(status)
+                if predicate(status) { return status }
+            }
+            throw TimedOut(what: what + " (stream ended)")
+        }
+    }
+
+    func waitUntilConnected(timeout: Double = 10) async throws {
+        try await waitForStatus("connected", timeout: timeout) { $0.isConnected }
+    }
+}
+
+/// A thread-safe list of statuses seen, for asserting transitions.
+final class StatusLog: @unchecked Sendable {
+    // @unchecked because `statuses` is protected by `lock`.
+    private let lock = NSLock()
+    private var statuses: [ConnectionStatus] = []
+    func append(_ status: ConnectionStatus) { lock.withLock { statuses.append(status) } }
+    var states: [ConnectionStatus.State] { lock.withLock { statuses.map(\.state) } }
+    var all: [ConnectionStatus] { lock.withLock { statuses } }
+}
+
+enum TestTLS {
+    static func url(_ name: String) -> URL {
+        Bundle.module.url(forResource: name, withExtension: "pem", subdirectory: "Fixtures")!
+    }
+
+    static func certificate() throws -> NIOSSLCertificate {
+        try NIOSSLCertificate.fromPEMFile(url("test-server.cert").path)[0]
+    }
+
+    static func serverConfiguration() throws -> TLSConfiguration {
+        TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try certificate())],
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: url("test-server.key").path, format: .pem))
+        )
+    }
+}

@@ -1,0 +1,83 @@
+import XCTest
+
+@testable import MeteorDDP
+
+/// A malformed, unknown or out-of-place server message is reported and survived: the connection keeps going.
+final class DDPClientBadInputTests: XCTestCase {
+    private func assertReportedAndSurvived(
+        _ frame: String,
+        kind expected: (DDPProtocolViolation.Kind) -> Bool,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        var errors = harness.client.errors.makeAsyncIterator()
+        harness.receive(frame: frame)
+        let error = await errors.next()
+        XCTAssertEqual(error?.code, .protocolViolation, file: file, line: line)
+        XCTAssertTrue(error?.violation.map { expected($0.kind) } ?? false, "got \(String(describing: error))", file: file, line: line)
+        XCTAssertEqual(harness.status, .connected, file: file, line: line)
+        harness.transport.clearSentFrames()
+        harness.receive(frame: #"{"msg":"ping","id":"after"}"#)
+        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"pong","id":"after"}"#], "the connection still works", file: file, line: line)
+    }
+
+    func testTruncatedJSONIsReported() async {
+        await assertReportedAndSurvived(#"{"msg":"added","collection":"c""#) { if case .malformedJSON = $0 { true } else { false } }
+    }
+
+    func testNonObjectIsReported() async {
+        await assertReportedAndSurvived("[1,2,3]") { $0 == .notAnObject }
+    }
+
+    func testMessageWithoutMsgIsReported() async {
+        await assertReportedAndSurvived(#"{"server_id":"0","x":1}"#) { $0 == .missingMsg }
+    }
+
+    func testUnknownMessageTypeIsReported() async {
+        await assertReportedAndSurvived(#"{"msg":"addedBefore","collection":"c","id":"1","fields":{},"before":null}"#) {
+            $0 == .unknownMessage("addedBefore")
+        }
+    }
+
+    func testMissingFieldIsReported() async {
+        await assertReportedAndSurvived(#"{"msg":"added","id":"1"}"#) { $0 == .missingField(message: "added", field: "collection") }
+    }
+
+    func testWronglyTypedFieldIsReported() async {
+        await assertReportedAndSurvived(#"{"msg":"ready","subs":"a"}"#) { $0 == .wrongFieldType(message: "ready", field: "subs") }
+    }
+
+    func testConnectedWhileConnectedIsReportedAsOutOfPlace() async {
+        await assertReportedAndSurvived(#"{"msg":"connected","session":"again"}"#) {
+            if case .unexpected(message: "connected", _) = $0 { true } else { false }
+        }
+    }
+
+    func testLoneSurrogateEscapeIsReportedOrDecodedWithoutCrashing() async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.receive(frame: #"{"msg":"added","collection":"c","id":"1","fields":{"s":"\ud800"}}"#)
+        harness.receive(frame: #"{"msg":"ping","id":"x"}"#)
+        XCTAssertEqual(harness.transport.sentFrames.last, #"{"msg":"pong","id":"x"}"#)
+    }
+
+    func testBinaryFrameIsReportedAndIgnored() async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        var errors = harness.client.errors.makeAsyncIterator()
+        harness.transport.receiveBinary(byteCount: 12)
+        harness.settle()
+        let error = await errors.next()
+        XCTAssertEqual(error?.violation?.kind, .binaryFrame(byteCount: 12))
+        XCTAssertEqual(harness.status, .connected)
+    }
+
+    func testDeeplyNestedJSONIsReportedNotACrash() async {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        await assertReportedAndSurvived(#"{"msg":"result","id":"1","result":"# + deep + "}") {
+            if case .malformedJSON = $0 { true } else { false }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+final class DDPClientConnectingTests: XCTestCase {
+    func testConnectingSendsConnectWithVersionAndSupportAsMeteorDoes() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        XCTAssertEqual(harness.status, .connecting)
+        harness.transport.open()
+        harness.settle()
+        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#])
+    }
+
+    func testConnectedEstablishesTheSessionAndVersion() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        XCTAssertEqual(harness.status, .connected)
+        XCTAssertEqual(harness.client.negotiatedVersion, .v1)
+    }
+
+    func testServerRequestingOtherSupportedVersionReconnectsProposingIt() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        harness.transport.open()
+        harness.receive(.failed(version: "pre1"))
+        XCTAssertEqual(harness.transport.connectionAttempts, 2)
+        harness.transport.open()
+        harness.settle()
+        XCTAssertEqual(harness.transport.sentFrames.last, #"{"msg":"connect","version":"pre1","support":["1","pre2","pre1"]}"#)
+        harness.receive(.connected(session: "s"))
+        XCTAssertEqual(harness.client.negotiatedVersion, .pre1)
+    }
+
+    func testServerRequestingUnsupportedVersionFailsForGood() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        harness.transport.open()
+        harness.receive(.failed(version: "bla"))
+        XCTAssertEqual(harness.status, .failed)
+        XCTAssertEqual(harness.client.status.reason?.code, .versionNegotiationFailed)
+        harness.scheduler.runAll()
+        harness.settle()
+        XCTAssertEqual(harness.transport.connectionAttempts, 1, "no retry after a negotiation failure")
+    }
+
+    func testCustomSupportedVersionsAreProposedInOrder() {
+        let harness = ClientHarness { $0.supportedVersions = [.pre2, .pre1] }
+        harness.client.connect()
+        harness.settle()
+        harness.transport.open()
+        harness.settle()
+        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"connect","version":"pre2","support":["pre2","pre1"]}"#])
+    }
+
+    func testErrorWhileConnectingRetriesAfterTheBackOff() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        harness.transport.fail()
+        harness.settle()
+        XCTAssertEqual(harness.status, .waiting)
+        XCTAssertEqual(harness.client.status.retryCount, 0)
+        XCTAssertEqual(harness.client.status.retryTime, harness.scheduler.now.addingTimeInterval(0.010))
+        harness.advance(by: .milliseconds(9))
+        XCTAssertEqual(harness.transport.connectionAttempts, 1)
+        harness.advance(by: .milliseconds(1))
+        XCTAssertEqual(harness.transport.connectionAttempts, 2)
+        XCTAssertEqual(harness.status, .connecting)
+        XCTAssertEqual(harness.client.status.retryCount, 1)
+    }
+
+    func testBackOffGrowsExponentiallyAcrossFailedAttempts() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        var delays: [Duration] = []
+        for _ in 0..<4 {
+            harness.transport.fail()
+            harness.settle()
+            delays.append(harness.scheduler.pendingDelays.filter { $0 != .seconds(10) }.min() ?? .zero)
+            harness.scheduler.runAll()
+            harness.settle()
+        }
+        XCTAssertEqual(delays, [.milliseconds(10), .milliseconds(10), .milliseconds(4840), .milliseconds(10648)])
+    }
+
+    func testCloseWhileConnectedRetriesAndResendsConnectWithTheSession() {
+        let harness = ClientHarness()
+        harness.establishConnection(session: "SESSION-A")
+        harness.transport.fail()
+        harness.settle()
+        XCTAssertEqual(harness.status, .waiting)
+        harness.advance(by: .milliseconds(10))
+        harness.transport.open()
+        harness.settle()
+        XCTAssertEqual(harness.transport.sentFrames.last, #"{"msg":"connect","session":"SESSION-A","version":"1","support":["1","pre2","pre1"]}"#)
+    }
+
+    func testLostConnectionWhileUnreachableGoesOfflineUntilReachable() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.client.networkDidBecomeUnreachable()
+        harness.transport.fail()
+        harness.settle()
+        XCTAssertEqual(harness.status, .offline)
+        harness.client.networkDidBecomeReachable()
+        harness.settle()
+        XCTAssertEqual(harness.status, .offline, "offline after losing the network stays offline until connect()")
+        harness.client.connect()
+        harness.settle()
+        XCTAssertEqual(harness.status, .connecting)
+    }
+
+    func testNetworkBecomingReachableWhileWaitingRetriesAtOnce() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.transport.fail()
+        harness.settle()
+        XCTAssertEqual(harness.status, .waiting)
+        harness.client.networkDidBecomeReachable()
+        harness.settle()
+        XCTAssertEqual(harness.status, .connecting)
+        XCTAssertEqual(harness.transport.connectionAttempts, 2)
+    }
+
+    func testReconnectRetriesNowWhileWaiting() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        for _ in 0..<3 {
+            harness.transport.fail()
+            harness.settle()
+            harness.scheduler.runAll()
+            harness.settle()
+        }
+        harness.transport.fail()
+        harness.settle()
+        XCTAssertEqual(harness.client.status.retryCount, 3)
+        harness.client.reconnect()
+        harness.settle()
+        XCTAssertEqual(harness.status, .connecting)
+        XCTAssertEqual(harness.client.status.retryCount, 3, "a manual retry is not counted")
+    }
+
+    func testDisconnectStopsRetrying() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.client.disconnect()
+        harness.settle()
+        XCTAssertEqual(harness.status, .offline)
+        XCTAssertTrue(harness.transport.closedByClient)
+        harness.scheduler.runAll()
+        harness.settle()
+        XCTAssertEqual(harness.transport.connectionAttempts, 1)
+    }
+
+    func testConnectTimeoutAbandonsTheAttemptAndRetries() {
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        harness.transport.open()
+        harness.settle()
+        harness.advance(by: .seconds(10))
+        XCTAssertEqual(harness.status, .waiting)
+        XCTAssertEqual(harness.client.status.reason?.code, .connectTimedOut)
+        XCTAssertTrue(harness.transport.closedByClient)
+    }
+
+    func testChangingStatusPostsANotificationWithTheStatus() {
+        let harness = ClientHarness()
+        let posted = expectation(forNotification: .ddpClientStatusDidChange, object: harness.client) { notification in
+            (notification.userInfo?[DDPClient.statusUserInfoKey] as? ConnectionStatus)?.state == .connecting
+        }
+        harness.client.connect()
+        wait(for: [posted], timeout: 5)
+    }
+
+    func testStatusUpdatesDeliverTheCurrentStatusThenEveryChange() async {
+        let harness = ClientHarness()
+        var iterator = harness.client.statusUpdates.makeAsyncIterator()
+        let first = await iterator.next()
+        XCTAssertEqual(first?.state, .offline)
+        harness.establishConnection()
+        let second = await iterator.next()
+        let third = await iterator.next()
+        XCTAssertEqual([second?.state, third?.state], [.connecting, .connected])
+    }
+
+    func testRespondsToServerPingWithPongCarryingItsID() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.transport.clearSentFrames()
+        harness.receive(frame: #"{"msg":"ping","id":"p1"}"#)
+        harness.receive(frame: #"{"msg":"ping"}"#)
+        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"pong","id":"p1"}"#, #"{"msg":"pong"}"#])
+    }
+
+    func testServerErrorMessageIsReportedOnTheErrorsStream() async {
+        let harness = ClientHarness()
+        var errors = harness.client.errors.makeAsyncIterator()
+        harness.establishConnection()
+        harness.receive(frame: #"{"msg":"error","reason":"bla"}"#)
+        let error = await errors.next()
+        XCTAssertEqual(error?.code, .serverError)
+        XCTAssertEqual(error?.message, "server error: bla")
+    }
+}

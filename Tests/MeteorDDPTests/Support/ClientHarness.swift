@@ -1,0 +1,52 @@
+import EJSON
+import Foundation
+import XCTest
+
+@testable import MeteorDDP
+
+/// A client wired to an in-memory transport and a manual clock: every interleaving is chosen by the test.
+final class ClientHarness {
+    let transport = InMemoryTransport()
+    let scheduler = ManualScheduler()
+    let client: DDPClient
+
+    init(configure: (inout DDPClient.Configuration) -> Void = { _ in }) {
+        var configuration = DDPClient.Configuration()
+        configuration.scheduler = scheduler
+        configuration.retryStrategy = RetryStrategy(fuzz: 0)
+        configure(&configuration)
+        client = DDPClient(transport: transport, configuration: configuration)
+    }
+
+    /// Lets the client queue finish what it was handed.
+    func settle() { client.waitUntilIdle() }
+
+    /// connect → socket open → `connected`.
+    func establishConnection(session: String = "SESSION-1") {
+        client.connect()
+        settle()
+        transport.open()
+        settle()
+        receive(.connected(session: session))
+    }
+
+    func receive(_ message: ServerMessage) {
+        transport.receive(message)
+        settle()
+    }
+
+    func receive(frame: String) {
+        transport.receive(frame)
+        settle()
+    }
+
+    /// Moves the manual clock and lets the client handle what fell due.
+    func advance(by duration: Duration) {
+        scheduler.advance(by: duration)
+        settle()
+    }
+
+    var sent: [ClientMessage] { transport.sentMessages }
+
+    var status: ConnectionStatus.State { client.status.state }
+}
