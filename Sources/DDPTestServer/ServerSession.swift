@@ -10,7 +10,7 @@ import NIOWebSocket
 final class ServerSession: @unchecked Sendable {
     // @unchecked because every mutable property is confined to `channel.eventLoop` (checked with preconditionInEventLoop).
 
-    unowned let server: DDPTestServer
+    private weak let weakServer: DDPTestServer?
     let channel: any Channel
 
     // MARK: - Mutable State (confined to channel.eventLoop)
@@ -27,7 +27,7 @@ final class ServerSession: @unchecked Sendable {
     private var heartbeatTick: RepeatedTask?
 
     init(server: DDPTestServer, channel: any Channel) {
-        self.server = server
+        self.weakServer = server
         self.channel = channel
     }
 
@@ -35,13 +35,14 @@ final class ServerSession: @unchecked Sendable {
 
     func start() {
         channel.eventLoop.preconditionInEventLoop()
-        server.register(self)
+        weakServer?.register(self)
     }
 
     // MARK: - Receiving
 
     func receive(_ text: String) {
         channel.eventLoop.preconditionInEventLoop()
+        guard let server = weakServer else { return }
         noteFrame()
         let message: ClientMessage
         do {
@@ -78,6 +79,7 @@ final class ServerSession: @unchecked Sendable {
     /// Meteor's `calculateVersion`: the first version in the client's `support` that the server speaks, else the
     /// server's first; a client proposing anything else gets `failed` with that version and is closed.
     private func handleConnect(version proposed: String, support: [String]) {
+        guard let server = weakServer else { return }
         let supported = server.configuration.supportedVersions
         let chosen = support.first(where: supported.contains) ?? supported[0]
         guard proposed == chosen, support.contains(proposed) else {
@@ -118,6 +120,7 @@ final class ServerSession: @unchecked Sendable {
     }
 
     private func startHeartbeat(interval: Duration) {
+        guard let server = weakServer else { return }
         let timeout = TimeAmount(server.configuration.heartbeatTimeout)
         heartbeatTick = channel.eventLoop.scheduleRepeatedTask(initialDelay: TimeAmount(interval), delay: TimeAmount(interval)) { [weak self] _ in
             guard let self else { return }
@@ -144,7 +147,7 @@ final class ServerSession: @unchecked Sendable {
         channel.eventLoop.preconditionInEventLoop()
         heartbeatTick?.cancel()
         heartbeatTimeout?.cancel()
-        server.unregister(self)
+        weakServer?.unregister(self)
     }
 
     static func makeSessionID() -> String {

@@ -56,6 +56,19 @@ public final class DDPClient: @unchecked Sendable {
     var timerGeneration = 0
     /// Whether `close()` was called. Confined to `queue`.
     var isClosed = false
+    /// Subscriptions, methods, stub-written documents and quiescence. Confined to `queue`.
+    var session = SessionState()
+
+    /// Method stubs by name, readable from any thread. Protected by its lock.
+    let stubs = NIOLockedValueBox<[String: MethodStub]>([:])
+    /// The local cache as the session feeds it.
+    let store: any LocalStore
+    /// Where completion handlers and result callbacks run (serial, so they run in completion order).
+    let callbackQueue: DispatchQueue
+    /// Makes subscription ids (Meteor's `Random.id()`), cryptographically secure.
+    let randomGenerator = SecureRandomGenerator()
+    /// Identifies the client queue, so work already on it runs inline instead of deadlocking.
+    static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
@@ -83,6 +96,9 @@ public final class DDPClient: @unchecked Sendable {
         self.scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
         self.logger = configuration.logger
         self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
+        self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
+        self.store = TemporaryStore()
+        queue.setSpecific(key: DDPClient.queueKey, value: ObjectIdentifier(self))
     }
 
     deinit {

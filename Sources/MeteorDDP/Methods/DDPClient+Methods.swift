@@ -1,0 +1,110 @@
+import Dispatch
+import EJSON
+
+// MARK: - Calling methods
+
+extension DDPClient {
+    /// Defines (or replaces) the stub of a method: it runs locally, at once, whenever the method is called.
+    ///
+    /// For example:
+    /// ```swift
+    /// client.defineStub("todos.setDone") { context in
+    ///     try context.collection("todos").update(context.params[0].stringValue!, ["$set": ["done": true]])
+    ///     return nil
+    /// }
+    /// ```
+    public func defineStub(_ name: String, _ stub: @escaping MethodStub) {
+        stubs.withLockedValue { $0[name] = stub }
+    }
+
+    /// Calls a method and returns once the server has answered *and* the method's writes are visible in the cache.
+    ///
+    /// For example:
+    /// ```swift
+    /// let id = try await client.call("todos.add", params: ["milk"])
+    /// ```
+    /// Inside a stub, a call runs only the other method's stub, sends nothing and returns its value.
+    /// - Throws: ``MethodError``.
+    @discardableResult
+    public func call(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions()) async throws -> EJSONValue? {
+        if let enclosing = MethodInvocationContext.current {
+            return try runNestedStub(name, params: params, enclosing: enclosing)
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            do {
+                try call(name, params: params, options: options) { continuation.resume(with: $0) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Calls a method; `completion` runs once the server has answered and the method's writes are visible
+    /// (on the callback queue).
+    ///
+    /// - Returns: The stub's value when `options.returnStubValue` is set (Meteor's `returnStubValue`), else `nil`.
+    /// - Throws: ``MethodError`` of kind ``MethodError/Kind/stubFailed`` when the stub throws and
+    ///   `options.throwStubExceptions` is set (nothing is sent then).
+    @discardableResult
+    public func call(
+        _ name: String,
+        params: [EJSONValue] = [],
+        options: MethodOptions = MethodOptions(),
+        completion: @escaping @Sendable (Result<EJSONValue?, MethodError>) -> Void
+    ) throws -> EJSONValue? {
+        if let enclosing = MethodInvocationContext.current {
+            let value = try runNestedStub(name, params: params, enclosing: enclosing)
+            callbackQueue.async { completion(.success(value)) }
+            return value
+        }
+        let stub = stubs.withLockedValue { $0[name] }
+        return try onClientQueue {
+            let id = session.methods.makeMethodID()
+            var stubValue: EJSONValue?
+            var randomSeed: String?
+            if let stub {
+                if session.holding == nil { store.flush() }
+                let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
+                do {
+                    let (value, originals) = try store.runStub {
+                        try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+                    }
+                    session.serverDocuments.stubWrote(methodID: id, originals: originals)
+                    stubValue = value
+                } catch {
+                    if options.throwStubExceptions {
+                        throw MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: String(describing: error))
+                    }
+                    logger.debug("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
+                }
+                randomSeed = context.randomSeedIfUsed
+            }
+            let invocation = MethodCoordinator.Invocation(
+                id: id,
+                name: name,
+                message: .method(id: id, method: name, params: params, randomSeed: randomSeed),
+                options: options,
+                completion: completion
+            )
+            sendInvocations(session.methods.enqueue(invocation))
+            return options.returnStubValue ? stubValue : nil
+        }
+    }
+
+    /// A call inside a stub: only the other stub runs, in the same transaction, with a seed derived from the
+    /// enclosing invocation; nothing is sent.
+    private func runNestedStub(_ name: String, params: [EJSONValue], enclosing: MethodInvocationContext) throws -> EJSONValue? {
+        guard let stub = stubs.withLockedValue({ $0[name] }) else { return nil }
+        var depth = 0
+        var outer: MethodInvocationContext? = enclosing
+        while let current = outer {
+            depth += 1
+            outer = current.enclosing
+        }
+        guard depth < 64 else {
+            throw MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: "stubs nested more than 64 deep (a stub calling itself?)")
+        }
+        let context = MethodInvocationContext(methodName: name, params: params, enclosing: enclosing, client: self)
+        return try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+    }
+}

@@ -1,0 +1,177 @@
+import EJSON
+
+/// Outstanding method calls in Meteor's blocks (LC `_outstandingMethodBlocks`, `_methodInvokers`, MethodInvoker.js):
+/// a `wait` call gets a block of its own, others join the last non-wait block, only the first block is on the wire,
+/// and a call completes when it has both its result and its data visible.
+///
+/// A value type with no I/O: the client queue owns it and sends the messages it returns.
+struct MethodCoordinator {
+    typealias Completion = @Sendable (Result<EJSONValue?, MethodError>) -> Void
+
+    /// One call (Meteor's MethodInvoker).
+    struct Invocation {
+        let id: String
+        let name: String
+        let message: ClientMessage
+        let options: MethodOptions
+        let completion: Completion
+        /// Whether the frame went out on the current socket (or was "sent" while it was down).
+        var sentMessage = false
+        /// The result, once received.
+        var result: Result<EJSONValue?, MethodError>?
+        /// Whether `updated` arrived and the data was flushed.
+        var dataVisible = false
+    }
+
+    struct Block {
+        var wait: Bool
+        var methodIDs: [String]
+    }
+
+    // MARK: - Mutable State (confined to the client queue)
+
+    /// Calls not yet completed, by id. Confined to the client queue.
+    private(set) var invocations: [String: Invocation] = [:]
+    /// Calls still waiting for their result, in Meteor's blocks. Confined to the client queue.
+    private(set) var blocks: [Block] = []
+    /// The next method id (decimal, from "1", per connection object). Confined to the client queue.
+    private var nextID = 1
+
+    mutating func makeMethodID() -> String {
+        defer { nextID += 1 }
+        return String(nextID)
+    }
+
+    // MARK: - Calling
+
+    /// Queues a call; returns the invocations to send now (empty unless it landed in the first block).
+    mutating func enqueue(_ invocation: Invocation) -> [Invocation] {
+        invocations[invocation.id] = invocation
+        if invocation.options.wait || blocks.last?.wait != false {
+            blocks.append(Block(wait: invocation.options.wait, methodIDs: [invocation.id]))
+        } else {
+            blocks[blocks.count - 1].methodIDs.append(invocation.id)
+        }
+        return blocks.count == 1 ? markSent([invocation.id]) : []
+    }
+
+    private mutating func markSent(_ ids: [String]) -> [Invocation] {
+        ids.compactMap { id in
+            invocations[id]?.sentMessage = true
+            return invocations[id]
+        }
+    }
+
+    // MARK: - Server messages
+
+    enum ResultOutcome {
+        /// No such call in the first block (logged by the caller).
+        case unknown
+        /// Recorded; the call completes once its data is visible.
+        case recorded(Invocation)
+        /// Recorded and complete: run the completion, and send `next` (the following block) if non-empty.
+        case completed(Invocation, next: [Invocation])
+    }
+
+    /// `result` (LC `_livedata_result`): only calls in the first block may have one.
+    mutating func receivedResult(id: String, _ result: Result<EJSONValue?, MethodError>) -> ResultOutcome {
+        guard let index = blocks.first?.methodIDs.firstIndex(of: id), invocations[id] != nil else { return .unknown }
+        blocks[0].methodIDs.remove(at: index)
+        invocations[id]?.result = result
+        return complete(id, orRecord: true)
+    }
+
+    /// The call's data is visible (after its `updated` and the flush). Returns the completion outcome.
+    mutating func dataBecameVisible(id: String) -> ResultOutcome {
+        guard invocations[id] != nil else { return .unknown }
+        invocations[id]?.dataVisible = true
+        return complete(id, orRecord: true)
+    }
+
+    private mutating func complete(_ id: String, orRecord: Bool) -> ResultOutcome {
+        guard let invocation = invocations[id] else { return .unknown }
+        guard invocation.result != nil, invocation.dataVisible else { return .recorded(invocation) }
+        invocations.removeValue(forKey: id)
+        return .completed(invocation, next: outstandingMethodFinished())
+    }
+
+    /// LC `_outstandingMethodFinished`: when no sent call is outstanding, the (empty) first block goes and the next
+    /// block is sent.
+    private mutating func outstandingMethodFinished() -> [Invocation] {
+        guard !invocations.values.contains(where: \.sentMessage), let first = blocks.first else { return [] }
+        guard first.methodIDs.isEmpty else { return [] }
+        blocks.removeFirst()
+        guard let next = blocks.first else { return [] }
+        return markSent(next.methodIDs)
+    }
+
+    // MARK: - Reconnecting (LC onReset, steps 2–5)
+
+    /// A new socket: fails sent `noRetry` calls of the first block (their result is set; they complete when their
+    /// data is visible, at reconnect quiescence) and marks everything unsent. Returns the failed calls and the blocks
+    /// to put back after the reconnect hooks ran (pass them to ``requeue(_:)``).
+    mutating func socketReset() -> (failed: [Invocation], savedBlocks: [Block]) {
+        var failed: [Invocation] = []
+        if var first = blocks.first {
+            first.methodIDs.removeAll { id in
+                guard let invocation = invocations[id], invocation.sentMessage, invocation.options.noRetry else { return false }
+                invocations[id]?.result = .failure(.invocationFailed(invocation.name))
+                failed.append(invocations[id]!)
+                return true
+            }
+            blocks[0] = first
+            if first.methodIDs.isEmpty { blocks.removeFirst() }
+        }
+        for id in invocations.keys { invocations[id]?.sentMessage = false }
+        let saved = blocks
+        blocks = []
+        return (failed, saved)
+    }
+
+    /// Puts the saved blocks back behind the calls the reconnect hooks made, merging the last new block with the first
+    /// old one when neither is a wait block. Returns the calls to send now (the new first block).
+    mutating func requeue(_ saved: [Block]) -> [Invocation] {
+        guard !saved.isEmpty else { return [] }
+        if blocks.isEmpty {
+            blocks = saved
+            return markSent(blocks[0].methodIDs)
+        }
+        var saved = saved
+        var toSend: [Invocation] = []
+        if let last = blocks.last, !last.wait, !saved[0].wait {
+            let merged = saved.removeFirst()
+            blocks[blocks.count - 1].methodIDs += merged.methodIDs
+            if blocks.count == 1 { toSend = markSent(merged.methodIDs) }
+        }
+        blocks += saved
+        return toSend
+    }
+
+    /// `connected` after a reconnect: calls that have their result but not their data complete at quiescence;
+    /// calls already sent on this socket block quiescence.
+    func reconnectQuiescence() -> (completeAtQuiescence: [String], blocking: [String]) {
+        var complete: [String] = []
+        var blocking: [String] = []
+        for (id, invocation) in invocations {
+            if invocation.result != nil {
+                complete.append(id)
+            } else if invocation.sentMessage {
+                blocking.append(id)
+            }
+        }
+        return (complete.sorted(by: Self.idOrder), blocking.sorted(by: Self.idOrder))
+    }
+
+    /// Removes every call (the client was closed) and returns them to be failed.
+    mutating func removeAll() -> [Invocation] {
+        defer {
+            invocations.removeAll()
+            blocks.removeAll()
+        }
+        return invocations.values.sorted { Self.idOrder($0.id, $1.id) }
+    }
+
+    static func idOrder(_ a: String, _ b: String) -> Bool {
+        (Int(a) ?? 0, a) < (Int(b) ?? 0, b)
+    }
+}

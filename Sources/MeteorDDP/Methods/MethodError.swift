@@ -1,0 +1,86 @@
+import EJSON
+
+/// Why a method call failed.
+///
+/// For example:
+/// ```swift
+/// do { _ = try await client.call("todos.remove", params: ["x"]) }
+/// catch let error as MethodError where error.kind == .server { print(error.meteorError?.reason ?? "") }
+/// ```
+public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public enum Kind: String, Sendable, Hashable {
+        /// The server answered with an error (``MethodError/meteorError`` has its code, reason and details).
+        case server
+        /// The connection dropped after the call was sent and it was made with `noRetry`: it may or may not have run
+        /// (Meteor's `invocation-failed`).
+        case invocationFailed
+        /// The stub threw and the call was made with `throwStubExceptions` (nothing was sent).
+        case stubFailed
+        /// The client was closed before the call completed.
+        case clientClosed
+    }
+
+    /// The method's name.
+    public let methodName: String
+    /// What kind of failure this is.
+    public let kind: Kind
+    /// The Meteor error (for ``Kind/server`` and ``Kind/invocationFailed``).
+    public let meteorError: MeteorError?
+    /// A description of the stub's error (for ``Kind/stubFailed``).
+    public let stubErrorDescription: String?
+
+    init(methodName: String, kind: Kind, meteorError: MeteorError? = nil, stubErrorDescription: String? = nil) {
+        self.methodName = methodName
+        self.kind = kind
+        self.meteorError = meteorError
+        self.stubErrorDescription = stubErrorDescription
+    }
+
+    static func server(_ name: String, _ error: MeteorError) -> MethodError {
+        MethodError(methodName: name, kind: .server, meteorError: error)
+    }
+
+    static func invocationFailed(_ name: String) -> MethodError {
+        MethodError(
+            methodName: name,
+            kind: .invocationFailed,
+            meteorError: MeteorError(
+                error: .string("invocation-failed"),
+                reason: "Method invocation might have failed due to dropped connection. Failing because `noRetry` option was passed to Meteor.apply."
+            )
+        )
+    }
+
+    public var description: String {
+        switch kind {
+        case .server: return "method '\(methodName)' failed: \(meteorError.map(String.init(describing:)) ?? "?")"
+        case .invocationFailed: return "method '\(methodName)' might have failed: the connection dropped and noRetry was set"
+        case .stubFailed: return "the stub of method '\(methodName)' threw: \(stubErrorDescription ?? "?")"
+        case .clientClosed: return "method '\(methodName)' did not complete: the client was closed"
+        }
+    }
+}
+
+/// How a method call behaves (Meteor's `apply` options).
+public struct MethodOptions: Sendable {
+    /// Run alone: later calls wait until this one completes, and incoming data is held until its `updated`
+    /// (logins use this).
+    public var wait = false
+    /// Do not re-send after a reconnect; fail with ``MethodError/Kind/invocationFailed`` instead.
+    public var noRetry = false
+    /// Return the stub's value from the synchronous call form.
+    public var returnStubValue = false
+    /// Throw the stub's error instead of logging it and sending the call anyway.
+    public var throwStubExceptions = false
+    /// Called as soon as the result arrives (before the method's data is visible). Runs on an unspecified thread.
+    public var onResultReceived: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
+
+    /// Creates the default options.
+    public init(wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false) {
+        self.wait = wait
+        self.noRetry = noRetry
+        self.returnStubValue = returnStubValue
+        self.throwStubExceptions = throwStubExceptions
+    }
+}

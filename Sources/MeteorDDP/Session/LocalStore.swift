@@ -1,0 +1,21 @@
+import EJSON
+
+/// What the session needs from the local cache: buffered server updates with after-flush callbacks, quiescence
+/// (hold / release, optionally resetting), and stub runs that report the documents they wrote.
+///
+/// ``DatabaseLocalStore`` implements it over ``Database`` and ``DataUpdateBuffer``.
+protocol LocalStore: Sendable {
+    /// Queues a server update; it reaches the cache in the next batch.
+    func enqueue(_ update: DataUpdate)
+    /// Applies everything queued now (nothing while held).
+    func flush()
+    /// Runs `block` after everything queued before it has been applied (after the release, while held).
+    func performAfterFlush(_ block: @escaping @Sendable () -> Void)
+    /// Holds updates back until ``release()``; with `resetting`, the release makes the cache exactly what arrived
+    /// while held (reported as a diff).
+    func hold(resetting: Bool)
+    /// Applies everything held in one transaction.
+    func release()
+    /// Runs a stub inside one write transaction and returns the documents it wrote with their versions from before.
+    func runStub<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)])
+}

@@ -1,0 +1,65 @@
+import Dispatch
+import EJSON
+
+// MARK: - Subscribing
+
+extension DDPClient {
+    /// Subscribes to a publication, or joins the existing subscription with the same name and EJSON-equal
+    /// parameters (one server subscription, reference-counted by handles).
+    ///
+    /// For example:
+    /// ```swift
+    /// let sub = client.subscribe("todos", params: ["listA"])
+    /// try await sub.ready()
+    /// ```
+    /// - Parameters:
+    ///   - name: The publication's name.
+    ///   - params: Its parameters.
+    ///   - notInUseTimeout: How long the subscription lingers after its last handle stops before `unsub` is sent
+    ///     (so a quick re-subscribe reuses it). Default 180 s; zero unsubscribes at once.
+    /// - Returns: A handle; keep it while you need the data and call ``Subscription/stop()`` (or drop it) after.
+    public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180)) -> Subscription {
+        let (record, isNew) = onClientQueue {
+            let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout) {
+                randomGenerator.id()
+            }
+            if isNew, machine.isSocketOpen {
+                send(.sub(id: record.id, name: name, params: params))
+                session.subscriptions.markSent(record.id)
+            }
+            return (record, isNew)
+        }
+        logger.debug(isNew ? "subscribed" : "joined subscription", metadata: ["name": "\(name)", "id": "\(record.id)"])
+        return Subscription(name: name, params: params, id: record.id, shared: record.shared, client: self)
+    }
+
+    /// A handle let go of its subscription.
+    func release(subscriptionID id: String) {
+        queue.async {
+            guard let (delay, generation) = self.session.subscriptions.release(id) else { return }
+            if delay <= .zero {
+                self.unsubscribeIfUnused(id, generation: generation)
+            } else {
+                _ = self.scheduler.schedule(after: delay) { [weak self] in
+                    guard let self else { return }
+                    self.queue.async { self.unsubscribeIfUnused(id, generation: generation) }
+                }
+            }
+        }
+    }
+
+    private func unsubscribeIfUnused(_ id: String, generation: Int) {
+        guard let record = session.subscriptions.unsubscribeTimerFired(id, generation: generation) else { return }
+        logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(id)"])
+        send(.unsub(id: id))
+        endQuiescenceIfPossible()
+    }
+
+    /// Runs `body` on the client queue: synchronously from any other thread, directly when already on it.
+    func onClientQueue<T>(_ body: () throws -> T) rethrows -> T {
+        if DispatchQueue.getSpecific(key: DDPClient.queueKey) == ObjectIdentifier(self) {
+            return try body()
+        }
+        return try queue.sync(execute: body)
+    }
+}

@@ -1,0 +1,131 @@
+import EJSON
+import NIOConcurrencyHelpers
+
+/// A handle on a subscription: shared with every other handle for the same name and EJSON-equal parameters.
+///
+/// For example:
+/// ```swift
+/// let todos = client.subscribe("todos", params: ["listA"])
+/// try await todos.ready()
+/// // …
+/// todos.stop()   // the server is told after `notInUseTimeout` if no other handle uses it by then
+/// ```
+///
+/// ## Concurrency
+/// A handle may be used from any thread. ``stop()`` is idempotent and also happens when the handle is deinitialised.
+/// Completion handlers run on an unspecified thread, never on the client queue while it holds state.
+public final class Subscription: Sendable {
+    /// The publication's name.
+    public let name: String
+    /// The publication's parameters.
+    public let params: [EJSONValue]
+    /// The subscription id on the wire (shared by every handle of the same server subscription).
+    public let id: String
+
+    let shared: SubscriptionState
+    private weak let client: DDPClient?
+    private let stopped = NIOLockedValueBox(false)
+
+    init(name: String, params: [EJSONValue], id: String, shared: SubscriptionState, client: DDPClient) {
+        self.name = name
+        self.params = params
+        self.id = id
+        self.shared = shared
+        self.client = client
+    }
+
+    deinit {
+        stop()
+    }
+
+    // MARK: - Observing
+
+    /// The current status.
+    public var status: SubscriptionStatus { shared.status }
+
+    /// Whether the subscription is ready.
+    public var isReady: Bool { status == .ready }
+
+    /// Returns once the subscription is ready.
+    ///
+    /// - Throws: ``SubscriptionError`` when the server ends it with an error, ``SubscriptionStoppedError`` when it is
+    ///   stopped first.
+    public func ready() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            shared.whenSettled { result in continuation.resume(with: result) }
+        }
+    }
+
+    /// Calls `completion` once the subscription is ready (`nil`) or has failed or stopped (the error).
+    public func whenReady(_ completion: @escaping @Sendable ((any Error)?) -> Void) {
+        shared.whenSettled { result in
+            switch result {
+            case .success: completion(nil)
+            case .failure(let error): completion(error)
+            }
+        }
+    }
+
+    // MARK: - Ending
+
+    /// Releases this handle. When no handle uses the subscription for its `notInUseTimeout`, `unsub` is sent.
+    /// Idempotent.
+    public func stop() {
+        let first = stopped.withLockedValue { stopped in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        client?.release(subscriptionID: id)
+    }
+}
+
+/// What every handle of one server subscription shares: its status and the callbacks waiting for it to settle.
+final class SubscriptionState: Sendable {
+    let name: String
+
+    private struct State {
+        /// Protected by `state`'s lock.
+        var status = SubscriptionStatus.pending
+        /// Protected by `state`'s lock.
+        var waiters: [@Sendable (Result<Void, any Error>) -> Void] = []
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    init(name: String) {
+        self.name = name
+    }
+
+    var status: SubscriptionStatus { state.withLockedValue { $0.status } }
+
+    /// Runs `callback` once ready, failed or stopped (at once if already so); never under the lock.
+    func whenSettled(_ callback: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let result: Result<Void, any Error>? = state.withLockedValue { state in
+            if let result = Self.result(state.status, name: name) { return result }
+            state.waiters.append(callback)
+            return nil
+        }
+        if let result { callback(result) }
+    }
+
+    /// Sets the status and runs the waiters if it settled.
+    func update(_ status: SubscriptionStatus) {
+        let (waiters, result): ([@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?) = state.withLockedValue { state in
+            state.status = status
+            guard let result = Self.result(status, name: name) else { return ([], nil) }
+            defer { state.waiters.removeAll() }
+            return (state.waiters, result)
+        }
+        if let result { for waiter in waiters { waiter(result) } }
+    }
+
+    private static func result(_ status: SubscriptionStatus, name: String) -> Result<Void, any Error>? {
+        switch status {
+        case .pending: return nil
+        case .ready: return .success(())
+        case .failed(let error): return .failure(error)
+        case .stopped: return .failure(SubscriptionStoppedError(name: name))
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Dispatch
+import EJSON
+
+/// The client's subscriptions: shared records keyed by name and parameters, reference-counted by handles,
+/// unsubscribed after `notInUseTimeout`, re-sent on every reconnect (LC `subscribe`, `_process_ready`,
+/// `_livedata_nosub`, `onReset`; meteor-ios' METSubscriptionManager).
+///
+/// Confined to the client queue: every method must be called on it.
+struct SubscriptionManager {
+    /// One server subscription.
+    struct Record {
+        let id: String
+        let name: String
+        let params: [EJSONValue]
+        let shared: SubscriptionState
+        let notInUseTimeout: Duration
+        /// Handles currently using it.
+        var useCount: Int
+        /// Whether the server said `ready` (and it took effect).
+        var isReady = false
+        /// Whether `sub` went out on the current socket.
+        var sentOnCurrentSocket = false
+        /// While unused: when the `unsub` timer was armed (its generation, to ignore late firings).
+        var unsubscribeGeneration: Int?
+    }
+
+    // MARK: - Mutable State (confined to the client queue)
+
+    /// Records in subscription order. Confined to the client queue.
+    private(set) var records: [String: Record] = [:]
+    /// Subscription ids in the order they were made (re-sent in this order). Confined to the client queue.
+    private(set) var order: [String] = []
+    /// Generation counter for unsubscribe timers. Confined to the client queue.
+    private var timerGeneration = 0
+    /// Subscriptions that were ready before a reconnect and are not ready again yet. Confined to the client queue.
+    private(set) var beingRevived: Set<String> = []
+
+    // MARK: - Subscribing
+
+    /// Finds an in-use or lingering record with the same name and EJSON-equal params, or makes a new one.
+    /// Returns the record and whether it is new (a new one must be sent).
+    mutating func acquire(name: String, params: [EJSONValue], notInUseTimeout: Duration, makeID: () -> String) -> (Record, isNew: Bool) {
+        if let id = order.first(where: { records[$0]?.name == name && records[$0]?.params == params }), var record = records[id] {
+            record.useCount += 1
+            record.unsubscribeGeneration = nil
+            records[id] = record
+            return (record, false)
+        }
+        let id = makeID()
+        let record = Record(id: id, name: name, params: params, shared: SubscriptionState(name: name), notInUseTimeout: notInUseTimeout, useCount: 1)
+        records[id] = record
+        order.append(id)
+        return (record, true)
+    }
+
+    mutating func markSent(_ id: String) {
+        records[id]?.sentOnCurrentSocket = true
+    }
+
+    /// A handle let go. Returns the delay after which to unsubscribe and the timer generation, if it became unused.
+    mutating func release(_ id: String) -> (delay: Duration, generation: Int)? {
+        guard var record = records[id], record.useCount > 0 else { return nil }
+        record.useCount -= 1
+        if record.useCount == 0 {
+            timerGeneration += 1
+            record.unsubscribeGeneration = timerGeneration
+            records[id] = record
+            return (record.notInUseTimeout, timerGeneration)
+        }
+        records[id] = record
+        return nil
+    }
+
+    /// The unsubscribe timer fired: removes the record if it is still unused. Returns it to send `unsub`.
+    mutating func unsubscribeTimerFired(_ id: String, generation: Int) -> Record? {
+        guard let record = records[id], record.useCount == 0, record.unsubscribeGeneration == generation else { return nil }
+        remove(id)
+        record.shared.update(.stopped)
+        return record
+    }
+
+    // MARK: - Server messages
+
+    /// `ready`: the records that exist among `ids` (unknown ids are returned separately to be reported).
+    mutating func ready(_ ids: [String]) -> (known: [Record], unknown: [String]) {
+        var known: [Record] = []
+        var unknown: [String] = []
+        for id in ids {
+            guard var record = records[id] else {
+                unknown.append(id)
+                continue
+            }
+            beingRevived.remove(id)
+            record.isReady = true
+            records[id] = record
+            known.append(record)
+        }
+        return (known, unknown)
+    }
+
+    /// `nosub`: removes the record and returns it (`nil` for an unknown id, for example one already stopped locally).
+    mutating func nosub(_ id: String) -> Record? {
+        beingRevived.remove(id)
+        guard let record = records[id] else { return nil }
+        remove(id)
+        return record
+    }
+
+    // MARK: - Reconnecting
+
+    /// A new socket: unused records are dropped (their lingering ends), the rest are returned in order to re-send.
+    mutating func recordsToResend() -> [Record] {
+        for id in order {
+            records[id]?.sentOnCurrentSocket = false
+            if let record = records[id], record.useCount == 0 {
+                remove(id)
+                record.shared.update(.stopped)
+            }
+        }
+        return order.compactMap { records[$0] }
+    }
+
+    /// `connected` after a reconnect: the subscriptions that were ready must be ready again before data shows.
+    mutating func startRevival() -> Set<String> {
+        beingRevived = Set(records.values.filter(\.isReady).map(\.id))
+        return beingRevived
+    }
+
+    var isReviving: Bool { !beingRevived.isEmpty }
+
+    private mutating func remove(_ id: String) {
+        records.removeValue(forKey: id)
+        order.removeAll { $0 == id }
+        beingRevived.remove(id)
+    }
+}

@@ -1,0 +1,96 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Meteor's method blocks as event scripts: which calls go on the wire when.
+final class MethodCoordinatorTests: XCTestCase {
+    private var coordinator = MethodCoordinator()
+
+    private func call(_ name: String, wait: Bool = false, noRetry: Bool = false) -> [String] {
+        let id = coordinator.makeMethodID()
+        var options = MethodOptions(wait: wait, noRetry: noRetry)
+        options.onResultReceived = nil
+        let invocation = MethodCoordinator.Invocation(
+            id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil), options: options, completion: { _ in }
+        )
+        return coordinator.enqueue(invocation).map(\.name)
+    }
+
+    private func finish(_ id: String) -> [String] {
+        _ = coordinator.receivedResult(id: id, .success(nil))
+        guard case .completed(_, let next) = coordinator.dataBecameVisible(id: id) else {
+            XCTFail("\(id) did not complete")
+            return []
+        }
+        return next.map(\.name)
+    }
+
+    func testMethodIDsAreDecimalStringsFromOne() {
+        XCTAssertEqual(coordinator.makeMethodID(), "1")
+        XCTAssertEqual(coordinator.makeMethodID(), "2")
+    }
+
+    func testCallsWithoutWaitAreSentTogether() {
+        XCTAssertEqual(call("a"), ["a"])
+        XCTAssertEqual(call("b"), ["b"])
+    }
+
+    func testAWaitCallIsSentOnlyAfterEarlierCallsCompleteAndHoldsLaterOnes() {
+        XCTAssertEqual(call("a"), ["a"])
+        XCTAssertEqual(call("w", wait: true), [])
+        XCTAssertEqual(call("b"), [])
+        XCTAssertEqual(call("c"), [])
+        XCTAssertEqual(finish("1"), ["w"])
+        XCTAssertEqual(finish("2"), ["b", "c"])
+    }
+
+    func testACallCompletesOnlyWithBothResultAndDataVisibleInEitherOrder() {
+        _ = call("a")
+        _ = call("b")
+        guard case .recorded = coordinator.dataBecameVisible(id: "1") else { return XCTFail("updated first must wait for the result") }
+        guard case .completed = coordinator.receivedResult(id: "1", .success("x")) else { return XCTFail("result completes it") }
+        guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else { return XCTFail("result first must wait for data") }
+        guard case .completed = coordinator.dataBecameVisible(id: "2") else { return XCTFail("data completes it") }
+    }
+
+    func testResultForAnUnknownOrNotYetSentCallIsUnknown() {
+        _ = call("a")
+        _ = call("w", wait: true)
+        guard case .unknown = coordinator.receivedResult(id: "999", .success(1)) else { return XCTFail() }
+        guard case .unknown = coordinator.receivedResult(id: "2", .success(1)) else { return XCTFail("w is not on the wire yet") }
+    }
+
+    func testReconnectFailsSentNoRetryCallsAndKeepsTheRest() {
+        _ = call("addTodo")
+        _ = call("payment", noRetry: true)
+        _ = call("halfDone")
+        _ = coordinator.receivedResult(id: "3", .success("H"))
+        let (failed, saved) = coordinator.socketReset()
+        XCTAssertEqual(failed.map(\.name), ["payment"])
+        guard case .failure(let error)? = failed.first?.result else { return XCTFail("no failure result") }
+        XCTAssertEqual(error.kind, .invocationFailed)
+        XCTAssertEqual(saved.map(\.methodIDs), [["1"]])
+        // A reconnect hook calls "reauth" first; the old non-wait block merges behind it.
+        XCTAssertEqual(call("reauth"), ["reauth"])
+        XCTAssertEqual(coordinator.requeue(saved).map(\.name), ["addTodo"])
+        let quiescence = coordinator.reconnectQuiescence()
+        XCTAssertEqual(quiescence.completeAtQuiescence, ["2", "3"], "calls with a result but no data complete at quiescence")
+        XCTAssertEqual(quiescence.blocking, ["1", "4"], "calls sent on the new socket block quiescence")
+    }
+
+    func testReconnectPutsOldCallsBehindAWaitCallFromAHook() {
+        _ = call("a")
+        let (_, saved) = coordinator.socketReset()
+        XCTAssertEqual(call("login", wait: true), ["login"])
+        XCTAssertEqual(coordinator.requeue(saved).map(\.name), [])
+        XCTAssertEqual(finish("2"), ["a"])
+    }
+
+    func testReconnectWithoutHooksResendsTheFirstBlock() {
+        _ = call("a")
+        _ = call("w", wait: true)
+        let (_, saved) = coordinator.socketReset()
+        XCTAssertEqual(coordinator.requeue(saved).map(\.name), ["a"])
+    }
+}
