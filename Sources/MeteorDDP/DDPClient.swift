@@ -67,6 +67,9 @@ public final class DDPClient: @unchecked Sendable {
     let callbackQueue: DispatchQueue
     /// Makes subscription ids (Meteor's `Random.id()`), cryptographically secure.
     let randomGenerator = SecureRandomGenerator()
+    /// The account and login progress, readable from any thread. Protected by its lock.
+    let accountState = NIOLockedValueBox(AccountState())
+    let accountBroadcaster = Broadcaster<Account?>(bufferLimit: 16)
     /// Identifies the client queue, so work already on it runs inline instead of deadlocking.
     static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -99,6 +102,7 @@ public final class DDPClient: @unchecked Sendable {
         self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
         self.store = TemporaryStore()
         queue.setSpecific(key: DDPClient.queueKey, value: ObjectIdentifier(self))
+        restoreStoredAccount()
     }
 
     deinit {
@@ -106,6 +110,7 @@ public final class DDPClient: @unchecked Sendable {
         for (_, timer) in timers { timer.action.cancel() }
         statusBroadcaster.finish()
         errorBroadcaster.finish()
+        accountBroadcaster.finish()
     }
 
     // MARK: - Observing
@@ -151,6 +156,9 @@ extension DDPClient {
         /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries at `.info`.
         /// Secrets (passwords, tokens) are never logged. Default: discards everything.
         public var logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Where the logged-in account is kept between runs; `nil` keeps it in memory only.
+        /// ``FileAccountStore`` keeps it in a 0600 file in the application-support directory.
+        public var accountStore: (any AccountStore)?
         /// The scheduler for timers; `nil` uses real time on the client queue. Tests pass a ``ManualScheduler``.
         public var scheduler: (any DDPScheduler)?
 

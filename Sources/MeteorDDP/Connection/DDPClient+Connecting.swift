@@ -37,8 +37,13 @@ extension DDPClient {
             guard !self.isClosed else { return }
             self.perform(self.machine.disconnectRequested())
             self.isClosed = true
+            for invocation in self.session.methods.removeAll() {
+                let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
+                self.callbackQueue.async { invocation.completion(.failure(failure)) }
+            }
             self.statusBroadcaster.finish()
             self.errorBroadcaster.finish()
+            self.accountBroadcaster.finish()
         }
     }
 

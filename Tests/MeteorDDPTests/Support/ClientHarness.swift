@@ -5,7 +5,7 @@ import XCTest
 @testable import MeteorDDP
 
 /// A client wired to an in-memory transport and a manual clock: every interleaving is chosen by the test.
-final class ClientHarness {
+final class ClientHarness: Sendable {
     let transport = InMemoryTransport()
     let scheduler = ManualScheduler()
     let client: DDPClient

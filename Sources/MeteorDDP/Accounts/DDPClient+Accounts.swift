@@ -1,0 +1,187 @@
+import EJSON
+import Foundation
+
+extension Notification.Name {
+    /// Posted by a ``DDPClient`` when its ``DDPClient/account`` changes (logged in, resumed, logged out);
+    /// `userInfo[DDPClient.accountUserInfoKey]` holds the new `Account?`. Posted on the callback queue.
+    public static let ddpClientAccountDidChange = Notification.Name("MeteorDDP.DDPClient.accountDidChange")
+}
+
+// MARK: - Accounts
+
+extension DDPClient {
+    /// The key of the new `Account?` in a ``Notification/Name/ddpClientAccountDidChange`` notification.
+    public static let accountUserInfoKey = "account"
+
+    /// The logged-in account, if any.
+    public var account: Account? { accountState.withLockedValue { $0.account } }
+
+    /// Whether a login is in progress.
+    public var loggingIn: Bool { accountState.withLockedValue { $0.loggingIn } }
+
+    /// The account now and every change after it (a consumer that falls behind keeps the newest 16).
+    public var accountUpdates: AsyncStream<Account?> { accountBroadcaster.makeStream(initial: .some(account)) }
+
+    /// Logs in with an email address and password. The password leaves the process only as Meteor's SHA-256 digest.
+    ///
+    /// For example:
+    /// ```swift
+    /// let account = try await client.login(email: "ada@example.com", password: "correct horse")
+    /// ```
+    /// - Throws: ``MethodError`` (for example 403 from the server), ``AccountError``.
+    @discardableResult
+    public func login(email: String, password: String) async throws -> Account {
+        try await login(params: ["user": ["email": .string(email)], "password": Self.hashedPassword(password)])
+    }
+
+    /// Logs in with a username and password.
+    @discardableResult
+    public func login(username: String, password: String) async throws -> Account {
+        try await login(params: ["user": ["username": .string(username)], "password": Self.hashedPassword(password)])
+    }
+
+    /// Logs in with a resume token (for example one stored by another client).
+    @discardableResult
+    public func login(resumeToken: String) async throws -> Account {
+        try await login(params: ["resume": .string(resumeToken)])
+    }
+
+    /// Creates a user and logs in as it (Meteor's `Accounts.createUser`).
+    @discardableResult
+    public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil) async throws -> Account {
+        var options = EJSONObject()
+        if let username { options["username"] = .string(username) }
+        if let email { options["email"] = .string(email) }
+        options["password"] = Self.hashedPassword(password)
+        if let profile { options["profile"] = profile }
+        return try await login(method: "createUser", params: .object(options))
+    }
+
+    /// Calls any login method (Meteor's `Accounts.callLoginMethod`): a wait method, so nothing runs beside it and
+    /// later calls wait for it. On success the account is stored and resumed first on every reconnect.
+    @discardableResult
+    public func login(method: String = "login", params: EJSONValue) async throws -> Account {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                self.callLoginMethod(method, params: params) { continuation.resume(with: $0) }
+            }
+        }
+    }
+
+    /// Logs out: the server invalidates the token, and the account is cleared here and in the store.
+    public func logout() async throws {
+        _ = try await call("logout", params: [], options: MethodOptions(wait: true))
+        queue.async {
+            self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+            self.setAccount(nil)
+        }
+    }
+
+    // MARK: - Machinery
+
+    static let resumeHookKey = "accounts.resume"
+
+    static func hashedPassword(_ password: String) -> EJSONValue {
+        ["digest": .string(MeteorPassword.digest(password)), "algorithm": "sha-256"]
+    }
+
+    /// Restores a stored account at start-up: its token is resumed first on the first connection.
+    func restoreStoredAccount() {
+        guard let store = configuration.accountStore else { return }
+        do {
+            guard let stored = try store.load() else { return }
+            accountState.withLockedValue { $0.account = stored }
+            queue.async { self.installResumeHook(token: stored.token) }
+        } catch {
+            logger.debug("stored account unusable; starting logged out", metadata: ["error": "\(error)"])
+            try? store.save(nil)
+        }
+    }
+
+    private func callLoginMethod(_ method: String, params: EJSONValue, resuming: Bool = false, completion: @escaping @Sendable (Result<Account, any Error>) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if !resuming { accountState.withLockedValue { $0.loggingIn = true } }
+        var options = MethodOptions(wait: true)
+        options.onResultReceived = { [weak self] result in
+            guard let self, case .success(let value) = result, let token = value?["token"]?.stringValue else { return }
+            self.queue.async { self.installResumeHook(token: token) }
+        }
+        do {
+            try call(method, params: [params], options: options) { [weak self] result in
+                guard let self else { return }
+                self.queue.async { self.loginCompleted(result, resuming: resuming, completion: completion) }
+            }
+        } catch {
+            accountState.withLockedValue { $0.loggingIn = false }
+            completion(.failure(error))
+        }
+    }
+
+    private func loginCompleted(
+        _ result: Result<EJSONValue?, MethodError>,
+        resuming: Bool,
+        completion: @escaping @Sendable (Result<Account, any Error>) -> Void
+    ) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        accountState.withLockedValue { $0.loggingIn = false }
+        switch result {
+        case .success(let value):
+            do {
+                let account = try Account(loginResult: value)
+                installResumeHook(token: account.token)
+                setAccount(account)
+                completion(.success(account))
+            } catch {
+                logger.debug("login result unusable; logged out", metadata: ["error": "\(error)"])
+                session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+                setAccount(nil)
+                completion(.failure(error))
+            }
+        case .failure(let error):
+            if resuming {
+                logger.debug("resume login failed; logged out", metadata: ["error": "\(error)"])
+                session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+                setAccount(nil)
+            }
+            completion(.failure(error))
+        }
+    }
+
+    /// Every new socket first resumes the login with the newest token (LC `onReconnect`, accounts_client.js),
+    /// or logs out when the token expires soon.
+    private func installResumeHook(token: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        session.reconnectHooks[Self.resumeHookKey] = { [weak self] in
+            guard let self else { return }
+            let current = self.account
+            if let current, current.expiresSoon(now: self.scheduler.now) {
+                self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+                self.setAccount(nil)
+                return
+            }
+            let resumeToken = current?.token ?? token
+            self.callLoginMethod("login", params: ["resume": .string(resumeToken)], resuming: true) { _ in }
+        }
+    }
+
+    private func setAccount(_ account: Account?) {
+        let changed: Bool = accountState.withLockedValue { state in
+            defer { state.account = account }
+            return state.account != account
+        }
+        guard changed else { return }
+        if let store = configuration.accountStore {
+            do { try store.save(account) } catch { logger.debug("account not stored", metadata: ["error": "\(error)"]) }
+        }
+        accountBroadcaster.yield(account)
+        callbackQueue.async {
+            NotificationCenter.default.post(name: .ddpClientAccountDidChange, object: self, userInfo: [DDPClient.accountUserInfoKey: account as Any])
+        }
+    }
+}
+
+/// The account and whether a login is in progress. Protected by `DDPClient.accountState`'s lock.
+struct AccountState {
+    var account: Account?
+    var loggingIn = false
+}

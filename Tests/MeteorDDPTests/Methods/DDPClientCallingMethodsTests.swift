@@ -1,0 +1,278 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+final class DDPClientCallingMethodsTests: XCTestCase {
+    private func methodMessages(_ harness: ClientHarness) -> [ClientMessage] {
+        harness.sent.filter { if case .method = $0 { true } else { false } }
+    }
+
+    private func callAndRecord(
+        _ harness: ClientHarness,
+        _ name: String,
+        params: [EJSONValue] = [],
+        options: MethodOptions = MethodOptions()
+    ) -> (XCTestExpectation, ResultBox) {
+        let done = XCTestExpectation(description: "\(name) completed")
+        let box = ResultBox()
+        _ = try? harness.client.call(name, params: params, options: options) { result in
+            box.set(result)
+            done.fulfill()
+        }
+        return (done, box)
+    }
+
+    func testCallingSendsAMethodMessageWithADecimalID() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        _ = callAndRecord(harness, "addTodo", params: ["milk"])
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness), [.method(id: "1", method: "addTodo", params: ["milk"], randomSeed: nil)])
+    }
+
+    func testCompletesOnlyAfterBothResultAndUpdated() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let (done, box) = callAndRecord(harness, "a")
+        harness.receive(.result(id: "1", result: "someResult", error: nil))
+        let notYet = expectation(description: "not completed on result alone")
+        notYet.isInverted = true
+        harness.client.callbackQueue.async { if box.result != nil { notYet.fulfill() } }
+        wait(for: [notYet], timeout: 0.2)
+        harness.receive(.updated(methodIDs: ["1"]))
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(try box.result?.get(), "someResult")
+    }
+
+    func testUpdatedBeforeResultCompletesOnTheResult() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let (done, box) = callAndRecord(harness, "a")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        wait(for: [done], timeout: 5)
+        guard case .success(let value)? = box.result else { return XCTFail("no success: \(String(describing: box.result))") }
+        XCTAssertNil(value, "a result without a result key is undefined")
+    }
+
+    func testResultReceivedHandlerRunsOnTheResultAlone() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let received = expectation(description: "onResultReceived")
+        var options = MethodOptions()
+        options.onResultReceived = { result in
+            XCTAssertEqual(try? result.get(), "someResult")
+            received.fulfill()
+        }
+        _ = callAndRecord(harness, "a", options: options)
+        harness.receive(.result(id: "1", result: "someResult", error: nil))
+        wait(for: [received], timeout: 5)
+    }
+
+    func testServerErrorCompletesWithMeteorsErrorReasonAndDetails() async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let task = Task { try await harness.client.call("a") }
+        await waitForMethodMessage(harness, count: 1)
+        harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "bla", details: ["x": 1])))
+        harness.receive(.updated(methodIDs: ["1"]))
+        do {
+            _ = try await task.value
+            XCTFail("must throw")
+        } catch let error as MethodError {
+            XCTAssertEqual(error.kind, .server)
+            XCTAssertEqual(error.meteorError?.error, .number(403))
+            XCTAssertEqual(error.meteorError?.reason, "bla")
+            XCTAssertEqual(error.meteorError?.details, ["x": 1])
+        } catch {
+            XCTFail("unexpected \(error)")
+        }
+    }
+
+    func testStubRunsAtOnceAndItsValueIsReturnedOnlyWithReturnStubValue() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let ran = expectation(description: "stub ran")
+        harness.client.defineStub("a") { context in
+            XCTAssertEqual(context.params, [1])
+            ran.fulfill()
+            return "stubValue"
+        }
+        XCTAssertNil(try harness.client.call("a", params: [1]) { _ in })
+        wait(for: [ran], timeout: 1)
+        XCTAssertEqual(try harness.client.call("a", params: [1], options: MethodOptions(returnStubValue: true)) { _ in }, "stubValue")
+    }
+
+    func testStubThatThrowsIsLoggedAndTheCallStillGoesOut() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        struct Exploded: Error {}
+        harness.client.defineStub("failingStub") { _ in throw Exploded() }
+        _ = try harness.client.call("failingStub") { _ in }
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness), [.method(id: "1", method: "failingStub", params: [], randomSeed: nil)])
+    }
+
+    func testStubThatThrowsWithThrowStubExceptionsThrowsAndSendsNothing() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        struct Exploded: Error {}
+        harness.client.defineStub("failingStub") { _ in throw Exploded() }
+        XCTAssertThrowsError(try harness.client.call("failingStub", options: MethodOptions(throwStubExceptions: true)) { _ in }) { error in
+            XCTAssertEqual((error as? MethodError)?.kind, .stubFailed)
+        }
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness), [])
+    }
+
+    func testCallingFromWithinAStubRunsOnlyTheOtherStubSendsNothingAndReturnsItsValue() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.client.defineStub("inner") { context in .number((context.params[0].doubleValue ?? 0) * 2) }
+        let client = harness.client
+        harness.client.defineStub("outer") { _ in
+            try client.call("inner", params: [21]) { _ in }
+        }
+        XCTAssertEqual(try harness.client.call("outer", options: MethodOptions(returnStubValue: true)) { _ in }, 42)
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness).count, 1)
+        XCTAssertEqual(methodMessages(harness).first, .method(id: "1", method: "outer", params: [], randomSeed: nil))
+    }
+
+    func testAStubCallingItselfForeverFailsInsteadOfCrashing() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let client = harness.client
+        harness.client.defineStub("loop") { _ in try client.call("loop") { _ in } }
+        _ = try harness.client.call("loop") { _ in }
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness).count, 1, "the call still goes out; the stub's failure is logged")
+    }
+
+    func testRandomSeedIsSentOnlyWhenTheStubUsedIt() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let seeds = SeedBox()
+        harness.client.defineStub("usesRandom") { context in
+            seeds.set(context.randomSeed)
+            return .string(context.randomID(forSequence: "/collection/todos"))
+        }
+        harness.client.defineStub("noRandom") { _ in nil }
+        _ = try harness.client.call("usesRandom") { _ in }
+        _ = try harness.client.call("noRandom") { _ in }
+        harness.settle()
+        guard case .method(_, _, _, let seed?) = methodMessages(harness).first else { return XCTFail("no randomSeed sent") }
+        XCTAssertEqual(seed, seeds.value)
+        XCTAssertEqual(seed.count, 20)
+        XCTAssertTrue(seed.allSatisfy(\.isHexDigit))
+        XCTAssertEqual(methodMessages(harness).last, .method(id: "2", method: "noRandom", params: [], randomSeed: nil))
+    }
+
+    func testStubCannotChangeTheParametersSentToTheServer() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.client.defineStub("a") { context in
+            var params = context.params
+            params[0] = "changed"
+            return params[0]
+        }
+        _ = try harness.client.call("a", params: ["original"]) { _ in }
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness), [.method(id: "1", method: "a", params: ["original"], randomSeed: nil)])
+    }
+
+    func testAWaitMethodHoldsLaterCallsUntilItCompletes() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let (aDone, _) = callAndRecord(harness, "a")
+        let (wDone, _) = callAndRecord(harness, "w", options: MethodOptions(wait: true))
+        _ = callAndRecord(harness, "b")
+        harness.settle()
+        XCTAssertEqual(methodNames(harness), ["a"])
+        harness.receive(.result(id: "1", result: "A", error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        wait(for: [aDone], timeout: 5)
+        harness.settle()
+        XCTAssertEqual(methodNames(harness), ["a", "w"])
+        harness.receive(.result(id: "2", result: "W", error: nil))
+        harness.receive(.updated(methodIDs: ["2"]))
+        wait(for: [wDone], timeout: 5)
+        harness.settle()
+        XCTAssertEqual(methodNames(harness), ["a", "w", "b"])
+    }
+
+    func testReconnectResendsUnansweredMethodsWithTheSameFrameAndFailsNoRetryOnes() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.client.defineStub("addTodo") { context in .string(context.randomID(forSequence: "/collection/todos")) }
+        _ = callAndRecord(harness, "addTodo", params: ["stubbed"])
+        let (paymentDone, payment) = callAndRecord(harness, "payment", params: [42], options: MethodOptions(noRetry: true))
+        harness.settle()
+        let firstFrame = harness.transport.sentFrames.first { $0.contains("addTodo") }
+        harness.transport.fail()
+        harness.settle()
+        harness.transport.clearSentFrames()
+        harness.advance(by: .milliseconds(10))
+        harness.transport.open()
+        harness.settle()
+        XCTAssertEqual(harness.transport.sentFrames.filter { $0.contains(#""msg":"method""#) }, [firstFrame].compactMap { $0 })
+        harness.receive(.connected(session: "SESSION-2"))
+        harness.receive(.result(id: "1", result: "ok", error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        wait(for: [paymentDone], timeout: 5)
+        guard case .failure(let error)? = payment.result else { return XCTFail("payment must fail") }
+        XCTAssertEqual(error.kind, .invocationFailed)
+        XCTAssertEqual(error.meteorError?.error, .string("invocation-failed"))
+    }
+
+    func testResultForAnUnknownMethodIsReportedAndHarmless() async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        var errors = harness.client.errors.makeAsyncIterator()
+        harness.receive(.result(id: "999", result: 1, error: nil))
+        let error = await errors.next()
+        XCTAssertEqual(error?.code, .protocolViolation)
+        XCTAssertEqual(harness.status, .connected)
+    }
+
+    func testClosingTheClientFailsPendingCalls() async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let task = Task { try await harness.client.call("slow") }
+        await waitForMethodMessage(harness, count: 1)
+        harness.client.close()
+        do {
+            _ = try await task.value
+            XCTFail("must throw")
+        } catch {
+            XCTAssertEqual((error as? MethodError)?.kind, .clientClosed)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func methodNames(_ harness: ClientHarness) -> [String] {
+        methodMessages(harness).compactMap { if case .method(_, let name, _, _) = $0 { name } else { nil } }
+    }
+
+    private func waitForMethodMessage(_ harness: ClientHarness, count: Int) async {
+        for _ in 0..<1000 where methodMessages(harness).count < count {
+            await withCheckedContinuation { continuation in harness.client.queue.async { continuation.resume() } }
+        }
+    }
+}
+
+final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Result<EJSONValue?, MethodError>?
+    func set(_ result: Result<EJSONValue?, MethodError>) { lock.withLock { stored = result } }
+    var result: Result<EJSONValue?, MethodError>? { lock.withLock { stored } }
+}
+
+final class SeedBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+    func set(_ value: String) { lock.withLock { stored = value } }
+    var value: String? { lock.withLock { stored } }
+}
