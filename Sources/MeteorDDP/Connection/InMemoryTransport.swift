@@ -24,6 +24,8 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
         var connections: [Connection] = []
         /// Every frame sent on any connection, in order. Protected by `state`'s lock.
         var sentFrames: [String] = []
+        /// Tasks waiting for sent frames. Protected by `state`'s lock.
+        var waiters: [(predicate: @Sendable ([String]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -78,7 +80,38 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
     /// Ends the newest connection from the server side (or with a network error).
     public func fail(_ error: TransportError? = TransportError(.other, "connection lost")) { current?.deliver(.closed(error)) }
 
-    fileprivate func record(_ frame: String) { state.withLockedValue { $0.sentFrames.append(frame) } }
+    /// Returns once the frames sent so far satisfy `predicate` (checked after every send; no polling).
+    public func waitUntilSent(_ predicate: @escaping @Sendable ([String]) -> Bool) async {
+        await withCheckedContinuation { continuation in
+            let satisfied: Bool = state.withLockedValue { state in
+                if predicate(state.sentFrames) { return true }
+                state.waiters.append((predicate, continuation))
+                return false
+            }
+            if satisfied { continuation.resume() }
+        }
+    }
+
+    /// Returns once at least `count` sent frames decode to messages matching `predicate`.
+    public func waitUntilSent(count: Int, where predicate: @escaping @Sendable (ClientMessage) -> Bool) async {
+        await waitUntilSent { frames in
+            frames.lazy.compactMap { try? ClientMessage(ejson: EJSON.parse($0)) }.filter(predicate).count >= count
+        }
+    }
+
+    fileprivate func record(_ frame: String) {
+        let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+            state.sentFrames.append(frame)
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.waiters.removeAll { waiter in
+                guard waiter.predicate(state.sentFrames) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
 
     /// One connection attempt of an ``InMemoryTransport``.
     final class Connection: TransportConnection, @unchecked Sendable {

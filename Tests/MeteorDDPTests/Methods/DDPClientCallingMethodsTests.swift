@@ -257,9 +257,7 @@ final class DDPClientCallingMethodsTests: XCTestCase {
     }
 
     private func waitForMethodMessage(_ harness: ClientHarness, count: Int) async {
-        for _ in 0..<1000 where methodMessages(harness).count < count {
-            await withCheckedContinuation { continuation in harness.client.queue.async { continuation.resume() } }
-        }
+        await harness.transport.waitUntilSent(count: count) { if case .method = $0 { true } else { false } }
     }
 }
 
