@@ -73,6 +73,8 @@ public final class DDPClient: @unchecked Sendable {
     /// Identifies the client queue, so work already on it runs inline instead of deadlocking.
     static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
+    /// Parsed frames and transport events on their way to the client queue.
+    let inbox = IncomingInbox()
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
     let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64)

@@ -135,13 +135,24 @@ extension DDPClient {
         let generation = connectionGeneration
         connection = transport.connect { [weak self] event in
             guard let self else { return }
-            // Parse on the transport's thread, then hand over in order.
-            switch event {
-            case .text(let frame):
-                let parsed = DDPClient.parse(frame)
-                self.queue.async { self.handleIncoming(parsed, generation: generation) }
-            case .opened, .binary, .closed:
-                self.queue.async { self.handleTransportEvent(event, generation: generation) }
+            // Parse on the transport's thread, then hand over in order, in batches.
+            let item: IncomingInbox.Item
+            if case .text(let frame) = event {
+                item = .message(DDPClient.parse(frame), generation: generation)
+            } else {
+                item = .transport(event, generation: generation)
+            }
+            if self.inbox.append(item) {
+                self.queue.async { self.drainInbox() }
+            }
+        }
+    }
+
+    private func drainInbox() {
+        for item in inbox.takeAll() {
+            switch item {
+            case .message(let parsed, let generation): handleIncoming(parsed, generation: generation)
+            case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
             }
         }
     }

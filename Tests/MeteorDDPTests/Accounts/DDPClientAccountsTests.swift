@@ -125,11 +125,14 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertEqual(methods(harness).map(\.name), ["login"])
         XCTAssertEqual(methods(harness).first?.params, [["resume": "tok1"]])
         harness.receive(.connected(session: "S2"))
+        let resumed = expectation(forNotification: .ddpClientAccountDidChange, object: harness.client) { _ in
+            harness.client.account?.token == "tok2"
+        }
         harness.receive(.result(id: "3", result: ["id": "lovelace", "token": "tok2"], error: nil))
         harness.receive(.updated(methodIDs: ["3"]))
         await waitForMethods(harness, count: 2)
         XCTAssertEqual(methods(harness).map(\.name), ["login", "pending"])
-        XCTAssertEqual(harness.client.account?.token, "tok2")
+        await fulfillment(of: [resumed], timeout: 5)
     }
 
     func testResumeFailureLogsOut() async throws {
