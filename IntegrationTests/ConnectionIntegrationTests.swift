@@ -17,7 +17,7 @@ final class ConnectionIntegrationTests: XCTestCase {
 
     private func fastRetry() -> DDPClient.Configuration {
         var configuration = DDPClient.Configuration()
-        configuration.retryStrategy = RetryStrategy(baseTimeout: 0.02, exponent: 2, maxTimeout: 0.2, minTimeout: 0.01, minCount: 2, fuzz: 0.5)
+        configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 200, minTimeout: 10, minCount: 2, fuzz: 0.5)
         return configuration
     }
 

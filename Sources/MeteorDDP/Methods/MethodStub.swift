@@ -57,9 +57,10 @@ public final class MethodInvocationContext: @unchecked Sendable {
 
     var randomSeedIfUsed: String? { lock.withLock { seed } }
 
-    /// The next id (17 characters) of the named random sequence (Meteor's `DDP.randomStream(name).id()`).
+    /// The next id (17 characters) of the named random sequence (Meteor's `DDP.randomStream(name).id()`;
+    /// an empty name means `"default"`).
     public func randomID(forSequence name: String) -> String {
-        randomStreamIfMade(create: true)!.stream.id(forSequence: name)
+        randomStreamIfMade(create: true)!.stream.id(forSequence: name.isEmpty ? "default" : name)
     }
 
     private func randomStreamIfMade(create: Bool) -> (seed: String, stream: RandomStream)? {
