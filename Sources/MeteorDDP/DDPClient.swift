@@ -61,6 +61,10 @@ public final class DDPClient: @unchecked Sendable {
 
     /// Method stubs by name, readable from any thread. Protected by its lock.
     let stubs = NIOLockedValueBox<[String: MethodStub]>([:])
+    /// The local cache: every document of every subscription, plus the effects of pending stubs.
+    public let database: Database
+    /// Server updates on their way into ``database``, in batches.
+    let updateBuffer: DataUpdateBuffer
     /// The local cache as the session feeds it.
     let store: any LocalStore
     /// Where completion handlers and result callbacks run (serial, so they run in completion order).
@@ -102,7 +106,10 @@ public final class DDPClient: @unchecked Sendable {
         self.logger = configuration.logger
         self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
         self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
-        self.store = TemporaryStore()
+        let database = Database(logger: configuration.logger)
+        self.database = database
+        self.updateBuffer = DataUpdateBuffer(database: database, interval: configuration.bufferedWritesInterval, maxAge: configuration.bufferedWritesMaxAge)
+        self.store = DatabaseLocalStore(database: database, buffer: updateBuffer)
         queue.setSpecific(key: DDPClient.queueKey, value: ObjectIdentifier(self))
         restoreStoredAccount()
     }
@@ -158,6 +165,11 @@ extension DDPClient {
         /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries at `.info`.
         /// Secrets (passwords, tokens) are never logged. Default: discards everything.
         public var logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// How long incoming data waits for more before it is applied as one batch (Meteor: 5 ms); zero applies it
+        /// as soon as the client gets to it.
+        public var bufferedWritesInterval: Duration = .milliseconds(5)
+        /// The longest incoming data waits after the first update of a batch (Meteor: 500 ms).
+        public var bufferedWritesMaxAge: Duration = .milliseconds(500)
         /// Where the logged-in account is kept between runs; `nil` keeps it in memory only.
         /// ``FileAccountStore`` keeps it in a 0600 file in the application-support directory.
         public var accountStore: (any AccountStore)?

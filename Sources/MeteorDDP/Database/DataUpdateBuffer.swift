@@ -1,0 +1,197 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Collects server updates from any thread and applies them to a ``Database`` in batches.
+///
+/// A `DispatchSource` of kind *user data add* on a serial queue coalesces the wake-ups: everything enqueued before a
+/// flush runs lands in one transaction and one notification. Meteor's bounds apply: a batch waits until
+/// `interval` passed without a new update (5 ms) but never longer than `maxAge` after its first update (500 ms).
+/// While held (quiescence) nothing is applied; on release everything lands in one transaction, and with
+/// `resetting` the cache becomes exactly what arrived while held, reported as a diff (unchanged documents give no
+/// change entry at all).
+///
+/// For example:
+/// ```swift
+/// let buffer = DataUpdateBuffer(database: database)
+/// buffer.enqueue(.added(key, ["score": 25]))
+/// buffer.performAfterFlush { print("visible now") }
+/// ```
+///
+/// ## Concurrency
+/// `enqueue`, `hold`, `release` and `performAfterFlush` may be called from any thread. Flushes and after-flush
+/// callbacks run on the buffer's serial queue.
+public final class DataUpdateBuffer: @unchecked Sendable {
+    // @unchecked because `state` is protected by its lock and `source` is only resumed/cancelled in init/deinit.
+
+    // MARK: - Mutable State
+
+    private struct State {
+        /// Updates not yet applied. Protected by `state`'s lock.
+        var pending: [DataUpdate] = []
+        /// Callbacks to run after the batch containing everything enqueued before them. Protected by `state`'s lock.
+        var afterFlush: [@Sendable () -> Void] = []
+        /// Whether updates are held back (quiescence). Protected by `state`'s lock.
+        var holding = false
+        /// Whether the next flush first removes every document (a resetting hold was released). Protected by `state`'s lock.
+        var resetOnNextFlush = false
+        /// When the current batch's first and latest updates arrived. Protected by `state`'s lock.
+        var firstEnqueue: DispatchTime?
+        var lastEnqueue: DispatchTime?
+        /// Whether the next flush must not wait for the debounce interval. Protected by `state`'s lock.
+        var flushRequested = false
+        /// Whether a debounce timer is pending. Protected by `state`'s lock.
+        var timerPending = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let database: Database
+    private let queue: DispatchQueue
+    private let source: any DispatchSourceUserDataAdd
+    private let interval: DispatchTimeInterval
+    private let maxAge: DispatchTimeInterval
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// Creates a buffer for `database`.
+    /// - Parameters:
+    ///   - interval: How long a batch waits for more updates (Meteor's `bufferedWritesInterval`, 5 ms); zero applies
+    ///     every batch as soon as the queue gets to it.
+    ///   - maxAge: The longest a batch waits after its first update (Meteor's `bufferedWritesMaxAge`, 500 ms).
+    public init(database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500)) {
+        self.database = database
+        self.queue = DispatchQueue(label: "MeteorDDP.DataUpdateBuffer")
+        self.source = DispatchSource.makeUserDataAddSource(queue: queue)
+        self.interval = .nanoseconds(Int(interval.nanoseconds))
+        self.maxAge = .nanoseconds(Int(maxAge.nanoseconds))
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+        source.setEventHandler { [weak self] in self?.flushIfDue() }
+        source.activate()
+    }
+
+    deinit {
+        source.cancel()
+    }
+
+    // MARK: - Enqueuing
+
+    /// Queues an update for the next batch.
+    public func enqueue(_ update: DataUpdate) {
+        let now = DispatchTime.now()
+        state.withLockedValue { state in
+            state.pending.append(update)
+            if state.firstEnqueue == nil { state.firstEnqueue = now }
+            state.lastEnqueue = now
+        }
+        source.add(data: 1)
+    }
+
+    /// Queues updates for the next batch.
+    public func enqueue(contentsOf updates: [DataUpdate]) {
+        guard !updates.isEmpty else { return }
+        let now = DispatchTime.now()
+        state.withLockedValue { state in
+            state.pending += updates
+            if state.firstEnqueue == nil { state.firstEnqueue = now }
+            state.lastEnqueue = now
+        }
+        source.add(data: 1)
+    }
+
+    /// Runs `block` (on the buffer's queue) once everything enqueued before it has been applied; while held, after
+    /// the release. It also makes the pending batch flush without waiting for the debounce interval.
+    public func performAfterFlush(_ block: @escaping @Sendable () -> Void) {
+        state.withLockedValue { state in
+            state.afterFlush.append(block)
+            state.flushRequested = true
+        }
+        source.add(data: 1)
+    }
+
+    /// Applies everything pending now (nothing while held), then runs the due callbacks. Synchronous.
+    public func flush() {
+        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) {
+            flushNow()
+        } else {
+            queue.sync { flushNow() }
+        }
+    }
+
+    // MARK: - Quiescence
+
+    /// Holds updates back until ``release()``. With `resetting`, the release replaces the cache's contents.
+    /// A resetting hold drops updates still pending from before it: the release replaces everything anyway.
+    public func hold(resetting: Bool) {
+        state.withLockedValue { state in
+            state.holding = true
+            if resetting {
+                state.resetOnNextFlush = true
+                state.pending.removeAll()
+            }
+        }
+    }
+
+    /// Applies everything held in one transaction (resetting the cache first if the hold said so).
+    public func release() {
+        state.withLockedValue { state in
+            state.flushRequested = true
+            state.holding = false
+        }
+        source.add(data: 1)
+    }
+
+    /// Whether updates are being held back.
+    public var isHolding: Bool { state.withLockedValue { $0.holding } }
+
+    // MARK: - Flushing
+
+    private func flushIfDue() {
+        let now = DispatchTime.now()
+        let decision: (flush: Bool, rearmAt: DispatchTime?) = state.withLockedValue { state in
+            guard !state.holding else { return (false, nil) }
+            if state.flushRequested || state.pending.isEmpty { return (true, nil) }
+            guard let first = state.firstEnqueue, let last = state.lastEnqueue else { return (true, nil) }
+            if now >= last + interval || now >= first + maxAge { return (true, nil) }
+            guard !state.timerPending else { return (false, nil) }
+            state.timerPending = true
+            return (false, min(last + interval, first + maxAge))
+        }
+        if decision.flush {
+            flushNow()
+        } else if let deadline = decision.rearmAt {
+            queue.asyncAfter(deadline: deadline) { [weak self] in
+                guard let self else { return }
+                self.state.withLockedValue { $0.timerPending = false }
+                self.flushIfDue()
+            }
+        }
+    }
+
+    private func flushNow() {
+        let batch: (updates: [DataUpdate], callbacks: [@Sendable () -> Void], reset: Bool)? = state.withLockedValue { state in
+            guard !state.holding else { return nil }
+            defer {
+                state.pending.removeAll(keepingCapacity: true)
+                state.afterFlush.removeAll()
+                state.firstEnqueue = nil
+                state.lastEnqueue = nil
+                state.flushRequested = false
+                state.resetOnNextFlush = false
+            }
+            return (state.pending, state.afterFlush, state.resetOnNextFlush)
+        }
+        guard let batch else { return }
+        if batch.reset || !batch.updates.isEmpty {
+            database.performUpdates {
+                if batch.reset { database.removeAllDocuments() }
+                for update in batch.updates { database.apply(update) }
+            }
+        }
+        for callback in batch.callbacks { callback() }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
+}

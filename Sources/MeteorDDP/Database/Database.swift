@@ -1,0 +1,243 @@
+import Atomics
+import EJSON
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import OrderedCollections
+
+extension Notification.Name {
+    /// Posted by a ``Database`` (the notification's `object`) once per outermost write transaction that changed
+    /// something; `userInfo[DatabaseChanges.userInfoKey]` holds the ``DatabaseChanges``. Posted on the database's
+    /// notification queue, in commit order.
+    public static let databaseDidChange = Notification.Name("MeteorDDP.Database.didChange")
+}
+
+/// The client's in-memory document cache.
+///
+/// For example:
+/// ```swift
+/// let database = Database()
+/// database.performUpdates {
+///     database.apply(.added(DocumentKey(collectionName: "players", documentID: "lovelace"), ["score": 25]))
+/// }
+/// database.collection("players").document(id: "lovelace")?["score"] // 25
+/// ```
+///
+/// ## Concurrency
+/// - **Serialized Writes**: one writer at a time, from any thread; ``performUpdates(_:)`` nests, and nested
+///   transactions fold into the outermost.
+/// - **Snapshot Reads**: readers on any thread load an immutable snapshot published atomically at the end of each
+///   outermost transaction; a reader never waits for a writer and sees a whole transaction or none of it. The writing
+///   thread, inside its transaction, reads its own uncommitted state.
+/// - **Consolidated Notifications**: one ``DatabaseChanges`` per outermost transaction that changed something,
+///   delivered in commit order on the notification queue (never under the write lock): to
+///   ``Foundation/Notification/Name/databaseDidChange``, to every ``changes`` consumer and to live queries.
+public final class Database: @unchecked Sendable {
+    // @unchecked because: `published` is an atomic reference; `transaction` is protected by `writeLock`;
+    // `writerThread` is atomic; `subscribers` and `liveQueries` are protected by their own locks.
+
+    // MARK: - Mutable State
+
+    /// The committed snapshot. Atomic: loaded by readers without a lock, stored by the committing writer.
+    private let published: ManagedAtomic<PublishedSnapshot>
+    /// Serialises writers; recursive so that transactions nest on one thread.
+    private let writeLock = NSRecursiveLock()
+    /// The open transaction. Protected by `writeLock`.
+    private var transaction: WriteTransaction?
+    /// The thread inside the open transaction (0: none). Atomic, so readers can tell whether they are that thread.
+    private let writerThread = ManagedAtomic<UInt>(0)
+    /// Consumers of ``changes``. Protected by its lock.
+    let subscribers = NIOLockedValueBox<[ObjectIdentifier: DatabaseChangesSubscriber]>([:])
+    /// Live queries to update after each commit. Protected by its lock.
+    let liveQueries = NIOLockedValueBox<[ObjectIdentifier: LiveQueryCore]>([:])
+
+    /// Where change notifications are delivered, in commit order.
+    public let notificationQueue: DispatchQueue
+    let logger: Logger
+
+    /// Creates an empty database.
+    public init(logger: Logger = Logger(label: "MeteorDDP.Database", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        self.published = ManagedAtomic(PublishedSnapshot(DatabaseSnapshot()))
+        self.notificationQueue = DispatchQueue(label: "MeteorDDP.Database.notifications")
+        self.logger = logger
+    }
+
+    // MARK: - Reading
+
+    /// The current snapshot: the committed one, or the open transaction's state on its own thread.
+    var snapshot: DatabaseSnapshot {
+        if writerThread.load(ordering: .acquiring) == currentThreadID() {
+            writeLock.lock()
+            defer { writeLock.unlock() }
+            if let transaction { return transaction.pending }
+        }
+        return published.load(ordering: .acquiring).snapshot
+    }
+
+    /// The document with this key, if present.
+    public func document(_ key: DocumentKey) -> Document? {
+        snapshot.document(key)
+    }
+
+    /// The collection named `name` (created on demand; it is empty until documents arrive).
+    public func collection(_ name: String) -> Collection {
+        Collection(name: name, database: self)
+    }
+
+    /// The names of the collections that have documents.
+    public var collectionNames: [String] {
+        Array(snapshot.collections.keys)
+    }
+
+    // MARK: - Writing
+
+    /// Runs `body` as one write transaction: everything it writes becomes visible to readers at once, and one
+    /// ``DatabaseChanges`` describes it. Nested calls fold into the outermost.
+    public func performUpdates<T>(_ body: () throws -> T) rethrows -> T {
+        try performUpdatesRecordingOriginals(body).value
+    }
+
+    /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
+    /// (`nil`: it did not exist). Latency compensation keeps those as the server's versions.
+    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)]) {
+        begin()
+        transaction!.recorders.append(Recorder())
+        var committed = false
+        defer {
+            if !committed {
+                _ = transaction!.recorders.popLast()
+                end()
+            }
+        }
+        let value = try body()
+        let recorder = transaction!.recorders.removeLast()
+        committed = true
+        end()
+        return (value, recorder.originals.map { ($0.key, $0.value) })
+    }
+
+    /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).
+    public func apply(_ update: DataUpdate) {
+        performUpdates {
+            let key = update.key
+            let current = transaction!.pending.document(key)?.fields
+            switch update {
+            case .added(_, let fields):
+                if var existing = current {
+                    logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
+                    for (name, value) in fields { existing[name] = value }
+                    write(key, existing)
+                } else {
+                    write(key, fields)
+                }
+            case .changed(_, let fields, let cleared):
+                guard var existing = current else {
+                    logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
+                    write(key, fields)
+                    return
+                }
+                for (name, value) in fields { existing[name] = value }
+                for name in cleared { existing.removeValue(forKey: name) }
+                write(key, existing)
+            case .replaced(_, let fields):
+                write(key, fields)
+            case .removed:
+                guard current != nil else {
+                    logger.debug("removed for a missing document ignored", metadata: ["key": "\(key)"])
+                    return
+                }
+                write(key, nil)
+            }
+        }
+    }
+
+    /// Applies updates in order, in one transaction.
+    public func apply(_ updates: [DataUpdate]) {
+        performUpdates { for update in updates { apply(update) } }
+    }
+
+    /// Removes every document (in a transaction: when the same transaction adds documents back, only the real
+    /// differences are reported).
+    public func removeAllDocuments() {
+        performUpdates {
+            for key in transaction!.pending.allKeys { write(key, nil) }
+        }
+    }
+
+    private func write(_ key: DocumentKey, _ fields: EJSONObject?) {
+        var transaction = self.transaction!
+        self.transaction = nil  // keep the snapshot's storage uniquely referenced while mutating it
+        let previous = transaction.pending.document(key)?.fields
+        if transaction.originals[key] == nil { transaction.originals[key] = .some(previous) }
+        for index in transaction.recorders.indices where transaction.recorders[index].originals[key] == nil {
+            transaction.recorders[index].originals[key] = .some(previous)
+        }
+        transaction.pending.set(key, fields: fields)
+        self.transaction = transaction
+    }
+
+    // MARK: - Transactions
+
+    private func begin() {
+        writeLock.lock()
+        if transaction == nil {
+            transaction = WriteTransaction(pending: published.load(ordering: .acquiring).snapshot)
+            writerThread.store(currentThreadID(), ordering: .releasing)
+        }
+        transaction!.depth += 1
+    }
+
+    private func end() {
+        transaction!.depth -= 1
+        guard transaction!.depth == 0 else {
+            writeLock.unlock()
+            return
+        }
+        let finished = transaction!
+        transaction = nil
+        var changes = DatabaseChanges()
+        for (key, before) in finished.originals {
+            changes.record(key, before: before, after: finished.pending.document(key)?.fields)
+        }
+        published.store(PublishedSnapshot(finished.pending), ordering: .releasing)
+        writerThread.store(0, ordering: .releasing)
+        if !changes.isEmpty {
+            // Enqueued under the lock so deliveries keep commit order; delivered without it.
+            let committed = changes
+            notificationQueue.async { self.deliver(committed) }
+        }
+        writeLock.unlock()
+    }
+
+    private func deliver(_ changes: DatabaseChanges) {
+        NotificationCenter.default.post(name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
+        for subscriber in subscribers.withLockedValue({ Array($0.values) }) { subscriber.receive(changes) }
+        let snapshot = published.load(ordering: .acquiring).snapshot
+        for query in liveQueries.withLockedValue({ Array($0.values) }) { query.update(with: changes, snapshot: snapshot) }
+    }
+}
+
+/// The state of an open write transaction. Protected by `Database.writeLock`.
+struct WriteTransaction {
+    var pending: DatabaseSnapshot
+    var depth = 0
+    /// Each written document's version from before the transaction (`.some(nil)`: it did not exist).
+    var originals: OrderedDictionary<DocumentKey, EJSONObject?> = [:]
+    /// Nested recorders of originals (stubs).
+    var recorders: [Recorder] = []
+}
+
+/// Versions from before a nested part of a transaction.
+struct Recorder {
+    var originals: OrderedDictionary<DocumentKey, EJSONObject?> = [:]
+}
+
+/// An identifier of the calling thread.
+@inline(__always)
+func currentThreadID() -> UInt {
+    #if canImport(Darwin)
+    return UInt(bitPattern: pthread_self())
+    #else
+    return UInt(pthread_self())
+    #endif
+}

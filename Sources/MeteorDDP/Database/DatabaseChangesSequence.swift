@@ -1,0 +1,130 @@
+import NIOConcurrencyHelpers
+
+extension Database {
+    /// Every change set from now on, in commit order.
+    ///
+    /// Each iteration is an independent consumer that receives every ``DatabaseChanges``. A consumer that falls behind
+    /// does not make memory grow: the change sets it has not taken yet are **merged** into one (losslessly, see
+    /// ``DatabaseChanges/merge(_:)``), so it may receive fewer, larger change sets. Cancelling the iterating task ends
+    /// the iteration.
+    ///
+    /// For example:
+    /// ```swift
+    /// for await changes in database.changes { render(changes.affectedDocumentKeys) }
+    /// ```
+    public var changes: DatabaseChangesSequence { DatabaseChangesSequence(database: self) }
+
+    /// Calls `handler` on the main actor with the changes of every transaction (merged when the main actor is busy).
+    /// Keep the returned token; observation stops when it is cancelled or released.
+    @MainActor
+    public func observeChangesOnMainActor(_ handler: @escaping @MainActor (DatabaseChanges) -> Void) -> ObservationToken {
+        let task = Task { @MainActor in
+            for await changes in self.changes { handler(changes) }
+        }
+        return ObservationToken { task.cancel() }
+    }
+}
+
+/// Cancels an observation when cancelled or deinitialised. Idempotent.
+public final class ObservationToken: Sendable {
+    private let cancellation: NIOLockedValueBox<(@Sendable () -> Void)?>
+
+    init(_ cancel: @escaping @Sendable () -> Void) {
+        cancellation = NIOLockedValueBox(cancel)
+    }
+
+    /// Stops the observation.
+    public func cancel() {
+        let cancel = cancellation.withLockedValue { value in
+            defer { value = nil }
+            return value
+        }
+        cancel?()
+    }
+
+    deinit { cancel() }
+}
+
+/// The change sets of a ``Database`` as an `AsyncSequence` (see ``Database/changes``).
+public struct DatabaseChangesSequence: AsyncSequence, Sendable {
+    public typealias Element = DatabaseChanges
+    let database: Database
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        let subscriber = DatabaseChangesSubscriber()
+        database.subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
+        return AsyncIterator(subscriber: subscriber, database: database)
+    }
+
+    /// Iterates the change sets; ends when the task is cancelled.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscriber: DatabaseChangesSubscriber
+        let database: Database
+
+        public mutating func next() async -> DatabaseChanges? {
+            let subscriber = self.subscriber
+            let database = self.database
+            let next = await withTaskCancellationHandler {
+                await subscriber.next()
+            } onCancel: {
+                subscriber.finish()
+            }
+            if next == nil {
+                _ = database.subscribers.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(subscriber)) }
+            }
+            return next
+        }
+    }
+}
+
+/// One consumer of ``Database/changes``: at most one pending (merged) change set and at most one waiting task.
+final class DatabaseChangesSubscriber: Sendable {
+    private struct State {
+        /// Protected by `state`'s lock.
+        var pending: DatabaseChanges?
+        /// Protected by `state`'s lock.
+        var waiter: CheckedContinuation<DatabaseChanges?, Never>?
+        /// Protected by `state`'s lock.
+        var finished = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// Delivers a change set: to the waiting task, or merged into the pending one.
+    func receive(_ changes: DatabaseChanges) {
+        let waiter: CheckedContinuation<DatabaseChanges?, Never>? = state.withLockedValue { state in
+            guard !state.finished else { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if state.pending == nil { state.pending = changes } else { state.pending!.merge(changes) }
+            return nil
+        }
+        waiter?.resume(returning: changes)
+    }
+
+    func next() async -> DatabaseChanges? {
+        await withCheckedContinuation { continuation in
+            let immediate: DatabaseChanges?? = state.withLockedValue { state in
+                if let pending = state.pending {
+                    state.pending = nil
+                    return .some(pending)
+                }
+                if state.finished { return .some(nil) }
+                state.waiter = continuation
+                return .none
+            }
+            if let immediate { continuation.resume(returning: immediate) }
+        }
+    }
+
+    func finish() {
+        let waiter: CheckedContinuation<DatabaseChanges?, Never>? = state.withLockedValue { state in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// The result of a live query at one moment, and how it differs from the previous one.
+public struct LiveQuerySnapshot: Sendable {
+    /// The matching documents, sorted and limited as the query says.
+    public let documents: [Document]
+    /// How ``documents`` differs from the previous snapshot's (empty for the first).
+    public let diff: LiveQueryDiff
+}
+
+/// Index changes between two ordered results, like `NSFetchedResultsController` reports them.
+public struct LiveQueryDiff: Sendable, Equatable {
+    /// Indexes in the new result of documents that were not in the old one.
+    public var inserted: [Int] = []
+    /// Indexes in the old result of documents that are not in the new one.
+    public var removed: [Int] = []
+    /// Documents that changed position: from their index in the old result to their index in the new one.
+    public var moved: [Move] = []
+    /// Indexes in the new result of documents present in both whose fields changed.
+    public var updated: [Int] = []
+
+    /// A document's move.
+    public struct Move: Sendable, Equatable {
+        /// Its index in the old result.
+        public let from: Int
+        /// Its index in the new result.
+        public let to: Int
+    }
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool { inserted.isEmpty && removed.isEmpty && moved.isEmpty && updated.isEmpty }
+}
+
+/// A query kept up to date: it re-evaluates only the documents each transaction touched.
+///
+/// For example:
+/// ```swift
+/// let leaders = database.collection("players").observe(Query(sort: [.descending("score")], limit: 3))
+/// for await snapshot in leaders.snapshots {
+///     print(snapshot.documents.map(\.id), snapshot.diff)
+/// }
+/// ```
+///
+/// ## Concurrency
+/// Snapshots are computed and delivered on the database's notification queue, in commit order, never under the
+/// write lock. ``stop()`` (or releasing the live query) ends the observation.
+public final class LiveQuery: Sendable {
+    let core: LiveQueryCore
+    private let database: Database
+
+    init(collection: String, query: Query, database: Database) {
+        let core = LiveQueryCore(collection: collection, query: query)
+        self.database = database
+        self.core = core
+        database.liveQueries.withLockedValue { $0[ObjectIdentifier(core)] = core }
+        // Seeded on the notification queue, so no commit between seeding and registration is missed or doubled.
+        database.notificationQueue.async { core.seed(database.snapshot) }
+    }
+
+    deinit { stop() }
+
+    /// The current result (empty until the first snapshot was computed).
+    public var documents: [Document] { core.current }
+
+    /// Calls `handler` with every snapshot, starting with the current one, on the notification queue.
+    public func onChange(_ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void) {
+        core.addHandler(handler)
+    }
+
+    /// The snapshots as an async sequence: the current one, then one per change (a slow consumer may miss
+    /// intermediate snapshots but always gets the newest; each has the diff from the previous one delivered).
+    public var snapshots: AsyncStream<LiveQuerySnapshot> {
+        AsyncStream(bufferingPolicy: .unbounded) { continuation in
+            core.addHandler { continuation.yield($0) }
+        }
+    }
+
+    /// Stops observing.
+    public func stop() {
+        _ = database.liveQueries.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(core)) }
+        core.finish()
+    }
+}
