@@ -1,0 +1,97 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+final class DataUpdateBufferTests: XCTestCase {
+    private func key(_ id: String) -> DocumentKey { DocumentKey(collectionName: "players", documentID: id) }
+
+    private func flushed(_ buffer: DataUpdateBuffer) {
+        let done = expectation(description: "flushed")
+        buffer.performAfterFlush { done.fulfill() }
+        wait(for: [done], timeout: 5)
+    }
+
+    func testUpdatesEnqueuedBeforeAFlushLandInOneTransactionAndOneNotification() {
+        let database = Database()
+        let recorder = ChangesRecorder(database)
+        // A long debounce: nothing flushes until the after-flush request asks for it.
+        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .seconds(60))
+        for i in 0..<1000 { buffer.enqueue(.added(key("p\(i)"), ["score": .number(Double(i))])) }
+        flushed(buffer)
+        XCTAssertEqual(recorder.changes.count, 1)
+        XCTAssertEqual(recorder.changes.first?.affectedDocumentKeys.count, 1000)
+        XCTAssertEqual(database.collection("players").count, 1000)
+    }
+
+    func testABatchFlushesByItselfOnceItsMaxAgeHasPassed() {
+        let database = Database()
+        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .milliseconds(20))
+        let posted = expectation(forNotification: .databaseDidChange, object: database)
+        buffer.enqueue(.added(key("a"), [:]))
+        wait(for: [posted], timeout: 5)
+        XCTAssertNotNil(database.document(key("a")))
+    }
+
+    func testWhileHeldNothingIsAppliedAndTheReleaseAppliesEverythingAtOnce() {
+        let database = Database()
+        let recorder = ChangesRecorder(database)
+        let buffer = DataUpdateBuffer(database: database, interval: .zero)
+        buffer.hold(resetting: false)
+        buffer.enqueue(.added(key("a"), ["score": 1]))
+        buffer.enqueue(.added(key("b"), ["score": 2]))
+        buffer.flush()
+        XCTAssertNil(database.document(key("a")), "held")
+        XCTAssertEqual(recorder.changes.count, 0)
+        let afterRelease = expectation(description: "after-flush callback waits for the release")
+        buffer.performAfterFlush { afterRelease.fulfill() }
+        buffer.release()
+        wait(for: [afterRelease], timeout: 5)
+        XCTAssertEqual(recorder.changes.count, 1)
+        XCTAssertEqual(recorder.changes.first?.affectedDocumentKeys.count, 2)
+    }
+
+    func testAResettingReleaseReportsOnlyRealDifferencesWithoutFlicker() {
+        let database = Database()
+        let buffer = DataUpdateBuffer(database: database, interval: .zero)
+        buffer.enqueue(.added(key("lovelace"), ["score": 25]))
+        buffer.enqueue(.added(key("gauss"), ["score": 5]))
+        buffer.enqueue(.added(key("turing"), ["score": 7]))
+        flushed(buffer)
+        let recorder = ChangesRecorder(database)
+        buffer.hold(resetting: true)
+        buffer.enqueue(.added(key("lovelace"), ["score": 30]))
+        buffer.enqueue(.added(key("turing"), ["score": 7]))
+        buffer.release()
+        flushed(buffer)
+        XCTAssertEqual(recorder.changes.count, 1)
+        let changes = recorder.changes[0]
+        XCTAssertEqual(changes.changeDetails(for: key("lovelace"))?.changeType, .update)
+        XCTAssertEqual(changes.changeDetails(for: key("gauss"))?.changeType, .remove)
+        XCTAssertNil(changes.changeDetails(for: key("turing")), "unchanged documents produce no entry at all")
+    }
+
+    func testAfterFlushCallbacksRunAfterTheUpdatesBeforeThemAreVisible() {
+        let database = Database()
+        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60))
+        buffer.enqueue(.added(key("a"), ["score": 1]))
+        let visible = expectation(description: "visible")
+        let a = key("a")
+        buffer.performAfterFlush {
+            XCTAssertNotNil(database.document(a))
+            visible.fulfill()
+        }
+        wait(for: [visible], timeout: 5)
+    }
+
+    func testAFloodOfUpdatesIsAppliedInFewBatches() {
+        let database = Database()
+        let recorder = ChangesRecorder(database)
+        let buffer = DataUpdateBuffer(database: database)
+        for i in 0..<20_000 { buffer.enqueue(.added(key("p\(i % 500)"), ["n": .number(Double(i))])) }
+        flushed(buffer)
+        XCTAssertLessThanOrEqual(recorder.changes.count, 10)
+        XCTAssertEqual(database.collection("players").count, 500)
+        XCTAssertEqual(database.document(key("p499"))?["n"], 19_999)
+    }
+}

@@ -1,0 +1,69 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Many readers and a writer at once (also run under `swift test --sanitize=thread`).
+final class DatabaseConcurrencyTests: XCTestCase {
+    func testReadersNeverSeeHalfATransaction() {
+        let database = Database()
+        let a = DocumentKey(collectionName: "c", documentID: "a")
+        let b = DocumentKey(collectionName: "c", documentID: "b")
+        database.apply([.added(a, ["n": 0]), .added(b, ["n": 0])])
+        let writes = 2_000
+        let torn = ManagedCounter()
+        let reads = ManagedCounter()
+        let writerDone = ManagedFlag()
+        let finished = DispatchSemaphore(value: 0)
+        // Dedicated threads (not the shared pool), so the writer is never starved by spinning readers.
+        for _ in 0..<2 {
+            Thread {
+                while !writerDone.isSet {
+                    // Both documents are written in every transaction: one snapshot shows both or neither.
+                    let snapshot = database.snapshot
+                    if snapshot.document(a)?["n"] != snapshot.document(b)?["n"] { torn.increment() }
+                    reads.increment()
+                }
+                finished.signal()
+            }.start()
+        }
+        Thread {
+            for i in 1...writes {
+                database.performUpdates {
+                    database.apply(.changed(a, ["n": .number(Double(i))], cleared: []))
+                    database.apply(.changed(b, ["n": .number(Double(i))], cleared: []))
+                }
+            }
+            writerDone.set()
+            finished.signal()
+        }.start()
+        for _ in 0..<3 { XCTAssertEqual(finished.wait(timeout: .now() + 60), .success) }
+        XCTAssertEqual(torn.value, 0)
+        XCTAssertGreaterThan(reads.value, 0)
+        XCTAssertEqual(database.document(a)?["n"], .number(Double(writes)))
+    }
+
+    func testWritersOnManyThreadsAreSerialisedAndNothingIsLost() {
+        let database = Database()
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<250 {
+                database.apply(.added(DocumentKey(collectionName: "c", documentID: "\(thread)-\(i)"), ["i": .number(Double(i))]))
+            }
+        }
+        XCTAssertEqual(database.collection("c").count, 2000)
+    }
+}
+
+final class ManagedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
+
+final class ManagedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    func set() { lock.withLock { flag = true } }
+    var isSet: Bool { lock.withLock { flag } }
+}

@@ -1,0 +1,117 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+final class LiveQueryTests: XCTestCase {
+    private func key(_ id: String) -> DocumentKey { DocumentKey(collectionName: "players", documentID: id) }
+
+    /// Observes a query and returns the snapshots delivered after each committed transaction.
+    private final class Recorder: @unchecked Sendable {
+        private let lock = NSLock()
+        private var snapshots: [LiveQuerySnapshot] = []
+        func record(_ snapshot: LiveQuerySnapshot) { lock.withLock { snapshots.append(snapshot) } }
+        var all: [LiveQuerySnapshot] { lock.withLock { snapshots } }
+    }
+
+    private func observe(_ database: Database, _ query: Query) -> (LiveQuery, Recorder) {
+        let live = database.collection("players").observe(query)
+        let recorder = Recorder()
+        live.onChange { recorder.record($0) }
+        database.notificationQueue.sync {}
+        return (live, recorder)
+    }
+
+    private func seeded() -> Database {
+        let database = Database()
+        database.apply([
+            .added(key("lovelace"), ["score": 25]),
+            .added(key("gauss"), ["score": 5]),
+            .added(key("turing"), ["score": 15]),
+        ])
+        return database
+    }
+
+    private let byScore = Query(sort: [.descending("score")])
+
+    func testTheFirstSnapshotIsTheCurrentResultWithAnEmptyDiff() {
+        let (live, recorder) = observe(seeded(), byScore)
+        XCTAssertEqual(recorder.all.first?.documents.map(\.id), ["lovelace", "turing", "gauss"])
+        XCTAssertEqual(recorder.all.first?.diff, LiveQueryDiff())
+        XCTAssertEqual(live.documents.map(\.id), ["lovelace", "turing", "gauss"])
+    }
+
+    func testAnInsertReportsItsNewIndex() {
+        let database = seeded()
+        let (live, recorder) = observe(database, byScore)
+        database.apply(.added(key("shannon"), ["score": 20]))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["lovelace", "shannon", "turing", "gauss"])
+        XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(inserted: [1]))
+        withExtendedLifetime(live) {}
+    }
+
+    func testARemovalReportsItsOldIndex() {
+        let database = seeded()
+        let (live, recorder) = observe(database, byScore)
+        database.apply(.removed(key("turing")))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(removed: [1]))
+        withExtendedLifetime(live) {}
+    }
+
+    func testAChangeOfTheSortKeyReportsAMoveAndAnUpdate() {
+        let database = seeded()
+        let (live, recorder) = observe(database, byScore)
+        database.apply(.changed(key("gauss"), ["score": 30], cleared: []))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["gauss", "lovelace", "turing"])
+        let diff = recorder.all.last?.diff
+        XCTAssertEqual(diff?.inserted, [])
+        XCTAssertEqual(diff?.removed, [])
+        XCTAssertEqual(diff?.moved.count, 1)
+        XCTAssertEqual(diff?.updated, [0])
+        withExtendedLifetime(live) {}
+    }
+
+    func testAChangeInPlaceReportsAnUpdateOnly() {
+        let database = seeded()
+        let (live, recorder) = observe(database, byScore)
+        database.apply(.changed(key("turing"), ["name": "Alan Turing"], cleared: []))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(updated: [1]))
+        withExtendedLifetime(live) {}
+    }
+
+    func testALimitedQueryBringsTheNextDocumentInWhenOneLeaves() {
+        let database = seeded()
+        let (live, recorder) = observe(database, Query(sort: [.descending("score")], limit: 2))
+        XCTAssertEqual(recorder.all.first?.documents.map(\.id), ["lovelace", "turing"])
+        database.apply(.removed(key("lovelace")))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["turing", "gauss"])
+        XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(inserted: [1], removed: [0]))
+        withExtendedLifetime(live) {}
+    }
+
+    func testChangesThatDoNotAffectTheResultDeliverNothing() {
+        let database = seeded()
+        let (live, recorder) = observe(database, Query(filter: { ($0["score"]?.doubleValue ?? 0) > 10 }, sort: [.descending("score")]))
+        let before = recorder.all.count
+        database.apply(.added(DocumentKey(collectionName: "other", documentID: "x"), [:]))
+        database.apply(.added(key("low"), ["score": 1]))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.count, before)
+        withExtendedLifetime(live) {}
+    }
+
+    func testStoppingEndsDelivery() {
+        let database = seeded()
+        let (live, recorder) = observe(database, byScore)
+        live.stop()
+        let before = recorder.all.count
+        database.apply(.added(key("shannon"), ["score": 20]))
+        database.notificationQueue.sync {}
+        XCTAssertEqual(recorder.all.count, before)
+    }
+}
