@@ -48,5 +48,17 @@ final class ClientHarness: Sendable {
 
     var sent: [ClientMessage] { transport.sentMessages }
 
+    /// Applies everything the client handed to its cache and waits until the resulting notifications were delivered.
+    func flushData() {
+        settle()
+        client.updateBuffer.flush()
+        client.database.notificationQueue.sync {}
+        settle()
+    }
+
+    func document(_ collection: String, _ id: String) -> Document? {
+        client.database.document(DocumentKey(collectionName: collection, documentID: id))
+    }
+
     var status: ConnectionStatus.State { client.status.state }
 }

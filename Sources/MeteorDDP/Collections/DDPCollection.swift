@@ -1,0 +1,109 @@
+import EJSON
+
+/// A collection as the app uses it: reads from the local cache, and writes through Meteor's `/<name>/insert`,
+/// `/<name>/update` and `/<name>/remove` methods whose built-in stubs change the cache at once.
+///
+/// For example:
+/// ```swift
+/// let todos = client.collection("todos")
+/// let id = try await todos.insert(["text": "milk", "done": false])   // visible locally at once
+/// _ = try await todos.update(id, ["$set": ["done": true]])
+/// for await snapshot in todos.observe(Query(sort: [.ascending("text")])).snapshots { … }
+/// ```
+///
+/// ## Concurrency
+/// Reads may run on any thread (**Snapshot Reads**); writes may be made from any thread or task.
+public struct DDPCollection: Sendable {
+    /// The collection's name.
+    public let name: String
+    let client: DDPClient
+
+    private var local: Collection { client.database.collection(name) }
+
+    // MARK: - Reading
+
+    /// The document with this id, if present.
+    public func document(id: String) -> Document? { local.document(id: id) }
+    /// Every document.
+    public var documents: [Document] { local.documents }
+    /// How many documents there are.
+    public var count: Int { local.count }
+    /// The documents matching a query.
+    public func find(_ query: Query) -> [Document] { local.find(query) }
+    /// A live query over this collection.
+    public func observe(_ query: Query = Query()) -> LiveQuery { local.observe(query) }
+
+    // MARK: - Writing
+
+    /// Inserts a document: locally at once, then on the server. The id is `fields["_id"]` or a new random id.
+    ///
+    /// - Returns: The document's id (at once); `completion` gets the server's outcome.
+    /// - Throws: ``MethodError`` when a document with that id already exists locally.
+    @discardableResult
+    public func insert(_ fields: EJSONObject, completion: @escaping @Sendable (Result<String, MethodError>) -> Void = { _ in }) throws -> String {
+        var document = EJSONObject(minimumCapacity: fields.count + 1)
+        let id = fields["_id"]?.stringValue ?? SecureRandomGenerator().id()
+        document["_id"] = .string(id)
+        for (key, value) in fields where key != "_id" { document[key] = value }
+        let stubValue = try client.call("/\(name)/insert", params: [.object(document)], options: MethodOptions(returnStubValue: true)) { result in
+            completion(result.map { _ in id })
+        }
+        guard stubValue?.stringValue == id else {
+            throw MethodError(methodName: "/\(name)/insert", kind: .stubFailed, stubErrorDescription: "a document with id \(id) already exists")
+        }
+        return id
+    }
+
+    /// Inserts a document and returns its id once the server confirmed it and its data is visible.
+    @discardableResult
+    public func insert(_ fields: EJSONObject) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            do {
+                try insert(fields) { continuation.resume(with: $0) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Updates the document with `id` with a Mongo modifier; returns how many documents the server changed.
+    @discardableResult
+    public func update(_ id: String, _ modifier: EJSONValue) async throws -> Int {
+        _ = try MongoModifier(modifier)
+        let result = try await client.call("/\(name)/update", params: [["_id": .string(id)], modifier])
+        return result?.intValue ?? 0
+    }
+
+    /// Removes the document with `id`; returns how many documents the server removed.
+    @discardableResult
+    public func remove(_ id: String) async throws -> Int {
+        let result = try await client.call("/\(name)/remove", params: [["_id": .string(id)]])
+        return result?.intValue ?? 0
+    }
+}
+
+extension DDPClient {
+    /// The collection named `name`, with Meteor's built-in `/<name>/insert|update|remove` stubs defined.
+    public func collection(_ name: String) -> DDPCollection {
+        defineCollectionStubs(name)
+        return DDPCollection(name: name, client: self)
+    }
+
+    private func defineCollectionStubs(_ name: String) {
+        let alreadyDefined = stubs.withLockedValue { $0["/\(name)/insert"] != nil }
+        guard !alreadyDefined else { return }
+        defineStub("/\(name)/insert") { [weak self] context in
+            guard let self, case .object(let document)? = context.params.first else { return nil }
+            let id = document["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
+            return LocalWrites.insert(document, id: id, into: name, database: self.database).map { .string($0) }
+        }
+        defineStub("/\(name)/update") { [weak self] context in
+            guard let self, let id = LocalWrites.selectorID(context.params.first), context.params.count > 1 else { return 0 }
+            return .number(Double(try LocalWrites.update(id: id, with: MongoModifier(context.params[1]), in: name, database: self.database)))
+        }
+        defineStub("/\(name)/remove") { [weak self] context in
+            guard let self, let id = LocalWrites.selectorID(context.params.first) else { return 0 }
+            return .number(Double(LocalWrites.remove(id: id, from: name, database: self.database)))
+        }
+    }
+}

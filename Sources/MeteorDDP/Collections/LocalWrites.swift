@@ -1,0 +1,82 @@
+import EJSON
+
+/// Writes to the local cache as Meteor's collection methods do them in a stub: insert (refusing an existing id),
+/// update by id with a Mongo modifier, remove by id. Used by the built-in `/<collection>/…` stubs and by stubs
+/// through ``MethodInvocationContext/collection(_:)``.
+enum LocalWrites {
+    /// Inserts `document` (with its `_id`); returns the id, or `nil` when a document with that id exists.
+    static func insert(_ document: EJSONObject, id: String, into collection: String, database: Database) -> String? {
+        let key = DocumentKey(collectionName: collection, documentID: id)
+        guard database.document(key) == nil else { return nil }
+        var fields = document
+        fields.removeValue(forKey: "_id")
+        database.apply(.added(key, fields))
+        return id
+    }
+
+    /// Applies `modifier` to the document with `id`; returns how many documents changed (0 or 1).
+    static func update(id: String, with modifier: MongoModifier, in collection: String, database: Database) throws -> Int {
+        let key = DocumentKey(collectionName: collection, documentID: id)
+        guard let current = database.document(key) else { return 0 }
+        database.apply(.replaced(key, try modifier.apply(to: current.fields)))
+        return 1
+    }
+
+    /// Removes the document with `id`; returns how many documents were removed (0 or 1).
+    static func remove(id: String, from collection: String, database: Database) -> Int {
+        let key = DocumentKey(collectionName: collection, documentID: id)
+        guard database.document(key) != nil else { return 0 }
+        database.apply(.removed(key))
+        return 1
+    }
+
+    /// The id in a `{_id: …}` selector.
+    static func selectorID(_ selector: EJSONValue?) -> String? {
+        switch selector {
+        case .string(let id)?: return id
+        case .object(let object)?: return object["_id"]?.stringValue
+        default: return nil
+        }
+    }
+}
+
+/// What a stub writes through: the local cache inside the stub's transaction, with ids from the invocation's
+/// `/collection/<name>` random sequence so they equal the ids the server makes.
+public struct StubCollection: Sendable {
+    /// The collection's name.
+    public let name: String
+    let context: MethodInvocationContext
+    let database: Database
+
+    /// Inserts a document; its id is `fields["_id"]` or the next id of the invocation's `/collection/<name>` sequence.
+    /// - Returns: The id, or `nil` when a document with that id already exists.
+    @discardableResult
+    public func insert(_ fields: EJSONObject) -> String? {
+        let id = fields["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
+        return LocalWrites.insert(fields, id: id, into: name, database: database)
+    }
+
+    /// Updates the document with `id` with a Mongo modifier; returns 1 if it exists, else 0.
+    @discardableResult
+    public func update(_ id: String, _ modifier: EJSONValue) throws -> Int {
+        try LocalWrites.update(id: id, with: MongoModifier(modifier), in: name, database: database)
+    }
+
+    /// Removes the document with `id`; returns 1 if it existed, else 0.
+    @discardableResult
+    public func remove(_ id: String) -> Int {
+        LocalWrites.remove(id: id, from: name, database: database)
+    }
+
+    /// The document with `id` as the stub sees it (including the stub's own writes).
+    public func document(id: String) -> Document? {
+        database.document(DocumentKey(collectionName: name, documentID: id))
+    }
+}
+
+extension MethodInvocationContext {
+    /// The collection named `name` as this stub writes it.
+    public func collection(_ name: String) -> StubCollection {
+        StubCollection(name: name, context: self, database: client?.database ?? Database())
+    }
+}

@@ -1,0 +1,220 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Stubs change the cache at once; the server's view replaces theirs when every method that wrote a document has its
+/// `updated` (meteor-ios METCollectionTests and METDDPClientLatencyCompensationTests, Meteor's transcripts).
+final class LatencyCompensationTests: XCTestCase {
+    private let lovelace = DocumentKey(collectionName: "players", documentID: "lovelace")
+
+    private func connectedWithPlayers() -> ClientHarness {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.receive(.added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25, "color": "blue"]))
+        harness.flushData()
+        return harness
+    }
+
+    private func methodIDs(_ harness: ClientHarness) -> [String] {
+        harness.sent.compactMap { if case .method(let id, _, _, _) = $0 { id } else { nil } }
+    }
+
+    // MARK: - Insert
+
+    func testInsertingCallsTheInsertMethodAndAddsTheDocumentAtOnce() throws {
+        let harness = connectedWithPlayers()
+        let players = harness.client.collection("players")
+        let id = try players.insert(["_id": "gauss", "name": "Carl Friedrich Gauss", "score": 5])
+        XCTAssertEqual(id, "gauss")
+        XCTAssertEqual(players.document(id: "gauss")?["score"], 5, "the stub wrote it synchronously")
+        harness.settle()
+        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "/players/insert", params: [["_id": "gauss", "name": "Carl Friedrich Gauss", "score": 5]], randomSeed: nil))
+    }
+
+    func testInsertingWithoutAnIDGeneratesOne() throws {
+        let harness = connectedWithPlayers()
+        let id = try harness.client.collection("players").insert(["name": "Anonymous"])
+        XCTAssertEqual(id.count, 17)
+        XCTAssertNotNil(harness.document("players", id))
+    }
+
+    func testInsertingAnExistingIDChangesNothingAndThrows() {
+        let harness = connectedWithPlayers()
+        XCTAssertThrowsError(try harness.client.collection("players").insert(["_id": "lovelace", "name": "Impostor"]))
+        XCTAssertEqual(harness.document("players", "lovelace")?["name"], "Ada Lovelace")
+    }
+
+    func testServerAddingTheSameDocumentAfterAnInsertPostsNothingMore() throws {
+        let harness = connectedWithPlayers()
+        let recorder = ChangesRecorder(harness.client.database)
+        try harness.client.collection("players").insert(["_id": "gauss", "score": 5])
+        XCTAssertEqual(recorder.changes.count, 1, "the stub's insert")
+        XCTAssertEqual(recorder.changes.first?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "gauss"))?.changeType, .add)
+        harness.receive(.added(collection: "players", id: "gauss", fields: ["score": 5]))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        harness.flushData()
+        XCTAssertEqual(recorder.changes.count, 1, "the server's identical version replaced the stub's: no change")
+    }
+
+    func testUpdatedWithoutTheServerAddingTheDocumentRevertsTheInsert() throws {
+        let harness = connectedWithPlayers()
+        try harness.client.collection("players").insert(["_id": "ghost", "score": 1])
+        let recorder = ChangesRecorder(harness.client.database)
+        harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "Access denied")))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertNil(harness.document("players", "ghost"))
+        XCTAssertEqual(recorder.changes.last?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "ghost"))?.changeType, .remove)
+    }
+
+    func testServerAddingADifferentDocumentReplacesTheStubsVersion() throws {
+        let harness = connectedWithPlayers()
+        try harness.client.collection("players").insert(["_id": "gauss", "score": 5, "color": "red"])
+        let recorder = ChangesRecorder(harness.client.database)
+        harness.receive(.added(collection: "players", id: "gauss", fields: ["score": 30]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "gauss")?["score"], 5, "server data for a stub-written document waits")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        let details = recorder.changes.last?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "gauss"))
+        XCTAssertEqual(details?.changedFields, ["score": .set(30), "color": .removed])
+    }
+
+    // MARK: - Update and remove
+
+    func testUpdatingCallsTheUpdateMethodAndChangesTheCacheAtOnce() async throws {
+        let harness = connectedWithPlayers()
+        let task = Task { try await harness.client.collection("players").update("lovelace", ["$set": ["score": 30], "$unset": ["color": ""]]) }
+        await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
+        XCTAssertEqual(harness.document("players", "lovelace").map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 30])
+        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "/players/update", params: [["_id": "lovelace"], ["$set": ["score": 30], "$unset": ["color": ""]]], randomSeed: nil))
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30], cleared: ["color"]))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "1", result: 1, error: nil))
+        let affected = try await task.value
+        XCTAssertEqual(affected, 1)
+    }
+
+    func testServerSendingADifferentUpdateWinsAndRestoresWhatTheStubRemoved() throws {
+        let harness = connectedWithPlayers()
+        harness.client.defineStub("score") { context in
+            try context.collection("players").update("lovelace", ["$set": ["score": 30], "$unset": ["color": ""]])
+            return nil
+        }
+        _ = try harness.client.call("score") { _ in }
+        let recorder = ChangesRecorder(harness.client.database)
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 35], cleared: []))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace").map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 35, "color": "blue"])
+        XCTAssertEqual(recorder.changes.count, 1)
+        XCTAssertEqual(recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(35), "color": .set("blue")])
+    }
+
+    func testRemovingRollsBackWhenTheServerDoesNotRemoveAndAppliesItsUpdate() throws {
+        let harness = connectedWithPlayers()
+        harness.client.defineStub("drop") { context in context.collection("players").remove("lovelace") == 1 ? true : false }
+        XCTAssertEqual(try harness.client.call("drop", options: MethodOptions(returnStubValue: true)) { _ in }, true)
+        XCTAssertNil(harness.document("players", "lovelace"))
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30], cleared: []))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 30, "re-added with the server's change")
+    }
+
+    // MARK: - Several methods
+
+    func testTwoStubsOnOneDocumentWaitForBothUpdatedThenApplyTheServersVersionOnce() throws {
+        let harness = connectedWithPlayers()
+        harness.client.defineStub("inc") { context in try context.collection("players").update("lovelace", ["$inc": ["score": 1]]) ; return nil }
+        _ = try harness.client.call("inc") { _ in }
+        _ = try harness.client.call("inc") { _ in }
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 27)
+        let recorder = ChangesRecorder(harness.client.database)
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30, "color": "blue"], cleared: []))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 27, "the second method still holds the document")
+        harness.receive(.updated(methodIDs: ["2"]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 30)
+        XCTAssertEqual(recorder.changes.count, 1)
+    }
+
+    func testADocumentIsFlushedWhenItsMethodIsDoneEvenIfAnotherDocumentsMethodIsNot() throws {
+        let harness = connectedWithPlayers()
+        harness.client.defineStub("touch") { context in
+            let id = context.params[0].stringValue!
+            if context.collection("players").document(id: id) == nil { context.collection("players").insert(["_id": .string(id)]) }
+            try context.collection("players").update(id, ["$set": ["touched": true]])
+            return nil
+        }
+        _ = try harness.client.call("touch", params: ["lovelace"]) { _ in }
+        _ = try harness.client.call("touch", params: ["gauss"]) { _ in }
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["touched": "server"], cleared: []))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace")?["touched"], "server")
+        XCTAssertEqual(harness.document("players", "gauss")?["touched"], true)
+    }
+
+    func testAMethodCompletesOnlyWhenEveryCurrentlyBufferedDocumentIsFlushed() throws {
+        let harness = connectedWithPlayers()
+        harness.client.defineStub("touch") { context in
+            try context.collection("players").update(context.params[0].stringValue!, ["$set": ["t": 1]])
+            return nil
+        }
+        harness.receive(.added(collection: "players", id: "gauss", fields: [:]))
+        harness.flushData()
+        let first = expectation(description: "method 1 completes")
+        let completions = CountBox()
+        _ = try harness.client.call("touch", params: ["lovelace"]) { _ in
+            completions.increment()
+            first.fulfill()
+        }
+        _ = try harness.client.call("touch", params: ["gauss"]) { _ in }
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        harness.client.callbackQueue.sync {}
+        XCTAssertEqual(completions.value, 0, "method 1 waits until gauss (written by method 2's stub) is flushed too")
+        harness.receive(.updated(methodIDs: ["2"]))
+        harness.flushData()
+        wait(for: [first], timeout: 5)
+    }
+
+    func testReadyWaitsForDocumentsWrittenByStubsOfSentMethods() throws {
+        let harness = connectedWithPlayers()
+        harness.client.defineStub("touch") { context in
+            try context.collection("players").update("lovelace", ["$set": ["t": 1]])
+            return nil
+        }
+        let sub = harness.client.subscribe("players")
+        _ = try harness.client.call("touch") { _ in }
+        harness.receive(.ready(subscriptionIDs: [sub.id]))
+        harness.flushData()
+        XCTAssertEqual(sub.status, .pending, "not ready while a stub-written document is unflushed")
+        let ready = expectation(description: "ready")
+        sub.whenReady { _ in ready.fulfill() }
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        wait(for: [ready], timeout: 5)
+    }
+
+    func testAStubInsertMakesTheIDTheServerMakesFromTheSameSeed() throws {
+        let harness = connectedWithPlayers()
+        let made = SeedBox()
+        harness.client.defineStub("addPlayer") { context in
+            let id = context.collection("players").insert(["name": context.params[0]])
+            made.set(id ?? "")
+            return id.map { .string($0) }
+        }
+        _ = try harness.client.call("addPlayer", params: ["Grace"]) { _ in }
+        harness.settle()
+        guard case .method(_, _, _, let seed?) = harness.sent.last else { return XCTFail("randomSeed sent") }
+        XCTAssertEqual(made.value, RandomStream(seed: seed).id(forSequence: "/collection/players"), "the server derives the same id")
+        XCTAssertNotNil(harness.document("players", made.value ?? ""))
+    }
+}
