@@ -22,10 +22,13 @@ import NIOWebSocket
 /// ```
 ///
 /// ## Concurrency
-/// Each connection's DDP session runs on its channel's event loop. The public API may be called from any thread;
-/// registries are protected by `state`'s lock, and commands to a session hop onto its event loop.
+/// All DDP logic (sessions, publications with their merge boxes, methods, collections, accounts) runs on one serial
+/// server queue; WebSocket I/O runs on SwiftNIO event loops. Handlers registered with ``publish(_:_:)`` and
+/// ``method(_:_:)`` run on the server queue; use ``perform(_:)`` to touch collections from elsewhere.
+/// Connection bookkeeping is protected by `state`'s lock.
 public final class DDPTestServer: @unchecked Sendable {
-    // @unchecked because all mutable state is in `state`, protected by its lock.
+    // @unchecked because connection bookkeeping is in `state`, protected by its lock, and the DDP registries below
+    // (`collections`, `publications`, `methods`, `accounts`) are confined to `queue`.
 
     /// How the server behaves.
     public struct Configuration: Sendable {
@@ -69,6 +72,10 @@ public final class DDPTestServer: @unchecked Sendable {
         var acceptedConnections = 0
         /// Tasks waiting for a matching client message. Protected by `state`'s lock.
         var messageWaiters: [MessageWaiter] = []
+        /// Protected by `state`'s lock.
+        var methodLatency: Duration = .zero
+        /// Protected by `state`'s lock.
+        var sendsResultBeforeData = false
     }
 
     struct MessageWaiter {
@@ -78,6 +85,26 @@ public final class DDPTestServer: @unchecked Sendable {
 
     let state = NIOLockedValueBox(State())
     let configuration: Configuration
+    /// The serial queue that owns every DDP session, collection and handler.
+    public let queue = DispatchQueue(label: "DDPTestServer")
+    /// Collections by name. Confined to `queue`.
+    var collections: [String: ServerCollection] = [:]
+    /// Publication handlers by name. Confined to `queue`.
+    var publications: [String: PublicationHandler] = [:]
+    /// Method handlers by name. Confined to `queue`.
+    var methods: [String: MethodHandler] = [:]
+    /// Users' password hashes and login tokens. Confined to `queue`.
+    var accounts = ServerAccounts()
+    /// Extra delay before every method runs (for the demo's `--latency`).
+    public var methodLatency: Duration {
+        get { state.withLockedValue { $0.methodLatency } }
+        set { state.withLockedValue { $0.methodLatency = newValue } }
+    }
+    /// When `true`, methods send `result` before their data and `updated` (a method that returns before its writes).
+    public var sendsResultBeforeData: Bool {
+        get { state.withLockedValue { $0.sendsResultBeforeData } }
+        set { state.withLockedValue { $0.sendsResultBeforeData = newValue } }
+    }
     let group: MultiThreadedEventLoopGroup
     let logger: Logger
 
@@ -86,6 +113,71 @@ public final class DDPTestServer: @unchecked Sendable {
         self.configuration = configuration
         self.group = MultiThreadedEventLoopGroup.singleton
         self.logger = configuration.logger
+        queue.sync { registerAccountMethods() }
+    }
+
+    // MARK: - Data, publications and methods
+
+    /// Runs `body` on the server queue and returns its result (for setting up and inspecting data from tests).
+    public func perform<T>(_ body: () throws -> T) rethrows -> T {
+        try queue.sync(execute: body)
+    }
+
+    /// The collection named `name`, created on first use with Meteor's `/<name>/insert|update|remove` methods.
+    /// Call it on the server queue (inside ``perform(_:)`` or a handler).
+    public func collection(_ name: String) -> ServerCollection {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if let existing = collections[name] { return existing }
+        let created = ServerCollection(name: name, server: self)
+        collections[name] = created
+        registerCollectionMethods(name)
+        return created
+    }
+
+    /// Defines a publication. The handler runs on the server queue for every subscription (again after a login or
+    /// logout). Call from any thread.
+    public func publish(_ name: String, _ handler: @escaping PublicationHandler) {
+        queue.sync { publications[name] = handler }
+    }
+
+    /// Defines a method. The handler runs on the server queue, in order per session. Call from any thread.
+    public func method(_ name: String, _ handler: @escaping MethodHandler) {
+        queue.sync { methods[name] = handler }
+    }
+
+    func publicationHandler(_ name: String) -> PublicationHandler? { publications[name] }
+    func methodHandler(_ name: String) -> MethodHandler? { methods[name] }
+
+    /// A document changed: every session's cursor publications follow.
+    func documentChanged(collection: String, id: String, before: EJSONObject?, after: EJSONObject?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for session in state.withLockedValue({ Array($0.sessions.values) }) {
+            session.collectionChanged(collection: collection, id: id, before: before, after: after)
+        }
+    }
+
+    private func registerCollectionMethods(_ name: String) {
+        methods["/\(name)/insert"] = { context in
+            guard case .object(let document)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            let id = document["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
+            return .string(try context.collection(name).insert(document, id: id))
+        }
+        methods["/\(name)/update"] = { context in
+            guard let id = Self.selectorID(context.params.first), context.params.count > 1 else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            return .number(Double(try context.collection(name).update(id, context.params[1])))
+        }
+        methods["/\(name)/remove"] = { context in
+            guard let id = Self.selectorID(context.params.first) else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            return .number(Double(context.collection(name).remove(id)))
+        }
+    }
+
+    static func selectorID(_ selector: EJSONValue?) -> String? {
+        switch selector {
+        case .string(let id)?: return id
+        case .object(let object)?: return object["_id"]?.stringValue
+        default: return nil
+        }
     }
 
     // MARK: - Starting and stopping
@@ -157,6 +249,17 @@ public final class DDPTestServer: @unchecked Sendable {
 
     /// Every client message received so far, over all sessions, in arrival order.
     public var receivedMessages: [ClientMessage] { state.withLockedValue { $0.receivedMessages } }
+
+    /// Publishes the "bench documents" workload: `publish("bench") ` with `count` documents in collection `bench`.
+    public func publishBenchDocuments(count: Int) {
+        perform {
+            let bench = collection(BenchDocuments.collection)
+            for i in 0..<count where bench.document(BenchDocuments.id(i)) == nil {
+                _ = try? bench.insert(BenchDocuments.fields(i), id: BenchDocuments.id(i))
+            }
+        }
+        publish("bench") { _ in [Cursor(collection: BenchDocuments.collection)] }
+    }
 
     /// Sends a raw text frame to every open session (for testing how clients survive bad input).
     public func broadcastRawFrame(_ frame: String) {

@@ -4,24 +4,40 @@ import MeteorDDP
 import NIOCore
 import NIOWebSocket
 
-/// One client's DDP session on the test server: handshake, heartbeats, and the session's messages.
+/// One client's DDP session on the test server.
 ///
-/// All mutable state is confined to the channel's event loop; `send`/`close` may be called from anywhere.
+/// Heartbeat bookkeeping is confined to the channel's event loop; everything DDP (handshake, subscriptions, the merge
+/// box, methods) is confined to the server queue. `send`/`close` may be called from anywhere.
 final class ServerSession: @unchecked Sendable {
-    // @unchecked because every mutable property is confined to `channel.eventLoop` (checked with preconditionInEventLoop).
+    // @unchecked because: heartbeat state is confined to `channel.eventLoop`; DDP state to `server.queue`.
 
     private weak let weakServer: DDPTestServer?
     let channel: any Channel
 
-    // MARK: - Mutable State (confined to channel.eventLoop)
+    // MARK: - Mutable State (server queue)
 
-    /// The DDP session id once `connect` succeeded. Confined to the event loop.
+    /// The DDP session id once `connect` succeeded. Confined to the server queue.
     private(set) var sessionID: String?
-    /// The negotiated version. Confined to the event loop.
-    private(set) var version: String?
+    /// The logged-in user. Confined to the server queue.
+    var userID: String?
+    /// The resume token of the current login. Confined to the server queue.
+    var loginToken: String?
+    /// Live subscriptions by id. Confined to the server queue.
+    var subscriptions: [String: SubscriptionRecord] = [:]
+    /// The session's merge box. Confined to the server queue.
+    var mergeBox = MergeBox()
+    /// Client messages waiting for the previous method to finish. Confined to the server queue.
+    var inbox: [ClientMessage] = []
+    /// Whether a (slow) method is running. Confined to the server queue.
+    var busy = false
+    /// While a method runs: the data messages it caused for this session, held for the write fence. Confined to the server queue.
+    var fence: [ServerMessage]?
+
+    // MARK: - Mutable State (event loop)
+
     /// Whether a frame arrived since the last heartbeat tick. Confined to the event loop.
     private var seenFrame = false
-    /// The pending heartbeat timeout, if a ping is outstanding. Confined to the event loop.
+    /// The pending heartbeat timeout. Confined to the event loop.
     private var heartbeatTimeout: Scheduled<Void>?
     /// The heartbeat tick. Confined to the event loop.
     private var heartbeatTick: RepeatedTask?
@@ -31,30 +47,40 @@ final class ServerSession: @unchecked Sendable {
         self.channel = channel
     }
 
+    var server: DDPTestServer? { weakServer }
+
     // MARK: - Starting
 
     func start() {
-        channel.eventLoop.preconditionInEventLoop()
         weakServer?.register(self)
     }
 
-    // MARK: - Receiving
+    // MARK: - Receiving (event loop → server queue)
 
     func receive(_ text: String) {
         channel.eventLoop.preconditionInEventLoop()
-        guard let server = weakServer else { return }
         noteFrame()
-        let message: ClientMessage
+        guard let server = weakServer else { return }
+        let parsed: ClientMessage?
         do {
-            message = try ClientMessage(ejson: EJSON.parse(text))
+            parsed = try ClientMessage(ejson: EJSON.parse(text))
         } catch {
-            send(.error(reason: "Bad request", offendingMessage: try? EJSON.parse(text)))
-            return
+            parsed = nil
         }
-        server.record(message)
+        server.queue.async {
+            guard let message = parsed else {
+                self.send(.error(reason: "Bad request", offendingMessage: try? EJSON.parse(text)))
+                return
+            }
+            server.record(message)
+            self.handle(message, server: server)
+        }
+    }
+
+    private func handle(_ message: ClientMessage, server: DDPTestServer) {
         guard sessionID != nil else {
             if case .connect(_, let version, let support) = message {
-                handleConnect(version: version.rawValue, support: support.map(\.rawValue))
+                handleConnect(version: version.rawValue, support: support.map(\.rawValue), server: server)
             } else {
                 send(.error(reason: "Must connect first", offendingMessage: message.ejsonValue))
             }
@@ -67,19 +93,15 @@ final class ServerSession: @unchecked Sendable {
             if server.respondsToPings { send(.pong(id: id)) }
         case .pong:
             break
-        case .sub(let id, let name, _):
-            send(.nosub(id: id, error: MeteorError(error: .number(404), reason: "Subscription '\(name)' not found")))
-        case .unsub(let id):
-            send(.nosub(id: id, error: nil))
-        case .method(let id, let method, _, _):
-            send(.result(id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(method)' not found")))
+        case .sub, .unsub, .method:
+            inbox.append(message)
+            processInbox()
         }
     }
 
     /// Meteor's `calculateVersion`: the first version in the client's `support` that the server speaks, else the
     /// server's first; a client proposing anything else gets `failed` with that version and is closed.
-    private func handleConnect(version proposed: String, support: [String]) {
-        guard let server = weakServer else { return }
+    private func handleConnect(version proposed: String, support: [String], server: DDPTestServer) {
         let supported = server.configuration.supportedVersions
         let chosen = support.first(where: supported.contains) ?? supported[0]
         guard proposed == chosen, support.contains(proposed) else {
@@ -87,16 +109,21 @@ final class ServerSession: @unchecked Sendable {
             close()
             return
         }
-        let session = ServerSession.makeSessionID()
+        let session = SecureRandomGenerator().id()
         sessionID = session
-        version = proposed
         send(.connected(session: session))
         if proposed != "pre1", let interval = server.configuration.heartbeatInterval {
-            startHeartbeat(interval: interval)
+            channel.eventLoop.execute { self.startHeartbeat(interval: interval, timeout: server.configuration.heartbeatTimeout) }
         }
+        startUniversalPublications()
     }
 
     // MARK: - Sending
+
+    /// Sends a data message, unless a method's write fence holds this session's data.
+    func sendData(_ message: ServerMessage) {
+        if fence != nil { fence!.append(message) } else { send(message) }
+    }
 
     func send(_ message: ServerMessage) {
         sendRaw(EJSON.stringify(message.ejsonValue))
@@ -104,14 +131,12 @@ final class ServerSession: @unchecked Sendable {
 
     func sendRaw(_ text: String) {
         let channel = self.channel
-        channel.eventLoop.execute {
-            var buffer = channel.allocator.buffer(capacity: text.utf8.count)
-            buffer.writeString(text)
-            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
-        }
+        var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
     }
 
-    // MARK: - Heartbeat (LS: ping after silence, close when unanswered)
+    // MARK: - Heartbeat (event loop)
 
     private func noteFrame() {
         seenFrame = true
@@ -119,14 +144,12 @@ final class ServerSession: @unchecked Sendable {
         heartbeatTimeout = nil
     }
 
-    private func startHeartbeat(interval: Duration) {
-        guard let server = weakServer else { return }
-        let timeout = TimeAmount(server.configuration.heartbeatTimeout)
+    private func startHeartbeat(interval: Duration, timeout: Duration) {
         heartbeatTick = channel.eventLoop.scheduleRepeatedTask(initialDelay: TimeAmount(interval), delay: TimeAmount(interval)) { [weak self] _ in
             guard let self else { return }
             if !self.seenFrame && self.heartbeatTimeout == nil {
-                self.send(.ping(id: nil))
-                self.heartbeatTimeout = self.channel.eventLoop.scheduleTask(in: timeout) { [weak self] in
+                self.sendRaw(#"{"msg":"ping"}"#)
+                self.heartbeatTimeout = self.channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [weak self] in
                     self?.close()
                 }
             }
@@ -137,23 +160,16 @@ final class ServerSession: @unchecked Sendable {
     // MARK: - Ending
 
     func close() {
-        let channel = self.channel
-        channel.eventLoop.execute {
-            channel.close(promise: nil)
-        }
+        channel.close(promise: nil)
     }
 
     func closed() {
         channel.eventLoop.preconditionInEventLoop()
         heartbeatTick?.cancel()
         heartbeatTimeout?.cancel()
-        weakServer?.unregister(self)
-    }
-
-    static func makeSessionID() -> String {
-        let alphabet = Array("23456789ABCDEFGHJKLMNPQRSTWXYZabcdefghijkmnopqrstuvwxyz")
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<17).map { _ in alphabet.randomElement(using: &generator)! })
+        guard let server = weakServer else { return }
+        server.unregister(self)
+        server.queue.async { self.stopAllSubscriptions() }
     }
 }
 
@@ -179,8 +195,7 @@ final class ServerSessionHandler: ChannelInboundHandler {
             var text = frame.unmaskedData
             session.receive(text.readString(length: text.readableBytes) ?? "")
         case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
             var data = context.channel.allocator.buffer(capacity: 2)
             data.write(webSocketErrorCode: .normalClosure)
@@ -188,8 +203,6 @@ final class ServerSessionHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete { _ in
                 channel.close(promise: nil)
             }
-        case .binary, .pong, .continuation:
-            break
         default:
             break
         }

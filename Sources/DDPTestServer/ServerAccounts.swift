@@ -1,0 +1,127 @@
+import Crypto
+import EJSON
+import Foundation
+import MeteorDDP
+
+/// The test server's accounts (Meteor's accounts-base / accounts-password server side): users in the `users`
+/// collection, salted hashes of the client's SHA-256 digest, resume tokens with expiry. Confined to the server queue.
+struct ServerAccounts {
+    struct Password {
+        let salt: String
+        let hash: String
+    }
+
+    struct Token {
+        let userID: String
+        let expires: Date
+    }
+
+    var passwords: [String: Password] = [:]
+    var tokens: [String: Token] = [:]
+    /// How long a login token lasts (Meteor: 90 days).
+    var tokenLifetime: TimeInterval = 90 * 24 * 3600
+
+    static func hash(digest: String, salt: String) -> String {
+        SHA256.hash(data: Array((salt + digest).utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+extension DDPTestServer {
+    /// Creates a user with a password (for tests and the demo); returns the user's id.
+    @discardableResult
+    public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil) -> String {
+        perform { makeUser(username: username, email: email, digest: MeteorPassword.digest(password), profile: profile) }
+    }
+
+    /// Expires every login token now (to test clients whose resume fails).
+    public func expireAllLoginTokens() {
+        perform { accounts.tokens.removeAll() }
+    }
+
+    /// The number of valid login tokens.
+    public var loginTokenCount: Int { perform { accounts.tokens.count } }
+
+    func makeUser(username: String?, email: String?, digest: String, profile: EJSONValue?) -> String {
+        let id = SecureRandomGenerator().id()
+        var fields = EJSONObject()
+        if let username { fields["username"] = .string(username) }
+        if let email { fields["emails"] = [["address": .string(email), "verified": false]] }
+        if let profile { fields["profile"] = profile }
+        _ = try? collection("users").insert(fields, id: id)
+        let salt = SecureRandomGenerator().secret(16)
+        accounts.passwords[id] = ServerAccounts.Password(salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
+        return id
+    }
+
+    func registerAccountMethods() {
+        methods["createUser"] = { context in
+            guard case .object(let options)? = context.params.first, let digest = options["password"]?["digest"]?.stringValue else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
+            let username = options["username"]?.stringValue
+            let email = options["email"]?.stringValue
+            guard username != nil || email != nil else { throw MeteorError(error: .number(400), reason: "Need to set a username or email") }
+            let users = context.collection("users")
+            if let username, users.find({ $1["username"]?.stringValue == username }).first != nil {
+                throw MeteorError(error: .number(403), reason: "Username already exists.")
+            }
+            if let email, self.user(byEmail: email) != nil {
+                throw MeteorError(error: .number(403), reason: "Email already exists.")
+            }
+            let id = self.makeUser(username: username, email: email, digest: digest, profile: options["profile"])
+            return self.logIn(id, context: context)
+        }
+        methods["login"] = { context in
+            guard case .object(let options)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            if let token = options["resume"]?.stringValue {
+                guard let entry = self.accounts.tokens[token] else {
+                    throw MeteorError(error: .number(403), reason: "You've been logged out by the server. Please log in again.")
+                }
+                guard entry.expires > Date() else {
+                    self.accounts.tokens.removeValue(forKey: token)
+                    throw MeteorError(error: .number(403), reason: "Your session has expired. Please log in again.")
+                }
+                context.setUserID(entry.userID)
+                context.session?.loginToken = token
+                return ["id": .string(entry.userID), "token": .string(token), "tokenExpires": .date(entry.expires), "type": "resume"]
+            }
+            guard let selector = options["user"]?.objectValue, let digest = options["password"]?["digest"]?.stringValue else {
+                throw MeteorError(error: .number(400), reason: "Unrecognized options for login request")
+            }
+            let id: String?
+            if let email = selector["email"]?.stringValue {
+                id = self.user(byEmail: email)
+            } else if let username = selector["username"]?.stringValue {
+                id = context.collection("users").find({ $1["username"]?.stringValue == username }).first?.id
+            } else {
+                id = selector["id"]?.stringValue
+            }
+            guard let id, let password = self.accounts.passwords[id] else { throw MeteorError(error: .number(403), reason: "User not found") }
+            guard ServerAccounts.hash(digest: digest, salt: password.salt) == password.hash else {
+                throw MeteorError(error: .number(403), reason: "Incorrect password")
+            }
+            return self.logIn(id, context: context)
+        }
+        methods["logout"] = { context in
+            if let token = context.session?.loginToken { self.accounts.tokens.removeValue(forKey: token) }
+            context.session?.loginToken = nil
+            context.setUserID(nil)
+            return nil
+        }
+    }
+
+    private func user(byEmail email: String) -> String? {
+        collection("users").find { _, fields in
+            fields["emails"]?.arrayValue?.contains { $0["address"]?.stringValue?.lowercased() == email.lowercased() } ?? false
+        }.first?.id
+    }
+
+    private func logIn(_ userID: String, context: MethodContext) -> EJSONValue {
+        let token = SecureRandomGenerator().secret()
+        let expires = Date().addingTimeInterval(accounts.tokenLifetime)
+        accounts.tokens[token] = ServerAccounts.Token(userID: userID, expires: expires)
+        context.setUserID(userID)
+        context.session?.loginToken = token
+        return ["id": .string(userID), "token": .string(token), "tokenExpires": .date(expires), "type": "password"]
+    }
+}

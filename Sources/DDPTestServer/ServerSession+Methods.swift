@@ -1,0 +1,44 @@
+import EJSON
+import MeteorDDP
+
+// MARK: - Methods (server queue)
+
+extension ServerSession {
+    /// Runs a method behind the session's write fence: the data messages it causes for this session, then `updated`,
+    /// then `result` (or, in the server's result-first mode, `result` before the data).
+    func runMethod(id: String, name: String, params: [EJSONValue], seed: String?, server: DDPTestServer) {
+        guard let handler = server.methodHandler(name) else {
+            send(.result(id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(name)' not found")))
+            send(.updated(methodIDs: [id]))
+            return
+        }
+        let context = MethodContext(name: name, params: params, userID: userID, randomSeed: seed, session: self, server: server)
+        fence = []
+        let outcome: Result<EJSONValue?, MeteorError>
+        do {
+            outcome = .success(try handler(context))
+        } catch {
+            outcome = .failure(Self.clientSafe(error))
+        }
+        if let newUser = context.newUserID, newUser != userID {
+            userID = newUser
+            rerunPublications()
+        }
+        let held = fence ?? []
+        fence = nil
+        let result: ServerMessage
+        switch outcome {
+        case .success(let value): result = .result(id: id, result: value, error: nil)
+        case .failure(let error): result = .result(id: id, result: nil, error: error)
+        }
+        if server.sendsResultBeforeData {
+            send(result)
+            for message in held { send(message) }
+            send(.updated(methodIDs: [id]))
+        } else {
+            for message in held { send(message) }
+            send(.updated(methodIDs: [id]))
+            send(result)
+        }
+    }
+}
