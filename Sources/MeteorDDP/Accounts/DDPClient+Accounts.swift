@@ -71,9 +71,12 @@ extension DDPClient {
     /// Logs out: the server invalidates the token, and the account is cleared here and in the store.
     public func logout() async throws {
         _ = try await call("logout", params: [], options: MethodOptions(wait: true))
-        queue.async {
-            self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
-            self.setAccount(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+                self.setAccount(nil)
+                continuation.resume()
+            }
         }
     }
 
