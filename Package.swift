@@ -61,7 +61,8 @@ let package = Package(
         .executableTarget(
             name: "Todos",
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
-            path: "Examples/Todos"
+            path: "Examples/Todos",
+            exclude: ["demo.txt"]
         ),
         .executableTarget(
             name: "Benchmarks",

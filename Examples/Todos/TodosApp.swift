@@ -1,0 +1,139 @@
+import EJSON
+import Foundation
+import MeteorDDP
+
+/// The interactive todos client: commands in, consolidated change notifications and timings out.
+final class TodosApp: @unchecked Sendable {
+    // @unchecked because `listSubscriptions` is only touched from the command loop (one task).
+    let client: DDPClient
+    private var listSubscriptions: [String: Subscription] = [:]
+    private let start = Date()
+
+    init(client: DDPClient) {
+        self.client = client
+    }
+
+    static let help = """
+        commands:
+          lists                      the lists you can see (public, and private ones once logged in)
+          todos <list>               subscribe to a list and show its todos
+          add <list> <text…>         add a todo (the stub shows it at once; the server confirms later)
+          check <todo> | uncheck <todo>
+          remove <todo>
+          login <email> <password>   (the embedded server has ada@example.com / password)
+          logout
+          status                     connection status
+          quit
+        """
+
+    func log(_ text: String) {
+        print(String(format: "[%7.3f s] ", Date().timeIntervalSince(start)) + text)
+    }
+
+    /// Prints every consolidated change set, as it is committed.
+    func watchChanges() -> Task<Void, Never> {
+        Task { [client] in
+            for await changes in client.database.changes {
+                for details in changes.documentChangeDetails {
+                    let fields = details.changedFields.sorted { $0.key < $1.key }.map { name, change -> String in
+                        switch change {
+                        case .set(let value): return "\(name)=\(EJSON.stringify(value))"
+                        case .removed: return "\(name) removed"
+                        }
+                    }
+                    self.log("change: \(details.changeType) \(details.key) \(fields.joined(separator: ", "))")
+                }
+            }
+        }
+    }
+
+    func run(_ line: String) async -> Bool {
+        let words = line.split(separator: " ").map(String.init)
+        guard let command = words.first else { return true }
+        do {
+            switch command {
+            case "help": print(Self.help)
+            case "quit", "exit": return false
+            case "status": log("status: \(client.status)")
+            case "lists": showLists()
+            case "todos":
+                guard words.count == 2 else { return usage("todos <list>") }
+                try await showTodos(words[1])
+            case "add":
+                guard words.count >= 3 else { return usage("add <list> <text>") }
+                try await add(list: words[1], text: words.dropFirst(2).joined(separator: " "))
+            case "check", "uncheck":
+                guard words.count == 2 else { return usage("\(command) <todo>") }
+                try await timed("todos.setChecked", [.string(words[1]), .bool(command == "check")])
+            case "remove":
+                guard words.count == 2 else { return usage("remove <todo>") }
+                try await timed("todos.remove", [.string(words[1])])
+            case "login":
+                guard words.count == 3 else { return usage("login <email> <password>") }
+                let account = try await client.login(email: words[1], password: words[2])
+                log("logged in as \(account.userID)")
+                let privateLists = client.subscribe("lists.private")
+                try await privateLists.ready()
+                listSubscriptions["private"] = privateLists
+                showLists()
+            case "logout":
+                try await client.logout()
+                log("logged out")
+            default:
+                print("unknown command \(command); try help")
+            }
+        } catch {
+            log("error: \(error)")
+        }
+        return true
+    }
+
+    private func usage(_ text: String) -> Bool {
+        print("usage: \(text)")
+        return true
+    }
+
+    func showLists() {
+        for list in client.collection("lists").find(Query(sort: [.ascending("name")])) {
+            let owner = list["userId"] == nil ? "public" : "private"
+            log("list \(list.id): \(list["name"]?.stringValue ?? "?") (\(owner), \(list["incompleteCount"]?.intValue ?? 0) open)")
+        }
+    }
+
+    private func showTodos(_ listID: String) async throws {
+        if listSubscriptions[listID] == nil {
+            let sub = client.subscribe("todos.inList", params: [.string(listID)])
+            try await sub.ready()
+            listSubscriptions[listID] = sub
+        }
+        let todos = client.collection("todos").find(Query(filter: { $0["listId"]?.stringValue == listID }, sort: [.ascending("createdAt")]))
+        for todo in todos {
+            log("  [\(todo["checked"] == true ? "x" : " ")] \(todo.id): \(todo["text"]?.stringValue ?? "")")
+        }
+    }
+
+    private func add(list: String, text: String) async throws {
+        try await timed("todos.insert", [.string(list), .string(text)])
+    }
+
+    /// Calls a method, showing when its stub's effect was visible locally and when the server confirmed it.
+    private func timed(_ method: String, _ params: [EJSONValue]) async throws {
+        let started = DispatchTime.now()
+        let (confirmations, continuation) = AsyncStream.makeStream(of: Result<EJSONValue?, MethodError>.self)
+        let local = try client.call(method, params: params, options: MethodOptions(returnStubValue: true)) { result in
+            continuation.yield(result)
+            continuation.finish()
+        }
+        let localMicros = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1000
+        log(String(format: "local:  %@ applied by its stub in %.0f µs (returned %@)", method, localMicros, local.map { EJSON.stringify($0) } ?? "nothing"))
+        for await result in confirmations {
+            let millis = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+            switch result {
+            case .success(let value):
+                log(String(format: "server: %@ confirmed after %.1f ms (result %@)", method, millis, value.map { EJSON.stringify($0) } ?? "none"))
+            case .failure(let error):
+                log(String(format: "server: %@ refused after %.1f ms: %@ (the stub's change was rolled back)", method, millis, String(describing: error)))
+            }
+        }
+    }
+}
