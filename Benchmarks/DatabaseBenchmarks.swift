@@ -1,1 +1,186 @@
-enum DatabaseBenchmarks { static func run() {} }
+import DDPTestServer
+import EJSON
+import Foundation
+import MeteorDDP
+
+/// The local cache: apply throughput, read latency under write load, notification coalescing, memory per document.
+enum DatabaseBenchmarks {
+    static let documentCount = 100_000
+
+    static func run() {
+        memoryPerDocument()  // first: before the other sections leave freed memory behind for malloc to reuse
+        applyThroughput()
+        readLatency()
+        notificationsForABurst()
+    }
+
+    static func key(_ i: Int) -> DocumentKey { DocumentKey(collectionName: BenchDocuments.collection, documentID: BenchDocuments.id(i)) }
+
+    /// (a) 100k adds then 900k two-field changes, in transactions of 1000, against the same into a Swift dictionary.
+    static func applyThroughput() {
+        Bench.section("Database (a): apply 1M mixed updates (100k added + 900k changed) in batches of 1000")
+        let adds = (0..<documentCount).map { DataUpdate.added(key($0), BenchDocuments.fields($0)) }
+        let changes = (0..<900_000).map { n -> DataUpdate in
+            let i = n % documentCount
+            return .changed(key(i), BenchDocuments.changedFields(n), cleared: [])
+        }
+        let all = adds + changes
+        func applyAll(batch: Int) -> Double {
+            Bench.medianSeconds(runs: 3) {
+                let database = Database()
+                var index = 0
+                while index < all.count {
+                    let end = min(index + batch, all.count)
+                    database.apply(Array(all[index..<end]))
+                    index = end
+                }
+            }
+        }
+        let ours = applyAll(batch: 1000)
+        let large = applyAll(batch: 10_000)
+        let baseline = Bench.medianSeconds(runs: 3) {
+            var table: [String: [String: EJSONObject]] = [:]
+            for update in all {
+                switch update {
+                case .added(let key, let fields): table[key.collectionName, default: [:]][key.documentID] = fields
+                case .changed(let key, let fields, _):
+                    for (name, value) in fields { table[key.collectionName]?[key.documentID]?[name] = value }
+                default: break
+                }
+            }
+            if table.isEmpty { print("") }
+        }
+        Bench.report("apply", ours: Double(all.count) / ours, baseline: Double(all.count) / baseline, unit: "updates/s",
+                     baselineName: "plain Swift dictionary", target: "≥ 1M updates/s; Meteor JS: 76k added/s, ~100k changed/s")
+        Bench.report("apply in batches of 10,000", ours: Double(all.count) / large, baseline: Double(all.count) / baseline, unit: "updates/s",
+                     baselineName: "plain Swift dictionary")
+        print(String(format: "apply vs Meteor's JS client anchor (76k docs/s): %.1fx", Double(all.count) / ours / 76_000))
+    }
+
+    /// (b) Reads from 2 threads with a writer applying 20k updates/s, against the same reads with no writer.
+    static func readLatency() {
+        Bench.section("Database (b): read latency from 2 reader threads, writer at 20k updates/s vs no writer")
+        let database = Database()
+        database.apply((0..<documentCount).map { .added(key($0), BenchDocuments.fields($0)) })
+        func measure(withWriter: Bool) -> (p50: Double, p99: Double) {
+            let stop = ManagedFlag()
+            let writerDone = DispatchSemaphore(value: 0)
+            if withWriter {
+                Thread {
+                    var n = 0
+                    while !stop.isSet {
+                        let start = DispatchTime.now()
+                        database.performUpdates {
+                            for _ in 0..<200 {
+                                database.apply(.changed(key(n % documentCount), BenchDocuments.changedFields(n), cleared: []))
+                                n += 1
+                            }
+                        }
+                        // 200 updates every 10 ms = 20k updates/s.
+                        let elapsed = DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds
+                        if elapsed < 10_000_000 { usleep(UInt32((10_000_000 - elapsed) / 1000)) }
+                    }
+                    writerDone.signal()
+                }.start()
+            }
+            let samples = SampleBox()
+            let readersDone = DispatchSemaphore(value: 0)
+            for reader in 0..<2 {
+                Thread {
+                    var local: [UInt64] = []
+                    local.reserveCapacity(400_000)
+                    var i = reader * 7919
+                    let deadline = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
+                    while DispatchTime.now().uptimeNanoseconds < deadline {
+                        let start = DispatchTime.now().uptimeNanoseconds
+                        let document = database.document(key(i % documentCount))
+                        let end = DispatchTime.now().uptimeNanoseconds
+                        if document == nil { print("missing") }
+                        local.append(end - start)
+                        i &+= 104_729
+                    }
+                    samples.add(local)
+                    readersDone.signal()
+                }.start()
+            }
+            readersDone.wait()
+            readersDone.wait()
+            stop.set()
+            if withWriter { writerDone.wait() }
+            let sorted = samples.all.sorted()
+            return (Double(sorted[sorted.count / 2]) / 1000, Double(sorted[sorted.count * 99 / 100]) / 1000)
+        }
+        let idle = measure(withWriter: false)
+        let loaded = measure(withWriter: true)
+        Bench.report("read p50 under write load", ours: loaded.p50, baseline: idle.p50, unit: "µs", baselineName: "no writer")
+        Bench.report("read p99 under write load", ours: loaded.p99, baseline: idle.p99, unit: "µs", baselineName: "no writer",
+                     target: "< 10 µs and within 2x of no writer")
+    }
+
+    /// (c) A 100k-update burst through the DataUpdateBuffer.
+    static func notificationsForABurst() {
+        Bench.section("Database (c): notifications for a 100k-update burst through the DataUpdateBuffer")
+        let database = Database()
+        let buffer = DataUpdateBuffer(database: database)
+        let counter = NotificationCount(database: database)
+        let start = DispatchTime.now()
+        for i in 0..<100_000 { buffer.enqueue(.added(key(i), BenchDocuments.fields(i))) }
+        let done = DispatchSemaphore(value: 0)
+        buffer.performAfterFlush { done.signal() }
+        done.wait()
+        database.notificationQueue.sync {}
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        Bench.figure("notifications posted", Double(counter.count), unit: "", note: "target ≤ 10; 100k updates in \(String(format: "%.3f", seconds)) s")
+    }
+
+    /// (d) Resident memory per document at 100k documents, against the documents' JSON size.
+    static func memoryPerDocument() {
+        Bench.section("Database (d): resident memory per document at 100k documents of ~10 fields")
+        let before = residentBytes()
+        let database = Database()
+        for batch in stride(from: 0, to: documentCount, by: 1000) {
+            database.performUpdates {
+                for i in batch..<(batch + 1000) { database.apply(.added(key(i), BenchDocuments.fields(i))) }
+            }
+        }
+        let after = residentBytes()
+        let jsonBytes = (0..<documentCount).reduce(0) { $0 + EJSON.serialize(.object(BenchDocuments.fields($1))).count }
+        let perDocument = Double(after - before) / Double(documentCount)
+        let jsonPerDocument = Double(jsonBytes) / Double(documentCount)
+        Bench.report("memory per document", ours: perDocument, baseline: jsonPerDocument, unit: "bytes", baselineName: "its JSON",
+                     target: "≤ 2x; Meteor JS: 3.65x")
+        withExtendedLifetime(database) {}
+    }
+
+    static func residentBytes() -> Int {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+final class ManagedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    func set() { lock.withLock { flag = true } }
+    var isSet: Bool { lock.withLock { flag } }
+}
+
+final class SampleBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var samples: [UInt64] = []
+    func add(_ more: [UInt64]) { lock.withLock { samples += more } }
+    var all: [UInt64] { lock.withLock { samples } }
+}
+
+final class NotificationCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counted = 0
+    private var observer: (any NSObjectProtocol)?
+    init(database: Database) {
+        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) { [weak self] _ in
+            self?.lock.withLock { self?.counted += 1 }
+        }
+    }
+    var count: Int { lock.withLock { counted } }
+}

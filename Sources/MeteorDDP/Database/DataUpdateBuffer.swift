@@ -183,7 +183,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         if batch.reset || !batch.updates.isEmpty {
             database.performUpdates {
                 if batch.reset { database.removeAllDocuments() }
-                for update in batch.updates { database.apply(update) }
+                database.apply(batch.updates)
             }
         }
         for callback in batch.callbacks { callback() }

@@ -118,7 +118,20 @@ public final class Database: @unchecked Sendable {
 
     /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).
     public func apply(_ update: DataUpdate) {
-        performUpdates {
+        begin()
+        defer { end() }
+        applyInTransaction(update)
+    }
+
+    /// Applies updates in order, in one transaction.
+    public func apply(_ updates: [DataUpdate]) {
+        begin()
+        defer { end() }
+        for update in updates { applyInTransaction(update) }
+    }
+
+    private func applyInTransaction(_ update: DataUpdate) {
+        do {
             let key = update.key
             let current = transaction!.pending.document(key)?.fields
             switch update {
@@ -149,11 +162,6 @@ public final class Database: @unchecked Sendable {
                 write(key, nil)
             }
         }
-    }
-
-    /// Applies updates in order, in one transaction.
-    public func apply(_ updates: [DataUpdate]) {
-        performUpdates { for update in updates { apply(update) } }
     }
 
     /// Removes every document (in a transaction: when the same transaction adds documents back, only the real

@@ -9,15 +9,28 @@ import EJSON
 /// }
 /// ```
 public struct Document: Sendable, Equatable, Identifiable {
+    /// One reference for the id and the fields: copying a document (the cache's trees copy many when they change)
+    /// costs a single retain.
+    private final class Storage: Sendable {
+        let id: String
+        let fields: EJSONObject
+
+        init(id: String, fields: EJSONObject) {
+            self.id = id
+            self.fields = fields
+        }
+    }
+
+    private let storage: Storage
+
     /// The document's id.
-    public let id: String
+    public var id: String { storage.id }
     /// The document's fields, in the order the server sent them.
-    public let fields: EJSONObject
+    public var fields: EJSONObject { storage.fields }
 
     /// Creates a document.
     public init(id: String, fields: EJSONObject) {
-        self.id = id
-        self.fields = fields
+        self.storage = Storage(id: id, fields: fields)
     }
 
     /// The field named `name`.
@@ -42,6 +55,6 @@ public struct Document: Sendable, Equatable, Identifiable {
     }
 
     public static func == (lhs: Document, rhs: Document) -> Bool {
-        lhs.id == rhs.id && EJSONValue.object(lhs.fields) == EJSONValue.object(rhs.fields)
+        lhs.storage === rhs.storage || (lhs.id == rhs.id && EJSONValue.object(lhs.fields) == EJSONValue.object(rhs.fields))
     }
 }

@@ -18,12 +18,15 @@ struct DatabaseSnapshot: Sendable {
     }
 
     mutating func set(_ key: DocumentKey, fields: EJSONObject?) {
+        // Take the table out so it is uniquely referenced while it changes: nodes this transaction already copied are
+        // then mutated in place instead of being copied again on every write.
+        var table = collections.removeValue(forKey: key.collectionName) ?? [:]
         if let fields {
-            collections[key.collectionName, default: [:]][key.documentID] = Document(id: key.documentID, fields: fields)
-        } else if collections[key.collectionName] != nil {
-            collections[key.collectionName]!.removeValue(forKey: key.documentID)
-            if collections[key.collectionName]!.isEmpty { collections.removeValue(forKey: key.collectionName) }
+            table[key.documentID] = Document(id: key.documentID, fields: fields)
+        } else {
+            table.removeValue(forKey: key.documentID)
         }
+        if !table.isEmpty { collections[key.collectionName] = table }
     }
 
     var allKeys: [DocumentKey] {
