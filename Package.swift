@@ -66,7 +66,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
+            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket")],
             path: "Benchmarks"
         ),
         .testTarget(

@@ -1,1 +1,138 @@
-enum IngestBenchmarks { static func run() {} }
+import DDPTestServer
+import EJSON
+import Foundation
+import Logging
+import MeteorDDP
+import WSClient
+
+/// Ingest: `added` frames → parsed → applied to the cache → subscription ready; in process and over loopback.
+enum IngestBenchmarks {
+    static let count = 100_000
+
+    static func run() {
+        inProcess()
+        endToEnd()
+    }
+
+    /// Frames handed straight to the client (an in-memory transport), until the subscription is ready with every
+    /// document in the cache; the same frames merely parsed by EJSON.parse are the ceiling.
+    static func inProcess() {
+        Bench.section("Ingest (in process): 100k `added` frames → cache → ready")
+        let frames = (0..<count).map(BenchDocuments.addedFrame)
+        let changed = (0..<count).map(BenchDocuments.changedFrame)
+        let parseOnly = Bench.medianSeconds(runs: 3) {
+            for frame in frames { _ = try! EJSON.parse(frame) }
+        }
+        var addedSeconds: [Double] = []
+        var changedSeconds: [Double] = []
+        for _ in 0..<3 {
+            let transport = InMemoryTransport()
+            let client = DDPClient(transport: transport)
+            client.connect()
+            transport.waitUntilOpenable(client)
+            transport.open()
+            transport.receive(#"{"msg":"connected","session":"bench"}"#)
+            let sub = client.subscribe("bench")
+            let marker = client.subscribe("marker")
+            let start = DispatchTime.now()
+            for frame in frames { transport.receive(frame) }
+            transport.receive(ServerMessage.ready(subscriptionIDs: [sub.id]))
+            let ready = DispatchSemaphore(value: 0)
+            sub.whenReady { _ in ready.signal() }
+            ready.wait()
+            addedSeconds.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+            precondition(client.database.collection(BenchDocuments.collection).count == count)
+            let changeStart = DispatchTime.now()
+            for frame in changed { transport.receive(frame) }
+            // A subscription becomes ready only after everything received before its `ready` is in the cache.
+            transport.receive(ServerMessage.ready(subscriptionIDs: [marker.id]))
+            let done = DispatchSemaphore(value: 0)
+            marker.whenReady { _ in done.signal() }
+            done.wait()
+            changedSeconds.append(Double(DispatchTime.now().uptimeNanoseconds - changeStart.uptimeNanoseconds) / 1e9)
+            client.close()
+        }
+        let added = addedSeconds.sorted()[1]
+        let changes = changedSeconds.sorted()[1]
+        Bench.report("added → cache → ready", ours: Double(count) / added, baseline: Double(count) / parseOnly, unit: "docs/s",
+                     baselineName: "EJSON.parse alone")
+        print(String(format: "added vs Meteor's JS client (76k docs/s): %.2fx  (long-run goal ≥ 10x)", Double(count) / added / 76_000))
+        Bench.report("changed → cache", ours: Double(count) / changes, baseline: Double(count) / parseOnly, unit: "msgs/s",
+                     baselineName: "EJSON.parse of added frames")
+        print(String(format: "changed vs Meteor's JS client (~100k msgs/s): %.2fx", Double(count) / changes / 100_000))
+    }
+
+    /// The test server publishes 100k documents over a loopback WebSocket: from `sub` sent to ready with every
+    /// document in the cache, against a bare WebSocket client receiving the same frames.
+    static func endToEnd() {
+        Bench.section("Ingest (end to end over loopback): 100k documents, sub → ready, vs raw frame receive")
+        let group = DispatchGroup()
+        group.enter()
+        let results = ResultsBox()
+        Task {
+            do {
+                let server = DDPTestServer()
+                try await server.start()
+                server.publishBenchDocuments(count: count)
+                // Baseline: the same WebSocket stack, receiving and counting frames only.
+                let rawStart = DispatchTime.now()
+                let frames = try await rawReceive(url: server.url)
+                let raw = Double(DispatchTime.now().uptimeNanoseconds - rawStart.uptimeNanoseconds) / 1e9
+                // Ours: the client, until ready with every document in the cache.
+                let client = DDPClient(url: server.url)
+                client.connect()
+                for await status in client.statusUpdates where status.isConnected { break }
+                let start = DispatchTime.now()
+                let sub = client.subscribe("bench")
+                try await sub.ready()
+                let ours = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+                let cached = client.database.collection(BenchDocuments.collection).count
+                client.close()
+                try await server.stop()
+                results.set(raw: raw, ours: ours, frames: frames, cached: cached)
+            } catch {
+                print("end-to-end benchmark failed: \(error)")
+            }
+            group.leave()
+        }
+        group.wait()
+        guard let (raw, ours, frames, cached) = results.values else { return }
+        print("raw receive: \(frames) frames; client cache: \(cached) documents")
+        Bench.report("sub → ready with all documents", ours: Double(count) / ours, baseline: Double(count) / raw, unit: "docs/s",
+                     baselineName: "raw frame receive", target: "≥ 0.5x")
+    }
+
+    /// Connects with a bare swift-websocket client, subscribes to `bench`, and counts text frames until its `ready`.
+    static func rawReceive(url: URL) async throws -> Int {
+        let counter = ResultsBox()
+        var configuration = WebSocketClientConfiguration(maxFrameSize: 16 << 20)
+        configuration.validateUTF8 = true
+        try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
+            try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
+            try await outbound.write(.text(#"{"msg":"sub","id":"raw","name":"bench","params":[]}"#))
+            var frames = 0
+            for try await message in inbound.messages(maxSize: 64 << 20) {
+                guard case .text(let text) = message else { continue }
+                frames += 1
+                if text.hasPrefix(#"{"msg":"ready""#) { break }
+            }
+            counter.set(raw: 0, ours: 0, frames: frames, cached: 0)
+            try await outbound.close(.normalClosure, reason: nil)
+        }
+        return counter.values?.frames ?? 0
+    }
+}
+
+final class ResultsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (Double, Double, Int, Int)?
+    func set(raw: Double, ours: Double, frames: Int, cached: Int) { lock.withLock { stored = (raw, ours, frames, cached) } }
+    var values: (raw: Double, ours: Double, frames: Int, cached: Int)? { lock.withLock { stored.map { ($0.0, $0.1, $0.2, $0.3) } } }
+}
+
+extension InMemoryTransport {
+    /// Waits until the client has asked for a connection (it does so on its own queue after `connect()`).
+    func waitUntilOpenable(_ client: DDPClient) {
+        while connectionAttempts == 0 { sched_yield() }
+    }
+}
