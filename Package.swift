@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "EJSON", targets: ["EJSON"]),
         .library(name: "DDPTestServer", targets: ["DDPTestServer"]),
         .executable(name: "todos", targets: ["Todos"]),
+        .executable(name: "leaderboard", targets: ["Leaderboard"]),
         .executable(name: "meteor-ddp-benchmarks", targets: ["Benchmarks"]),
     ],
     dependencies: [
@@ -63,6 +64,11 @@ let package = Package(
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
             path: "Examples/Todos",
             exclude: ["demo.txt"]
+        ),
+        .executableTarget(
+            name: "Leaderboard",
+            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
+            path: "Examples/Leaderboard"
         ),
         .executableTarget(
             name: "Benchmarks",

@@ -230,3 +230,87 @@ final class NotificationCounter: @unchecked Sendable {
 
     var count: Int { lock.withLock { counted } }
 }
+
+/// The test server's merge box and login-driven re-runs, seen from the client.
+final class PublicationIntegrationTests: XCTestCase {
+    func testTwoPublicationsOfOneDocumentMergeFieldsAndClearOnStop() async throws {
+        let server = DDPTestServer()
+        try await server.start()
+        server.perform { try! server.collection("players").insert(["name": "Ada", "score": 25, "secret": "x"], id: "ada") }
+        server.publish("names") { context in
+            context.added("players", id: "ada", fields: ["name": "Ada"])
+            context.ready()
+            return []
+        }
+        server.publish("scores") { context in
+            context.added("players", id: "ada", fields: ["score": 25])
+            context.ready()
+            return []
+        }
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        let names = client.subscribe("names")
+        let scores = client.subscribe("scores", notInUseTimeout: .zero)
+        try await withTimeout(10, "ready") {
+            try await names.ready()
+            try await scores.ready()
+        }
+        XCTAssertEqual(client.database.collection("players").document(id: "ada").map { EJSONValue.object($0.fields) }, ["name": "Ada", "score": 25])
+        let added = server.receivedMessages.count
+        scores.stop()
+        _ = try await withTimeout(10, "unsub") { await server.waitForMessage { if case .unsub = $0 { true } else { false } } }
+        _ = try await withTimeout(10, "sync") { try await client.call("/players/remove", params: [["_id": "nobody"]]) }
+        XCTAssertGreaterThan(server.receivedMessages.count, added)
+        XCTAssertEqual(client.database.collection("players").document(id: "ada").map { EJSONValue.object($0.fields) }, ["name": "Ada"],
+                       "the score went with its publication; the document stays for the other one")
+        client.close()
+        try await server.stop()
+    }
+
+    func testLoggingInReRunsPublicationsForTheNewUser() async throws {
+        let server = DDPTestServer()
+        try await server.start()
+        let ada = server.createUser(username: "ada", password: "pw")
+        server.perform { try! server.collection("notes").insert(["owner": .string(ada), "text": "mine"], id: "n1") }
+        server.publish("myNotes") { context in
+            guard let user = context.userID else { return [] }
+            return [Cursor(collection: "notes") { _, fields in fields["owner"]?.stringValue == user }]
+        }
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        _ = client.subscribe("myNotes")
+        XCTAssertNil(client.database.collection("notes").document(id: "n1"))
+        _ = try await withTimeout(10, "login") { try await client.login(username: "ada", password: "pw") }
+        XCTAssertEqual(client.database.collection("notes").document(id: "n1")?["text"], "mine", "visible once the login completes")
+        try await withTimeout(10, "logout") { try await client.logout() }
+        XCTAssertNil(client.database.collection("notes").document(id: "n1"), "gone once the logout completes")
+        client.close()
+        try await server.stop()
+    }
+}
+
+/// Protection against oversized frames: the socket closes, the client survives and reconnects.
+final class FrameLimitIntegrationTests: XCTestCase {
+    func testAMessageOverTheLimitClosesTheSocketAndTheClientReconnects() async throws {
+        let server = DDPTestServer()
+        try await server.start()
+        var webSocket = WebSocketTransport.Configuration()
+        webSocket.maxFrameSize = 4096
+        webSocket.maxMessageSize = 4096
+        webSocket.compression = false
+        var configuration = DDPClient.Configuration()
+        configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 200)
+        let client = DDPClient(url: server.url, configuration: configuration, webSocket: webSocket)
+        client.connect()
+        try await client.waitUntilConnected()
+        let log = StatusLog()
+        server.broadcast(.ping(id: String(repeating: "x", count: 10_000)))
+        try await client.waitForStatus("dropped", seen: log) { $0.state != .connected }
+        try await client.waitUntilConnected()
+        XCTAssertEqual(server.acceptedConnections, 2)
+        client.close()
+        try await server.stop()
+    }
+}

@@ -46,6 +46,9 @@ public final class Subscription: Sendable {
     /// Whether the subscription is ready.
     public var isReady: Bool { status == .ready }
 
+    /// The status now and every change after it (pending → ready, or failed / stopped, which end the sequence).
+    public var statusUpdates: AsyncStream<SubscriptionStatus> { shared.statusUpdates }
+
     /// Returns once the subscription is ready.
     ///
     /// - Throws: ``SubscriptionError`` when the server ends it with an error, ``SubscriptionStoppedError`` when it is
@@ -92,12 +95,19 @@ final class SubscriptionState: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    private let broadcaster = Broadcaster<SubscriptionStatus>(bufferLimit: 16)
 
     init(name: String) {
         self.name = name
     }
 
     var status: SubscriptionStatus { state.withLockedValue { $0.status } }
+
+    var statusUpdates: AsyncStream<SubscriptionStatus> {
+        let current = status
+        let stream = broadcaster.makeStream(initial: current)
+        return stream
+    }
 
     /// Runs `callback` once ready, failed or stopped (at once if already so); never under the lock.
     func whenSettled(_ callback: @escaping @Sendable (Result<Void, any Error>) -> Void) {
@@ -111,11 +121,17 @@ final class SubscriptionState: Sendable {
 
     /// Sets the status and runs the waiters if it settled.
     func update(_ status: SubscriptionStatus) {
-        let (waiters, result): ([@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?) = state.withLockedValue { state in
+        let (changed, waiters, result): (Bool, [@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?) = state.withLockedValue { state in
+            let changed = state.status != status
             state.status = status
-            guard let result = Self.result(status, name: name) else { return ([], nil) }
+            guard let result = Self.result(status, name: name) else { return (changed, [], nil) }
             defer { state.waiters.removeAll() }
-            return (state.waiters, result)
+            return (changed, state.waiters, result)
+        }
+        if changed { broadcaster.yield(status) }
+        switch status {
+        case .failed, .stopped: broadcaster.finish()
+        case .pending, .ready: break
         }
         if let result { for waiter in waiters { waiter(result) } }
     }

@@ -207,4 +207,22 @@ final class DDPClientSubscriptionTests: XCTestCase {
         harness.receive(.nosub(id: sub.id, error: MeteorError(error: .number(500))))
         XCTAssertEqual(sub.status, .stopped)
     }
+
+    func testStatusUpdatesReportPendingReadyAndTheEnd() async {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let sub = harness.client.subscribe("a", notInUseTimeout: .zero)
+        var updates = sub.statusUpdates.makeAsyncIterator()
+        let first = await updates.next()
+        XCTAssertEqual(first, .pending)
+        harness.receive(.ready(subscriptionIDs: [sub.id]))
+        let second = await updates.next()
+        XCTAssertEqual(second, .ready)
+        harness.receive(.nosub(id: sub.id, error: MeteorError(error: .number(500), reason: "boom")))
+        let third = await updates.next()
+        guard case .failed(let error)? = third else { return XCTFail("expected failed, got \(String(describing: third))") }
+        XCTAssertEqual(error.meteorError.reason, "boom")
+        let end = await updates.next()
+        XCTAssertNil(end, "a failed subscription's status sequence ends")
+    }
 }

@@ -1,0 +1,51 @@
+import DDPTestServer
+import EJSON
+import Foundation
+import MeteorDDP
+
+// swift run leaderboard — players and scores; a live query of the top three shows its index diffs as scores change.
+// An embedded DDP server on 127.0.0.1 serves the players; the client gives points through a stubbed method.
+
+let server = DDPTestServer()
+try await server.start()
+server.perform {
+    let players = server.collection("players")
+    for (index, name) in ["Ada Lovelace", "Grace Hopper", "Marie Curie", "Carl Gauss", "Nikola Tesla", "Claude Shannon"].enumerated() {
+        _ = try? players.insert(["name": .string(name), "score": .number(Double(5 * index))], id: "p\(index)")
+    }
+}
+server.publish("players") { _ in [Cursor(collection: "players")] }
+server.method("players.givePoints") { context in
+    guard let id = context.params.first?.stringValue, let points = context.params.dropFirst().first else { return nil }
+    return .number(Double(try context.collection("players").update(id, ["$inc": ["score": points]])))
+}
+
+let client = DDPClient(url: server.url)
+client.defineStub("players.givePoints") { context in
+    guard let id = context.params.first?.stringValue, let points = context.params.dropFirst().first else { return nil }
+    return .number(Double(try context.collection("players").update(id, ["$inc": ["score": points]])))
+}
+client.connect()
+try await client.subscribe("players").ready()
+
+let leaders = client.collection("players").observe(Query(sort: [.descending("score")], limit: 3))
+let printer = Task {
+    for await snapshot in leaders.snapshots {
+        let board = snapshot.documents.enumerated().map { "\($0.offset + 1). \($0.element["name"]?.stringValue ?? "?") (\($0.element["score"]?.intValue ?? 0))" }
+        print("top 3: " + board.joined(separator: "  "))
+        if !snapshot.diff.isEmpty {
+            let moves = snapshot.diff.moved.map { "\($0.from)→\($0.to)" }
+            print("  diff: inserted \(snapshot.diff.inserted) removed \(snapshot.diff.removed) moved \(moves) updated \(snapshot.diff.updated)")
+        }
+    }
+}
+
+for (player, points) in [("p0", 30), ("p1", 3), ("p5", 1), ("p2", 20), ("p4", 2)] {
+    print("> give \(points) points to \(player)")
+    _ = try await client.call("players.givePoints", params: [.string(player), .number(Double(points))])
+}
+client.database.notificationQueue.sync {}
+leaders.stop()
+printer.cancel()
+client.close()
+try await server.stop()
