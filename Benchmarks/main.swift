@@ -1,7 +1,7 @@
 import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
-// Run: swift run -c release meteor-ddp-benchmarks [section ...]   (sections: ejson, database, ingest)
+// Run: swift run -c release meteor-ddp-benchmarks [section ...]   (sections: ejson, database, ingest, methods)
 let requested = Set(CommandLine.arguments.dropFirst())
 func wants(_ section: String) -> Bool { requested.isEmpty || requested.contains(section) }
 
@@ -9,3 +9,4 @@ print("MeteorDDP benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cor
 if wants("ejson") { EJSONBenchmarks.run() }
 if wants("database") { DatabaseBenchmarks.run() }
 if wants("ingest") { IngestBenchmarks.run() }
+if wants("methods") { MethodBenchmarks.run() }

@@ -8,8 +8,7 @@ extension ServerSession {
     /// then `result` (or, in the server's result-first mode, `result` before the data).
     func runMethod(id: String, name: String, params: [EJSONValue], seed: String?, server: DDPTestServer) {
         guard let handler = server.methodHandler(name) else {
-            send(.result(id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(name)' not found")))
-            send(.updated(methodIDs: [id]))
+            send([.result(id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(name)' not found")), .updated(methodIDs: [id])])
             return
         }
         let context = MethodContext(name: name, params: params, userID: userID, randomSeed: seed, session: self, server: server)
@@ -32,13 +31,9 @@ extension ServerSession {
         case .failure(let error): result = .result(id: id, result: nil, error: error)
         }
         if server.sendsResultBeforeData {
-            send(result)
-            for message in held { send(message) }
-            send(.updated(methodIDs: [id]))
+            send([result] + held + [.updated(methodIDs: [id])])
         } else {
-            for message in held { send(message) }
-            send(.updated(methodIDs: [id]))
-            send(result)
+            send(held + [.updated(methodIDs: [id]), result])
         }
     }
 }

@@ -136,6 +136,22 @@ final class ServerSession: @unchecked Sendable {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
     }
 
+    /// Sends several messages with one flush (so they leave in one TCP write where they fit).
+    func send(_ messages: [ServerMessage]) {
+        guard !messages.isEmpty else { return }
+        let channel = self.channel
+        let frames = messages.map { message -> WebSocketFrame in
+            let text = EJSON.stringify(message.ejsonValue)
+            var buffer = channel.allocator.buffer(capacity: text.utf8.count)
+            buffer.writeString(text)
+            return WebSocketFrame(fin: true, opcode: .text, data: buffer)
+        }
+        channel.eventLoop.execute {
+            for frame in frames { channel.write(frame, promise: nil) }
+            channel.flush()
+        }
+    }
+
     // MARK: - Heartbeat (event loop)
 
     private func noteFrame() {

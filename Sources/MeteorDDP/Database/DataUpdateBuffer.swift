@@ -42,6 +42,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         var flushRequested = false
         /// Whether a debounce timer is pending. Protected by `state`'s lock.
         var timerPending = false
+        /// Whether a batch taken from `pending` is being applied right now. Protected by `state`'s lock.
+        var applying = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -105,6 +107,12 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             state.flushRequested = true
         }
         source.add(data: 1)
+    }
+
+    /// Whether everything enqueued so far is applied: nothing pending, nothing being applied, not held, and no
+    /// after-flush callback waiting. When `true`, whatever was enqueued before is visible in the database now.
+    public var isIdle: Bool {
+        state.withLockedValue { $0.pending.isEmpty && !$0.applying && !$0.holding && $0.afterFlush.isEmpty }
     }
 
     /// Applies everything pending now (nothing while held), then runs the due callbacks. Synchronous.
@@ -176,6 +184,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
                 state.lastEnqueue = nil
                 state.flushRequested = false
                 state.resetOnNextFlush = false
+                state.applying = true
             }
             return (state.pending, state.afterFlush, state.resetOnNextFlush)
         }
@@ -186,6 +195,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
                 database.apply(batch.updates)
             }
         }
+        state.withLockedValue { $0.applying = false }
         for callback in batch.callbacks { callback() }
     }
 }

@@ -32,7 +32,7 @@ extension DDPClient {
         }
         return try await withCheckedThrowingContinuation { continuation in
             do {
-                try call(name, params: params, options: options) { continuation.resume(with: $0) }
+                try call(name, params: params, options: options, completesInline: true) { continuation.resume(with: $0) }
             } catch {
                 continuation.resume(throwing: error)
             }
@@ -50,6 +50,16 @@ extension DDPClient {
         _ name: String,
         params: [EJSONValue] = [],
         options: MethodOptions = MethodOptions(),
+        completion: @escaping @Sendable (Result<EJSONValue?, MethodError>) -> Void
+    ) throws -> EJSONValue? {
+        try call(name, params: params, options: options, completesInline: false, completion: completion)
+    }
+
+    func call(
+        _ name: String,
+        params: [EJSONValue],
+        options: MethodOptions,
+        completesInline: Bool,
         completion: @escaping @Sendable (Result<EJSONValue?, MethodError>) -> Void
     ) throws -> EJSONValue? {
         if let enclosing = MethodInvocationContext.current {
@@ -79,13 +89,14 @@ extension DDPClient {
                 }
                 randomSeed = context.randomSeedIfUsed
             }
-            let invocation = MethodCoordinator.Invocation(
+            var invocation = MethodCoordinator.Invocation(
                 id: id,
                 name: name,
                 message: .method(id: id, method: name, params: params, randomSeed: randomSeed),
                 options: options,
                 completion: completion
             )
+            invocation.completesInline = completesInline
             sendInvocations(session.methods.enqueue(invocation))
             return options.returnStubValue ? stubValue : nil
         }

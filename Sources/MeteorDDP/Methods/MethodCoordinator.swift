@@ -15,6 +15,8 @@ struct MethodCoordinator {
         let message: ClientMessage
         let options: MethodOptions
         let completion: Completion
+        /// Whether `completion` only resumes a task (the async API), so it may run on the client queue.
+        var completesInline = false
         /// Whether the frame went out on the current socket (or was "sent" while it was down).
         var sentMessage = false
         /// The result, once received.

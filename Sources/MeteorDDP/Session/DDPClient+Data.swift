@@ -50,6 +50,12 @@ extension DDPClient {
     /// store has applied everything queued before (LC `_runWhenAllServerDocsAreFlushed`).
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
+        // Nothing kept aside and nothing on its way into the cache: it is all visible already.
+        // (Only the client queue enqueues, and we are on it, so nothing can arrive in between.)
+        if session.serverDocuments.isEmpty, store.isIdle {
+            block()
+            return
+        }
         let afterFlush: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
             self.store.performAfterFlush { self.queue.async(execute: block) }
@@ -106,7 +112,11 @@ extension DDPClient {
         case .completed(let invocation, let next):
             if let result = invocation.result {
                 let completion = invocation.completion
-                callbackQueue.async { completion(result) }
+                if invocation.completesInline {
+                    completion(result)  // resumes an awaiting task: no user code runs here
+                } else {
+                    callbackQueue.async { completion(result) }
+                }
             }
             sendInvocations(next)
         }

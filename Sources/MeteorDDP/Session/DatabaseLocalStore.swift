@@ -8,6 +8,7 @@ struct DatabaseLocalStore: LocalStore {
     func enqueue(_ update: DataUpdate) { buffer.enqueue(update) }
     func flush() { buffer.flush() }
     func performAfterFlush(_ block: @escaping @Sendable () -> Void) { buffer.performAfterFlush(block) }
+    var isIdle: Bool { buffer.isIdle }
     func hold(resetting: Bool) { buffer.hold(resetting: resetting) }
     func release() { buffer.release() }
 

@@ -11,6 +11,8 @@ protocol LocalStore: Sendable {
     func flush()
     /// Runs `block` after everything queued before it has been applied (after the release, while held).
     func performAfterFlush(_ block: @escaping @Sendable () -> Void)
+    /// Whether everything queued so far has been applied (so an after-flush block could run now).
+    var isIdle: Bool { get }
     /// Holds updates back until ``release()``; with `resetting`, the release makes the cache exactly what arrived
     /// while held (reported as a diff).
     func hold(resetting: Bool)

@@ -1,0 +1,110 @@
+import DDPTestServer
+import EJSON
+import Foundation
+import Logging
+import MeteorDDP
+import WSClient
+
+/// Latency compensation: how soon a stub's effect reaches observers, and how long a call takes to complete over
+/// loopback compared with a bare WebSocket round trip.
+enum MethodBenchmarks {
+    static func run() {
+        stubToNotification()
+        callRoundTrip()
+    }
+
+    /// A stub inserts a document; an observer of `database.changes` receives the change set.
+    static func stubToNotification() {
+        Bench.section("Methods: stub call → change notification delivered to an observer (in process)")
+        let transport = InMemoryTransport()
+        let client = DDPClient(transport: transport)
+        client.defineStub("add") { context in
+            context.collection("items").insert(["n": context.params[0]]).map { .string($0) }
+        }
+        let delivered = DispatchSemaphore(value: 0)
+        let observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) { _ in
+            delivered.signal()
+        }
+        var samples: [Double] = []
+        for n in 0..<5_000 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try? client.call("add", params: [.number(Double(n))]) { _ in }
+            delivered.wait()
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        NotificationCenter.default.removeObserver(observer)
+        samples.sort()
+        let p50 = samples[samples.count / 2]
+        let p99 = samples[samples.count * 99 / 100]
+        Bench.figure("stub → notification p50", p50, unit: "µs")
+        Bench.figure("stub → notification p99", p99, unit: "µs", note: "target < 200 µs")
+        client.close()
+    }
+
+    /// `call` until completion (result and updated, data visible) against a raw WebSocket echo (ping → pong) on the
+    /// same server, same machine, same run.
+    static func callRoundTrip() {
+        Bench.section("Methods: call → completion over loopback vs a raw WebSocket round trip")
+        let group = DispatchGroup()
+        group.enter()
+        let box = PairBox()
+        Task {
+            do {
+                let server = DDPTestServer()
+                try await server.start()
+                server.method("echo") { context in context.params.first }
+                let raw = try await rawRoundTrips(url: server.url, count: 2_000)
+                let client = DDPClient(url: server.url)
+                client.connect()
+                for await status in client.statusUpdates where status.isConnected { break }
+                var samples: [Double] = []
+                for n in 0..<2_000 {
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    _ = try await client.call("echo", params: [.number(Double(n))])
+                    samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+                }
+                samples.sort()
+                box.set(ours: samples[samples.count / 2], raw: raw)
+                client.close()
+                try await server.stop()
+            } catch {
+                print("call benchmark failed: \(error)")
+            }
+            group.leave()
+        }
+        group.wait()
+        guard let (ours, raw) = box.values else { return }
+        Bench.report("call → completion p50", ours: ours, baseline: raw, unit: "µs", baselineName: "raw WebSocket ping → pong p50",
+                     target: "within 1.5x")
+    }
+
+    /// Round trips of DDP pings answered by the server, over a bare swift-websocket client: the floor for a call.
+    static func rawRoundTrips(url: URL, count: Int) async throws -> Double {
+        let box = PairBox()
+        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
+        configuration.validateUTF8 = true
+        try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
+            var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+            try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
+            _ = try await iterator.next()  // connected
+            var samples: [Double] = []
+            for n in 0..<count {
+                let start = DispatchTime.now().uptimeNanoseconds
+                try await outbound.write(.text(#"{"msg":"ping","id":"\#(n)"}"#))
+                _ = try await iterator.next()
+                samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+            }
+            samples.sort()
+            box.set(ours: 0, raw: samples[samples.count / 2])
+            try await outbound.close(.normalClosure, reason: nil)
+        }
+        return box.values?.raw ?? 0
+    }
+}
+
+final class PairBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (Double, Double)?
+    func set(ours: Double, raw: Double) { lock.withLock { stored = (ours, raw) } }
+    var values: (ours: Double, raw: Double)? { lock.withLock { stored.map { ($0.0, $0.1) } } }
+}
