@@ -44,6 +44,13 @@ extension DDPClient {
         endQuiescenceIfPossible()
     }
 
+    /// Runs `hook` on every new socket, right after `connect` and before unanswered methods are re-sent (Meteor's
+    /// `DDP.onReconnect`): methods it calls go out first. A hook with the same name replaces the previous one.
+    /// The hook runs on the client queue; it may call methods.
+    public func onReconnect(_ name: String, _ hook: @escaping @Sendable () -> Void) {
+        queue.async { self.session.reconnectHooks["user." + name] = hook }
+    }
+
     /// The session ended (connection lost or disconnected). Everything is kept for the next connection.
     func sessionDidDisconnect() {
         dispatchPrecondition(condition: .onQueue(queue))

@@ -9,17 +9,17 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         switch message {
         case .added(let collection, let id, let fields):
-            let key = DocumentKey(collectionName: collection, documentID: id)
+            let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
             route(session.serverDocuments.serverAdded(key, fields: fields), key: key, message: message) {
                 .added(key, fields)
             }
         case .changed(let collection, let id, let fields, let cleared):
-            let key = DocumentKey(collectionName: collection, documentID: id)
+            let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
             route(session.serverDocuments.serverChanged(key, fields: fields, cleared: cleared), key: key, message: message) {
                 .changed(key, fields, cleared: cleared)
             }
         case .removed(let collection, let id):
-            let key = DocumentKey(collectionName: collection, documentID: id)
+            let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
             route(session.serverDocuments.serverRemoved(key), key: key, message: message) { .removed(key) }
         case .ready(let ids):
             subscriptionsBecameReady(ids)
@@ -33,6 +33,13 @@ extension DDPClient {
         case .connected, .failed, .ping, .pong, .error:
             preconditionFailure("Internal inconsistency: \(message.name) is not a session message")
         }
+    }
+
+    /// The document id a wire id stands for (Meteor's `MongoID.idParse`): string ids that were escaped with `-` lose
+    /// it; other forms (`~` + EJSON for non-string ids, ObjectID hex) are kept as they travel.
+    static func documentID(fromWire id: String) -> String {
+        if case .string(let parsed)? = MongoID.parse(id), id.hasPrefix("-") { return parsed }
+        return id
     }
 
     private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, message: ServerMessage, update: () -> DataUpdate) {
