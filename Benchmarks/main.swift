@@ -8,5 +8,6 @@ func wants(_ section: String) -> Bool { requested.isEmpty || requested.contains(
 print("MeteorDDP benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
 if wants("ejson") { EJSONBenchmarks.run() }
 if wants("database") { DatabaseBenchmarks.run() }
+if requested.contains("apply") { DatabaseBenchmarks.applyThroughput() }
 if wants("ingest") { IngestBenchmarks.run() }
 if wants("methods") { MethodBenchmarks.run() }

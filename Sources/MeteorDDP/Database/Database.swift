@@ -69,7 +69,7 @@ public final class Database: @unchecked Sendable {
         if writerThread.load(ordering: .acquiring) == currentThreadID() {
             writeLock.lock()
             defer { writeLock.unlock() }
-            if let transaction { return transaction.pending }
+            if let transaction { return transaction.materialized }
         }
         return published.load(ordering: .acquiring).snapshot
     }
@@ -133,33 +133,33 @@ public final class Database: @unchecked Sendable {
     private func applyInTransaction(_ update: DataUpdate) {
         do {
             let key = update.key
-            let current = transaction!.pending.document(key)?.fields
+            let current = transaction!.document(key)?.fields
             switch update {
             case .added(_, let fields):
                 if var existing = current {
                     logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
                     for (name, value) in fields { existing[name] = value }
-                    write(key, existing)
+                    transaction!.write(key, previous: current, existing)
                 } else {
-                    write(key, fields)
+                    transaction!.write(key, previous: current, fields)
                 }
             case .changed(_, let fields, let cleared):
                 guard var existing = current else {
                     logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
-                    write(key, fields)
+                    transaction!.write(key, previous: current, fields)
                     return
                 }
                 for (name, value) in fields { existing[name] = value }
                 for name in cleared { existing.removeValue(forKey: name) }
-                write(key, existing)
+                transaction!.write(key, previous: current, existing)
             case .replaced(_, let fields):
-                write(key, fields)
+                transaction!.write(key, previous: current, fields)
             case .removed:
                 guard current != nil else {
                     logger.debug("removed for a missing document ignored", metadata: ["key": "\(key)"])
                     return
                 }
-                write(key, nil)
+                transaction!.write(key, previous: current, nil)
             }
         }
     }
@@ -168,20 +168,10 @@ public final class Database: @unchecked Sendable {
     /// differences are reported).
     public func removeAllDocuments() {
         performUpdates {
-            for key in transaction!.pending.allKeys { write(key, nil) }
+            for key in transaction!.materialized.allKeys {
+                transaction!.write(key, previous: transaction!.document(key)?.fields, nil)
+            }
         }
-    }
-
-    private func write(_ key: DocumentKey, _ fields: EJSONObject?) {
-        var transaction = self.transaction!
-        self.transaction = nil  // keep the snapshot's storage uniquely referenced while mutating it
-        let previous = transaction.pending.document(key)?.fields
-        if transaction.originals[key] == nil { transaction.originals[key] = .some(previous) }
-        for index in transaction.recorders.indices where transaction.recorders[index].originals[key] == nil {
-            transaction.recorders[index].originals[key] = .some(previous)
-        }
-        transaction.pending.set(key, fields: fields)
-        self.transaction = transaction
     }
 
     // MARK: - Transactions
@@ -201,13 +191,14 @@ public final class Database: @unchecked Sendable {
             writeLock.unlock()
             return
         }
-        let finished = transaction!
+        let finished = transaction!.materialized
+        let originals = transaction!.originals
         transaction = nil
         var changes = DatabaseChanges()
-        for (key, before) in finished.originals {
-            changes.record(key, before: before, after: finished.pending.document(key)?.fields)
+        for (key, before) in originals {
+            changes.record(key, before: before, after: finished.document(key)?.fields)
         }
-        published.store(PublishedSnapshot(finished.pending), ordering: .releasing)
+        published.store(PublishedSnapshot(finished), ordering: .releasing)
         writerThread.store(0, ordering: .releasing)
         if !changes.isEmpty {
             // Enqueued under the lock so deliveries keep commit order; delivered without it.
@@ -227,12 +218,44 @@ public final class Database: @unchecked Sendable {
 
 /// The state of an open write transaction. Protected by `Database.writeLock`.
 struct WriteTransaction {
+    /// The snapshot the transaction started from.
     var pending: DatabaseSnapshot
+    /// Working copies of the collections written so far, kept out of `pending` so they stay uniquely referenced and
+    /// change in place (only nodes shared with the published snapshot are copied, once).
+    var tables: [String: DatabaseSnapshot.DocumentTable] = [:]
     var depth = 0
     /// Each written document's version from before the transaction (`.some(nil)`: it did not exist).
     var originals: OrderedDictionary<DocumentKey, EJSONObject?> = [:]
     /// Nested recorders of originals (stubs).
     var recorders: [Recorder] = []
+}
+
+extension WriteTransaction {
+    func document(_ key: DocumentKey) -> Document? {
+        if let table = tables[key.collectionName] { return table[key.documentID] }
+        return pending.document(key)
+    }
+
+    /// Writes a document (`nil` removes it), remembering its version from before the transaction and each recorder.
+    mutating func write(_ key: DocumentKey, previous: EJSONObject?, _ fields: EJSONObject?) {
+        if originals[key] == nil { originals[key] = .some(previous) }
+        for index in recorders.indices where recorders[index].originals[key] == nil {
+            recorders[index].originals[key] = .some(previous)
+        }
+        let pending = self.pending
+        if let fields {
+            tables[key.collectionName, default: pending.documents(in: key.collectionName)][key.documentID] = Document(id: key.documentID, fields: fields)
+        } else {
+            tables[key.collectionName, default: pending.documents(in: key.collectionName)].removeValue(forKey: key.documentID)
+        }
+    }
+
+    /// The transaction's state as a snapshot.
+    var materialized: DatabaseSnapshot {
+        var snapshot = pending
+        for (name, table) in tables { snapshot.setTable(name, table) }
+        return snapshot
+    }
 }
 
 /// Versions from before a nested part of a transaction.

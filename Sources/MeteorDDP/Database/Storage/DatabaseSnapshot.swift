@@ -29,6 +29,10 @@ struct DatabaseSnapshot: Sendable {
         if !table.isEmpty { collections[key.collectionName] = table }
     }
 
+    mutating func setTable(_ name: String, _ table: DocumentTable) {
+        if table.isEmpty { collections.removeValue(forKey: name) } else { collections[name] = table }
+    }
+
     var allKeys: [DocumentKey] {
         collections.flatMap { name, table in table.keys.map { DocumentKey(collectionName: name, documentID: $0) } }
     }
