@@ -7,8 +7,8 @@ import MeteorDDP
 enum DatabaseBenchmarks {
     static let documentCount = 100_000
 
+    /// (a)–(c); (d) runs as the `memory` section, in a process of its own.
     static func run() {
-        memoryPerDocument()  // first: before the other sections leave freed memory behind for malloc to reuse
         applyThroughput()
         readLatency()
         notificationsForABurst()

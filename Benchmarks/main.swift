@@ -1,13 +1,33 @@
 import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
-// Run: swift run -c release meteor-ddp-benchmarks [section ...]   (sections: ejson, database, ingest, methods)
-let requested = Set(CommandLine.arguments.dropFirst())
-func wants(_ section: String) -> Bool { requested.isEmpty || requested.contains(section) }
+// Run: swift run -c release meteor-ddp-benchmarks [section ...]
+//   sections: memory, ejson, database, ingest, methods (and apply, the apply figure alone, for profiling)
+// With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
+// (memory above all: freed memory from an earlier section would be reused and hide the growth).
+let sections = ["memory", "ejson", "database", "ingest", "methods"]
+let requested = Array(CommandLine.arguments.dropFirst())
 
-print("MeteorDDP benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
-if wants("ejson") { EJSONBenchmarks.run() }
-if wants("database") { DatabaseBenchmarks.run() }
-if requested.contains("apply") { DatabaseBenchmarks.applyThroughput() }
-if wants("ingest") { IngestBenchmarks.run() }
-if wants("methods") { MethodBenchmarks.run() }
+if requested.isEmpty {
+    let header = "MeteorDDP benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores), one process per section\n"
+    FileHandle.standardOutput.write(Data(header.utf8))
+    for section in sections {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        child.arguments = [section]
+        try child.run()
+        child.waitUntilExit()
+    }
+} else {
+    for section in requested {
+        switch section {
+        case "memory": DatabaseBenchmarks.memoryPerDocument()
+        case "ejson": EJSONBenchmarks.run()
+        case "database": DatabaseBenchmarks.run()
+        case "apply": DatabaseBenchmarks.applyThroughput()
+        case "ingest": IngestBenchmarks.run()
+        case "methods": MethodBenchmarks.run()
+        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply")
+        }
+    }
+}
