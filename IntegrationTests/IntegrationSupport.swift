@@ -46,14 +46,26 @@ extension DDPClient {
     }
 }
 
-/// A thread-safe list of statuses seen, for asserting transitions.
-final class StatusLog: @unchecked Sendable {
-    // @unchecked because `statuses` is protected by `lock`.
+/// A value shared between a test and the threads it observes, protected by a lock.
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked because `stored` is protected by `lock`.
     private let lock = NSLock()
-    private var statuses: [ConnectionStatus] = []
-    func append(_ status: ConnectionStatus) { lock.withLock { statuses.append(status) } }
-    var states: [ConnectionStatus.State] { lock.withLock { statuses.map(\.state) } }
-    var all: [ConnectionStatus] { lock.withLock { statuses } }
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value { lock.withLock { stored } }
+
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
+}
+
+/// The statuses seen, for asserting transitions.
+typealias StatusLog = Locked<[ConnectionStatus]>
+
+extension Locked where Value == [ConnectionStatus] {
+    convenience init() { self.init([]) }
+    func append(_ status: ConnectionStatus) { mutate { $0.append(status) } }
+    var states: [ConnectionStatus.State] { value.map(\.state) }
 }
 
 enum TestTLS {

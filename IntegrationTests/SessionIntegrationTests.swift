@@ -84,16 +84,16 @@ final class SessionIntegrationTests: XCTestCase {
         let client = try await connectedClient()
         let sub = client.subscribe("players")
         try await withTimeout(10, "ready") { try await sub.ready() }
-        let localID = IDBox()
+        let localID = Locked<String?>(nil)
         client.defineStub("addPlayer") { context in
             let id = context.collection("players").insert(["name": context.params.first ?? .null, "score": 0])
-            localID.set(id)
+            localID.mutate { $0 = id }
             return id.map { .string($0) }
         }
-        let completions = CountingBox()
+        let completions = Locked(0)
         let result = try await withTimeout(10, "call") {
             let value = try await client.call("addPlayer", params: ["Grace"])
-            completions.increment()
+            completions.mutate { $0 += 1 }
             return value
         }
         XCTAssertEqual(result?.stringValue, localID.value)
@@ -200,19 +200,7 @@ final class SessionIntegrationTests: XCTestCase {
     }
 }
 
-final class IDBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
-    func set(_ value: String?) { lock.withLock { stored = value } }
-    var value: String? { lock.withLock { stored } }
-}
 
-final class CountingBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
-}
 
 final class NotificationCounter: @unchecked Sendable {
     private let lock = NSLock()

@@ -163,22 +163,15 @@ public final class DDPTestServer: @unchecked Sendable {
             return .string(try context.collection(name).insert(document, id: id))
         }
         methods["/\(name)/update"] = { context in
-            guard let id = Self.selectorID(context.params.first), context.params.count > 1 else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard let id = MongoModifier.documentID(inSelector: context.params.first), context.params.count > 1 else { throw MeteorError(error: .number(400), reason: "Match failed") }
             return .number(Double(try context.collection(name).update(id, context.params[1])))
         }
         methods["/\(name)/remove"] = { context in
-            guard let id = Self.selectorID(context.params.first) else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard let id = MongoModifier.documentID(inSelector: context.params.first) else { throw MeteorError(error: .number(400), reason: "Match failed") }
             return .number(Double(context.collection(name).remove(id)))
         }
     }
 
-    static func selectorID(_ selector: EJSONValue?) -> String? {
-        switch selector {
-        case .string(let id)?: return id
-        case .object(let object)?: return object["_id"]?.stringValue
-        default: return nil
-        }
-    }
 
     // MARK: - Starting and stopping
 

@@ -19,15 +19,6 @@ public struct EJSONDecoder: Sendable {
     }
 }
 
-private struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int?
-    init(stringValue: String) { self.stringValue = stringValue }
-    init(intValue: Int) {
-        self.stringValue = String(intValue)
-        self.intValue = intValue
-    }
-}
 
 private struct DecoderImplementation: Decoder {
     let value: EJSONValue
@@ -162,10 +153,10 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     private mutating func next() throws -> DecoderImplementation {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath + [AnyKey(intValue: currentIndex)], debugDescription: "unkeyed container is at its end"))
+            throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath + [EJSONCodingKey(intValue: currentIndex)], debugDescription: "unkeyed container is at its end"))
         }
         defer { currentIndex += 1 }
-        return DecoderImplementation(value: array[currentIndex], codingPath: codingPath + [AnyKey(intValue: currentIndex)])
+        return DecoderImplementation(value: array[currentIndex], codingPath: codingPath + [EJSONCodingKey(intValue: currentIndex)])
     }
 
     mutating func decodeNil() throws -> Bool {

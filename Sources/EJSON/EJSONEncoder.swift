@@ -85,15 +85,6 @@ private final class EncoderImplementation: Encoder {
     }
 }
 
-private struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int?
-    init(stringValue: String) { self.stringValue = stringValue }
-    init(intValue: Int) {
-        self.stringValue = String(intValue)
-        self.intValue = intValue
-    }
-}
 
 private struct SingleContainer: SingleValueEncodingContainer {
     let encoder: EncoderImplementation
@@ -149,7 +140,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         member(key).container(keyedBy: keyType)
     }
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { member(key).unkeyedContainer() }
-    mutating func superEncoder() -> any Encoder { member(AnyKey(stringValue: "super")) }
+    mutating func superEncoder() -> any Encoder { member(EJSONCodingKey(stringValue: "super")) }
     mutating func superEncoder(forKey key: Key) -> any Encoder { member(key) }
 }
 
@@ -159,7 +150,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     var count: Int { encoder.slot.array!.count }
 
     private func element() -> EncoderImplementation {
-        let child = encoder.child(AnyKey(intValue: count))
+        let child = encoder.child(EJSONCodingKey(intValue: count))
         encoder.slot.array!.append(child.slot)
         return child
     }

@@ -98,11 +98,11 @@ extension DDPClient {
             return LocalWrites.insert(document, id: id, into: name, database: self.database).map { .string($0) }
         }
         defineStub("/\(name)/update") { [weak self] context in
-            guard let self, let id = LocalWrites.selectorID(context.params.first), context.params.count > 1 else { return 0 }
+            guard let self, let id = MongoModifier.documentID(inSelector: context.params.first), context.params.count > 1 else { return 0 }
             return .number(Double(try LocalWrites.update(id: id, with: MongoModifier(context.params[1]), in: name, database: self.database)))
         }
         defineStub("/\(name)/remove") { [weak self] context in
-            guard let self, let id = LocalWrites.selectorID(context.params.first) else { return 0 }
+            guard let self, let id = MongoModifier.documentID(inSelector: context.params.first) else { return 0 }
             return .number(Double(LocalWrites.remove(id: id, from: name, database: self.database)))
         }
     }

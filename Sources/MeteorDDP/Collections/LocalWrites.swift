@@ -30,14 +30,6 @@ enum LocalWrites {
         return 1
     }
 
-    /// The id in a `{_id: …}` selector.
-    static func selectorID(_ selector: EJSONValue?) -> String? {
-        switch selector {
-        case .string(let id)?: return id
-        case .object(let object)?: return object["_id"]?.stringValue
-        default: return nil
-        }
-    }
 }
 
 /// What a stub writes through: the local cache inside the stub's transaction, with ids from the invocation's

@@ -57,6 +57,16 @@ public struct MongoModifier: Sendable, Equatable {
         ejsonValue = value
     }
 
+    /// The document id a selector names: `"id"` or `{_id: "id"}` (the selectors Meteor's client-side collection
+    /// methods accept from untrusted code).
+    public static func documentID(inSelector selector: EJSONValue?) -> String? {
+        switch selector {
+        case .string(let id)?: return id
+        case .object(let object)?: return object["_id"]?.stringValue
+        default: return nil
+        }
+    }
+
     /// The fields after applying the modifier (`_id` is never changed by a replacement).
     public func apply(to fields: EJSONObject) throws -> EJSONObject {
         switch operation {

@@ -229,10 +229,3 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertFalse(String(describing: Account(userID: "u", token: "secret-token")).contains("secret-token"))
     }
 }
-
-final class CountBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
-}

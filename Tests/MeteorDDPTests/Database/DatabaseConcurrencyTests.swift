@@ -53,17 +53,3 @@ final class DatabaseConcurrencyTests: XCTestCase {
         XCTAssertEqual(database.collection("c").count, 2000)
     }
 }
-
-final class ManagedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
-}
-
-final class ManagedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var flag = false
-    func set() { lock.withLock { flag = true } }
-    var isSet: Bool { lock.withLock { flag } }
-}

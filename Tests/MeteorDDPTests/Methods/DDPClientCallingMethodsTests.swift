@@ -260,17 +260,3 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         await harness.transport.waitUntilSent(count: count) { if case .method = $0 { true } else { false } }
     }
 }
-
-final class ResultBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Result<EJSONValue?, MethodError>?
-    func set(_ result: Result<EJSONValue?, MethodError>) { lock.withLock { stored = result } }
-    var result: Result<EJSONValue?, MethodError>? { lock.withLock { stored } }
-}
-
-final class SeedBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
-    func set(_ value: String) { lock.withLock { stored = value } }
-    var value: String? { lock.withLock { stored } }
-}

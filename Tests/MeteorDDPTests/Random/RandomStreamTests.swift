@@ -60,10 +60,3 @@ final class RandomStreamTests: XCTestCase {
         XCTAssertEqual(Set(ids.values), Set((0..<400).map { _ in reference.id(forSequence: "/collection/x") }))
     }
 }
-
-final class NSLockedArray: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [String] = []
-    func append(_ value: String) { lock.withLock { storage.append(value) } }
-    var values: [String] { lock.withLock { storage } }
-}

@@ -134,10 +134,3 @@ final class MeteorTranscriptTests: XCTestCase {
                        "the reset dropped the stub-inserted document the server never sent")
     }
 }
-
-final class ResultsLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var recorded: [String] = []
-    func record(_ id: String, _ result: Result<EJSONValue?, MethodError>) { lock.withLock { recorded.append(id) } }
-    var ids: [String] { lock.withLock { recorded } }
-}

@@ -1,0 +1,68 @@
+import EJSON
+import Foundation
+
+@testable import MeteorDDP
+
+/// A value shared between a test and the threads it observes, protected by a lock.
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked because `stored` is protected by `lock`.
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) {
+        stored = value
+    }
+
+    var value: Value { lock.withLock { stored } }
+
+    func mutate(_ body: (inout Value) -> Void) {
+        lock.withLock { body(&stored) }
+    }
+}
+
+/// Counts events (completions, torn reads, reads).
+typealias CountBox = Locked<Int>
+typealias ManagedCounter = Locked<Int>
+
+extension Locked where Value == Int {
+    convenience init() { self.init(0) }
+    func increment() { mutate { $0 += 1 } }
+}
+
+/// A flag one thread raises for others.
+typealias ManagedFlag = Locked<Bool>
+
+extension Locked where Value == Bool {
+    convenience init() { self.init(false) }
+    func set() { mutate { $0 = true } }
+    var isSet: Bool { value }
+}
+
+/// The outcome of one method call.
+typealias ResultBox = Locked<Result<EJSONValue?, MethodError>?>
+
+extension Locked where Value == Result<EJSONValue?, MethodError>? {
+    convenience init() { self.init(nil) }
+    func set(_ result: Result<EJSONValue?, MethodError>) { mutate { $0 = result } }
+    var result: Result<EJSONValue?, MethodError>? { value }
+}
+
+/// A string seen on another thread (a seed, an id).
+typealias SeedBox = Locked<String?>
+
+extension Locked where Value == String? {
+    convenience init() { self.init(nil) }
+    func set(_ string: String) { mutate { $0 = string } }
+}
+
+/// Strings collected from many threads, in arrival order.
+typealias ResultsLog = Locked<[String]>
+typealias NSLockedArray = Locked<[String]>
+
+extension Locked where Value == [String] {
+    convenience init() { self.init([]) }
+    func append(_ string: String) { mutate { $0.append(string) } }
+    func record(_ id: String, _ result: Result<EJSONValue?, MethodError>) { append(id) }
+    var values: [String] { value }
+    var ids: [String] { value }
+}
