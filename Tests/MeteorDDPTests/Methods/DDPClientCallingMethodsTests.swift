@@ -210,12 +210,7 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         let (paymentDone, payment) = callAndRecord(harness, "payment", params: [42], options: MethodOptions(noRetry: true))
         harness.settle()
         let firstFrame = harness.transport.sentFrames.first { $0.contains("addTodo") }
-        harness.transport.fail()
-        harness.settle()
-        harness.transport.clearSentFrames()
-        harness.advance(by: .milliseconds(10))
-        harness.transport.open()
-        harness.settle()
+        harness.dropAndReopen()
         XCTAssertEqual(harness.transport.sentFrames.filter { $0.contains(#""msg":"method""#) }, [firstFrame].compactMap { $0 })
         harness.receive(.connected(session: "SESSION-2"))
         harness.receive(.result(id: "1", result: "ok", error: nil))

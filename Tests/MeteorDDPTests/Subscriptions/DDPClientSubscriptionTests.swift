@@ -178,12 +178,7 @@ final class DDPClientSubscriptionTests: XCTestCase {
         harness.receive(.ready(subscriptionIDs: [kept.id, dropped.id]))
         dropped.stop()
         harness.settle()
-        harness.transport.fail()
-        harness.settle()
-        harness.transport.clearSentFrames()
-        harness.advance(by: .milliseconds(10))
-        harness.transport.open()
-        harness.settle()
+        harness.dropAndReopen()
         XCTAssertEqual(subMessages(harness), [.sub(id: kept.id, name: "kept", params: [])])
         XCTAssertEqual(dropped.status, .stopped)
     }

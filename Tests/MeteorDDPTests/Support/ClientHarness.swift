@@ -30,6 +30,18 @@ final class ClientHarness: Sendable {
         receive(.connected(session: session))
     }
 
+    /// The socket drops; after the first back-off (10 ms) the client opens a new one and sends `connect` and its
+    /// re-sends (the record of earlier frames is cleared first). `connected` has not arrived yet.
+    func dropAndReopen() {
+        settle()
+        transport.fail()
+        settle()
+        transport.clearSentFrames()
+        advance(by: .milliseconds(10))
+        transport.open()
+        settle()
+    }
+
     func receive(_ message: ServerMessage) {
         transport.receive(message)
         settle()
