@@ -192,12 +192,9 @@ public final class Database: @unchecked Sendable {
             return
         }
         let finished = transaction!.materialized
-        let originals = transaction!.originals
+        var changes = transaction!.changes
         transaction = nil
-        var changes = DatabaseChanges()
-        for (key, before) in originals {
-            changes.record(key, before: before, after: finished.document(key)?.fields)
-        }
+        changes.dropUnchanged()
         published.store(PublishedSnapshot(finished), ordering: .releasing)
         writerThread.store(0, ordering: .releasing)
         if !changes.isEmpty {
@@ -224,8 +221,8 @@ struct WriteTransaction {
     /// change in place (only nodes shared with the published snapshot are copied, once).
     var tables: [String: DatabaseSnapshot.DocumentTable] = [:]
     var depth = 0
-    /// Each written document's version from before the transaction (`.some(nil)`: it did not exist).
-    var originals: OrderedDictionary<DocumentKey, EJSONObject?> = [:]
+    /// Each written document's version from before the transaction and its latest version, in first-write order.
+    var changes = DatabaseChanges()
     /// Nested recorders of originals (stubs).
     var recorders: [Recorder] = []
 }
@@ -238,7 +235,7 @@ extension WriteTransaction {
 
     /// Writes a document (`nil` removes it), remembering its version from before the transaction and each recorder.
     mutating func write(_ key: DocumentKey, previous: EJSONObject?, _ fields: EJSONObject?) {
-        if originals[key] == nil { originals[key] = .some(previous) }
+        changes.noteWrite(key, previous: previous, after: fields)
         for index in recorders.indices where recorders[index].originals[key] == nil {
             recorders[index].originals[key] = .some(previous)
         }

@@ -43,6 +43,17 @@ public struct DatabaseChanges: Sendable, Equatable {
         }
     }
 
+    /// Notes a write inside a transaction: the first write keeps the document's version from before, every write
+    /// sets the version after (one hash lookup per write; unchanged documents are dropped at commit).
+    mutating func noteWrite(_ key: DocumentKey, previous: EJSONObject?, after: EJSONObject?) {
+        details[key, default: DocumentChangeDetails(key: key, fieldsBefore: previous, fieldsAfter: nil)].fieldsAfter = after
+    }
+
+    /// Drops the documents whose version after equals the one before (changed and changed back, added and removed).
+    mutating func dropUnchanged() {
+        details.removeAll { Self.same($0.value.fieldsBefore, $0.value.fieldsAfter) }
+    }
+
     /// Folds later changes into these, losslessly: each document keeps its earliest "before" and latest "after"
     /// (an add then an update is an add with the final fields; an add then a remove is nothing).
     public mutating func merge(_ later: DatabaseChanges) {
@@ -93,7 +104,7 @@ public struct DocumentChangeDetails: Sendable, Equatable {
     /// Its fields before the transaction (`nil`: it did not exist).
     public let fieldsBefore: EJSONObject?
     /// Its fields after the transaction (`nil`: it does not exist).
-    public let fieldsAfter: EJSONObject?
+    public internal(set) var fieldsAfter: EJSONObject?
 
     /// Whether the document appeared, changed or disappeared.
     public var changeType: ChangeType {
