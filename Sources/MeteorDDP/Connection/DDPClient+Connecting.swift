@@ -155,6 +155,7 @@ extension DDPClient {
             case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
             }
         }
+        store.push()
     }
 
     private func handleTransportEvent(_ event: TransportEvent, generation: Int) {

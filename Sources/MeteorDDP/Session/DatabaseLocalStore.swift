@@ -1,18 +1,55 @@
 import EJSON
 
 /// The session's ``LocalStore`` over a ``Database`` and its ``DataUpdateBuffer``.
-struct DatabaseLocalStore: LocalStore {
+///
+/// Updates are collected here and handed to the buffer in one piece per burst of frames (``push()``), or before any
+/// other operation, so their order relative to flushes, holds and after-flush callbacks never changes.
+/// Confined to the client queue.
+final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
+    // @unchecked because `pending` is confined to the client queue (every LocalStore call is made on it).
     let database: Database
     let buffer: DataUpdateBuffer
+    /// Updates not yet handed to the buffer. Confined to the client queue.
+    private var pending: [DataUpdate] = []
 
-    func enqueue(_ update: DataUpdate) { buffer.enqueue(update) }
-    func flush() { buffer.flush() }
-    func performAfterFlush(_ block: @escaping @Sendable () -> Void) { buffer.performAfterFlush(block) }
-    var isIdle: Bool { buffer.isIdle }
-    func hold(resetting: Bool) { buffer.hold(resetting: resetting) }
-    func release() { buffer.release() }
+    init(database: Database, buffer: DataUpdateBuffer) {
+        self.database = database
+        self.buffer = buffer
+    }
+
+    func enqueue(_ update: DataUpdate) { pending.append(update) }
+
+    /// Hands the collected updates to the buffer.
+    func push() {
+        guard !pending.isEmpty else { return }
+        buffer.enqueue(contentsOf: pending)
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    func flush() {
+        push()
+        buffer.flush()
+    }
+
+    func performAfterFlush(_ block: @escaping @Sendable () -> Void) {
+        push()
+        buffer.performAfterFlush(block)
+    }
+
+    var isIdle: Bool { pending.isEmpty && buffer.isIdle }
+
+    func hold(resetting: Bool) {
+        push()
+        buffer.hold(resetting: resetting)
+    }
+
+    func release() {
+        push()
+        buffer.release()
+    }
 
     func runStub<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)]) {
-        try database.performUpdatesRecordingOriginals(body)
+        push()
+        return try database.performUpdatesRecordingOriginals(body)
     }
 }

@@ -7,6 +7,8 @@ import EJSON
 protocol LocalStore: Sendable {
     /// Queues a server update; it reaches the cache in the next batch.
     func enqueue(_ update: DataUpdate)
+    /// Hands queued updates on (called after each burst of incoming frames).
+    func push()
     /// Applies everything queued now (nothing while held).
     func flush()
     /// Runs `block` after everything queued before it has been applied (after the release, while held).
