@@ -10,15 +10,36 @@ struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// Runs `body` and fails with ``TimedOut`` if it has not finished within `seconds`.
+@discardableResult
 func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))  // a deadline for the race, never a synchronisation
-            throw TimedOut(what: what)
-        }
+        group.addTask { try await deadline(after: seconds, what) }
         defer { group.cancelAll() }
         return try await group.next()!
+    }
+}
+
+/// Throws ``TimedOut`` after `seconds` (a timer, not a synchronisation); ends at once with `CancellationError` when
+/// the race it guards is over.
+private func deadline<T>(after seconds: Double, _ what: String) async throws -> T {
+    let pending = Locked<CheckedContinuation<T, any Error>?>(nil)
+    let finish: @Sendable (any Error) -> Void = { error in
+        var continuation: CheckedContinuation<T, any Error>?
+        pending.mutate { stored in
+            continuation = stored
+            stored = nil
+        }
+        continuation?.resume(throwing: error)
+    }
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            pending.mutate { $0 = continuation }
+            if Task.isCancelled { finish(CancellationError()) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { finish(TimedOut(what: what)) }
+        }
+    } onCancel: {
+        finish(CancellationError())
     }
 }
 

@@ -46,13 +46,7 @@ struct MergeBox {
         for (name, value) in fields {
             if let visible = set(&view, subscription: subscription, field: name, value: value) { setFields[name] = visible }
         }
-        for name in cleared {
-            switch clear(&view, subscription: subscription, field: name) {
-            case .none: break
-            case .some(nil): clearedFields.append(name)
-            case .some(let value?): setFields[name] = value
-            }
-        }
+        clear(cleared, in: &view, subscription: subscription, set: &setFields, cleared: &clearedFields)
         documents[collection]![id] = view
         guard !setFields.isEmpty || !clearedFields.isEmpty else { return nil }
         return .changed(collection: collection, id: id, fields: setFields, cleared: clearedFields)
@@ -68,13 +62,7 @@ struct MergeBox {
         }
         var setFields = EJSONObject()
         var clearedFields: [String] = []
-        for name in view.fieldOrder {
-            switch clear(&view, subscription: subscription, field: name) {
-            case .none: break
-            case .some(nil): clearedFields.append(name)
-            case .some(let value?): setFields[name] = value
-            }
-        }
+        clear(view.fieldOrder, in: &view, subscription: subscription, set: &setFields, cleared: &clearedFields)
         documents[collection]![id] = view
         guard !setFields.isEmpty || !clearedFields.isEmpty else { return nil }
         return .changed(collection: collection, id: id, fields: setFields, cleared: clearedFields)
@@ -110,6 +98,17 @@ struct MergeBox {
         entries.append((subscription, value))
         view.fieldsBySubscription[field] = entries
         return entries.count == 1 ? value : nil
+    }
+
+    /// Clears fields for a subscription, collecting what becomes visible (another subscription's value) or goes away.
+    private func clear(_ names: [String], in view: inout DocumentView, subscription: String, set: inout EJSONObject, cleared: inout [String]) {
+        for name in names {
+            switch clear(&view, subscription: subscription, field: name) {
+            case .none: break
+            case .some(nil): cleared.append(name)
+            case .some(let value?): set[name] = value
+            }
+        }
     }
 
     /// Clears a field for a subscription: `.none` if nothing visible changed, `.some(nil)` if the field is gone,
