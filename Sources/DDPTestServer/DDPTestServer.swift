@@ -119,6 +119,7 @@ public final class DDPTestServer: @unchecked Sendable {
     // MARK: - Data, publications and methods
 
     /// Runs `body` on the server queue and returns its result (for setting up and inspecting data from tests).
+    @discardableResult
     public func perform<T>(_ body: () throws -> T) rethrows -> T {
         try queue.sync(execute: body)
     }
