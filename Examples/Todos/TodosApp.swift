@@ -100,12 +100,17 @@ final class TodosApp: @unchecked Sendable {
         }
     }
 
+    /// Subscribes to a list's todos (once): without it the server never sends them, and a todo added by a stub would
+    /// be rolled back when the server confirms (the cache shows what your subscriptions publish).
+    private func subscribeToList(_ listID: String) async throws {
+        guard listSubscriptions[listID] == nil else { return }
+        let sub = client.subscribe("todos.inList", params: [.string(listID)])
+        try await sub.ready()
+        listSubscriptions[listID] = sub
+    }
+
     private func showTodos(_ listID: String) async throws {
-        if listSubscriptions[listID] == nil {
-            let sub = client.subscribe("todos.inList", params: [.string(listID)])
-            try await sub.ready()
-            listSubscriptions[listID] = sub
-        }
+        try await subscribeToList(listID)
         let todos = client.collection("todos").find(Query(filter: { $0["listId"]?.stringValue == listID }, sort: [.ascending("createdAt")]))
         for todo in todos {
             log("  [\(todo["checked"] == true ? "x" : " ")] \(todo.id): \(todo["text"]?.stringValue ?? "")")
@@ -113,6 +118,7 @@ final class TodosApp: @unchecked Sendable {
     }
 
     private func add(list: String, text: String) async throws {
+        try await subscribeToList(list)
         try await timed("todos.insert", [.string(list), .string(text)])
     }
 
