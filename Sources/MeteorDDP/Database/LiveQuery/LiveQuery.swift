@@ -63,17 +63,30 @@ public final class LiveQuery: Sendable {
     /// The current result (empty until the first snapshot was computed).
     public var documents: [Document] { core.current }
 
-    /// Calls `handler` with every snapshot, starting with the current one, on the notification queue.
+    /// Calls `handler` with every snapshot, starting with the current one (empty diff), on the database's
+    /// notification queue, in commit order.
     public func onChange(_ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void) {
-        core.addHandler(handler)
+        register(LiveQueryCore.Receiver(receive: handler, finish: nil), token: core.makeToken())
     }
 
-    /// The snapshots as an async sequence: the current one, then one per change (a slow consumer may miss
-    /// intermediate snapshots but always gets the newest; each has the diff from the previous one delivered).
-    public var snapshots: AsyncStream<LiveQuerySnapshot> {
-        AsyncStream(bufferingPolicy: .unbounded) { continuation in
-            core.addHandler { continuation.yield($0) }
-        }
+    /// The snapshots as an async sequence: the current one, then one per change. Each iteration is an independent
+    /// consumer; one that falls behind **may coalesce**: it keeps at most one pending snapshot, the newest, whose diff
+    /// is recomputed against the snapshot that consumer saw last. The iteration keeps the live query alive and
+    /// ends when it is stopped or the iterating task is cancelled.
+    public var snapshots: LiveQuerySnapshots { LiveQuerySnapshots(liveQuery: self) }
+
+    /// Registers a receiver on the notification queue, after the seed, so it sees the current result first and no
+    /// commit is missed or doubled.
+    func register(_ receiver: LiveQueryCore.Receiver, token: Int) {
+        let core = self.core
+        database.notificationQueue.async { core.register(receiver, token: token) }
+    }
+
+    /// Removes a receiver on the notification queue, so it runs after its registration even when the consumer
+    /// went away before the registration ran.
+    func unregister(token: Int) {
+        let core = self.core
+        database.notificationQueue.async { core.unregister(token) }
     }
 
     /// Stops observing.

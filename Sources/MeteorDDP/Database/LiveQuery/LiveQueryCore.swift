@@ -3,9 +3,14 @@ import NIOConcurrencyHelpers
 /// The incremental engine of a ``LiveQuery``: the full sorted list of matching documents, updated from each
 /// ``DatabaseChanges`` by re-evaluating only the documents it names.
 ///
-/// `sorted` and `visible` are confined to the database's notification queue; handlers are protected by a lock.
+/// `sorted` and `seeded` are confined to the database's notification queue; receivers are protected by a lock.
 final class LiveQueryCore: @unchecked Sendable {
     // @unchecked because `sorted`/`seeded` are confined to the notification queue and `shared` is lock-protected.
+
+    // MARK: - Mutable State
+    // - `sorted`, `seeded`: confined to the database's notification queue.
+    // - `shared` (receivers, current result, finished): protected by its lock.
+
     let collection: String
     let query: Query
 
@@ -15,14 +20,20 @@ final class LiveQueryCore: @unchecked Sendable {
     private var seeded = false
 
     private struct Shared {
-        /// Protected by `shared`'s lock.
-        var handlers: [@Sendable (LiveQuerySnapshot) -> Void] = []
+        /// Receivers of snapshots, by registration token. Protected by `shared`'s lock.
+        var receivers: [Int: Receiver] = [:]
+        /// The next registration token. Protected by `shared`'s lock.
+        var nextToken = 0
         /// The visible result last published. Protected by `shared`'s lock.
         var current: [Document] = []
-        /// Whether a first result was published. Protected by `shared`'s lock.
-        var published = false
         /// Protected by `shared`'s lock.
         var finished = false
+    }
+
+    /// One registered receiver: called with each snapshot, and `finish` (if any) when the live query stops.
+    struct Receiver {
+        let receive: @Sendable (LiveQuerySnapshot) -> Void
+        let finish: (@Sendable () -> Void)?
     }
 
     private let shared = NIOLockedValueBox(Shared())
@@ -34,12 +45,33 @@ final class LiveQueryCore: @unchecked Sendable {
 
     var current: [Document] { shared.withLockedValue { $0.current } }
 
-    func addHandler(_ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void) {
-        let (current, published) = shared.withLockedValue { state -> ([Document], Bool) in
-            state.handlers.append(handler)
-            return (state.current, state.published)
+    /// A token for ``register(_:token:)`` and ``unregister(_:)``.
+    func makeToken() -> Int {
+        shared.withLockedValue { state in
+            defer { state.nextToken += 1 }
+            return state.nextToken
         }
-        if published { handler(LiveQuerySnapshot(documents: current, diff: LiveQueryDiff())) }
+    }
+
+    /// Registers a receiver and hands it the current result with an empty diff. Must run on the notification queue,
+    /// after the seed: every later snapshot is published on that queue too, so the receiver gets the current result
+    /// first and every later one in order. A live query already stopped finishes the receiver at once.
+    func register(_ receiver: Receiver, token: Int) {
+        let current: [Document]? = shared.withLockedValue { state in
+            guard !state.finished else { return nil }
+            state.receivers[token] = receiver
+            return state.current
+        }
+        guard let current else {
+            receiver.finish?()
+            return
+        }
+        receiver.receive(LiveQuerySnapshot(documents: current, diff: LiveQueryDiff()))
+    }
+
+    /// Removes a receiver (a cancelled iteration); it is not finished.
+    func unregister(_ token: Int) {
+        _ = shared.withLockedValue { $0.receivers.removeValue(forKey: token) }
     }
 
     func seed(_ snapshot: DatabaseSnapshot) {
@@ -68,11 +100,14 @@ final class LiveQueryCore: @unchecked Sendable {
         publish(new, diff: diff)
     }
 
+    /// Stops delivery and finishes every receiver that asked to be told (outside the lock).
     func finish() {
-        shared.withLockedValue { state in
+        let receivers: [Receiver] = shared.withLockedValue { state in
             state.finished = true
-            state.handlers.removeAll()
+            defer { state.receivers.removeAll() }
+            return Array(state.receivers.values)
         }
+        for receiver in receivers { receiver.finish?() }
     }
 
     private func visible() -> [Document] {
@@ -91,13 +126,12 @@ final class LiveQueryCore: @unchecked Sendable {
     }
 
     private func publish(_ documents: [Document], diff: LiveQueryDiff) {
-        let handlers: [@Sendable (LiveQuerySnapshot) -> Void] = shared.withLockedValue { state in
+        let receivers: [Receiver] = shared.withLockedValue { state in
             state.current = documents
-            state.published = true
-            return state.finished ? [] : state.handlers
+            return state.finished ? [] : state.receivers.sorted { $0.key < $1.key }.map(\.value)
         }
         let snapshot = LiveQuerySnapshot(documents: documents, diff: diff)
-        for handler in handlers { handler(snapshot) }
+        for receiver in receivers { receiver.receive(snapshot) }
     }
 
     /// The index diff between two results: removals and insertions by id, moves inferred, updates for documents in
