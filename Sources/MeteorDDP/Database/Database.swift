@@ -131,35 +131,28 @@ public final class Database: @unchecked Sendable {
     }
 
     private func applyInTransaction(_ update: DataUpdate) {
-        do {
-            let key = update.key
-            let current = transaction!.document(key)?.fields
+        let key = update.key
+        // One lookup: the body sees the current version and returns the one to write (`nil`: leave it).
+        transaction!.update(key) { current -> Document?? in
             switch update {
             case .added(_, let fields):
-                if var existing = current {
-                    logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
-                    for (name, value) in fields { existing[name] = value }
-                    transaction!.write(key, previous: current, existing)
-                } else {
-                    transaction!.write(key, previous: current, fields)
-                }
+                guard let current else { return .some(Document(id: key.documentID, fields: fields)) }
+                logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
+                return .some(current.setting(fields))
             case .changed(_, let fields, let cleared):
-                guard var existing = current else {
+                guard let current else {
                     logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
-                    transaction!.write(key, previous: current, fields)
-                    return
+                    return .some(Document(id: key.documentID, fields: fields))
                 }
-                for (name, value) in fields { existing[name] = value }
-                for name in cleared { existing.removeValue(forKey: name) }
-                transaction!.write(key, previous: current, existing)
+                return .some(current.setting(fields, clearing: cleared))
             case .replaced(_, let fields):
-                transaction!.write(key, previous: current, fields)
+                return .some(fields.map { Document(id: key.documentID, fields: $0) })
             case .removed:
                 guard current != nil else {
                     logger.debug("removed for a missing document ignored", metadata: ["key": "\(key)"])
-                    return
+                    return nil
                 }
-                transaction!.write(key, previous: current, nil)
+                return .some(nil)
             }
         }
     }
@@ -169,7 +162,7 @@ public final class Database: @unchecked Sendable {
     public func removeAllDocuments() {
         performUpdates {
             for key in transaction!.materialized.allKeys {
-                transaction!.write(key, previous: transaction!.document(key)?.fields, nil)
+                transaction!.update(key) { _ in .some(nil) }
             }
         }
     }
@@ -195,12 +188,16 @@ public final class Database: @unchecked Sendable {
         var changes = transaction!.changes
         transaction = nil
         changes.dropUnchanged()
-        published.store(PublishedSnapshot(finished), ordering: .releasing)
+        let replaced = published.exchange(PublishedSnapshot(finished), ordering: .acquiringAndReleasing)
         writerThread.store(0, ordering: .releasing)
         if !changes.isEmpty {
-            // Enqueued under the lock so deliveries keep commit order; delivered without it.
+            // Enqueued under the lock so deliveries keep commit order; delivered without it. The replaced snapshot
+            // goes along, so the versions only it still holds are freed there rather than on the writer's thread.
             let committed = changes
-            notificationQueue.async { self.deliver(committed) }
+            notificationQueue.async {
+                withExtendedLifetime(replaced) {}
+                self.deliver(committed)
+            }
         }
         writeLock.unlock()
     }
@@ -233,17 +230,22 @@ extension WriteTransaction {
         return pending.document(key)
     }
 
-    /// Writes a document (`nil` removes it), remembering its version from before the transaction and each recorder.
-    mutating func write(_ key: DocumentKey, previous: EJSONObject?, _ fields: EJSONObject?) {
-        changes.noteWrite(key, previous: previous, after: fields)
-        for index in recorders.indices where recorders[index].originals[key] == nil {
-            recorders[index].originals[key] = .some(previous)
-        }
+    /// Calls `body` with the document's current version and writes the version it returns (`.some(nil)` removes the
+    /// document, `nil` leaves it as it is), remembering the version from before the transaction and for each recorder.
+    /// One hash lookup and one walk down the tree.
+    mutating func update(_ key: DocumentKey, _ body: (Document?) -> Document??) {
         let pending = self.pending
-        if let fields {
-            tables[key.collectionName, default: pending.documents(in: key.collectionName)][key.documentID] = Document(id: key.documentID, fields: fields)
-        } else {
-            tables[key.collectionName, default: pending.documents(in: key.collectionName)].removeValue(forKey: key.documentID)
+        var previous: Document?
+        var written: Document??
+        tables[key.collectionName, default: pending.documents(in: key.collectionName)].updateValue(forKey: key.documentID) { slot in
+            previous = slot
+            written = body(slot)
+            if let written { slot = written }
+        }
+        guard let written else { return }
+        changes.noteWrite(key, previous: previous, after: written)
+        for index in recorders.indices where recorders[index].originals[key] == nil {
+            recorders[index].originals[key] = .some(previous?.fields)
         }
     }
 

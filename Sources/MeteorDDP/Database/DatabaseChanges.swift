@@ -36,30 +36,35 @@ public struct DatabaseChanges: Sendable, Equatable {
 
     /// Records that a document went from `before` to `after`; equal versions record nothing.
     mutating func record(_ key: DocumentKey, before: EJSONObject?, after: EJSONObject?) {
+        recordDocuments(key, before: before.map { Document(id: key.documentID, fields: $0) }, after: after.map { Document(id: key.documentID, fields: $0) })
+    }
+
+    /// Records that a document went from `before` to `after`; equal versions record nothing.
+    mutating func recordDocuments(_ key: DocumentKey, before: Document?, after: Document?) {
         if Self.same(before, after) {
             details.removeValue(forKey: key)
         } else {
-            details[key] = DocumentChangeDetails(key: key, fieldsBefore: before, fieldsAfter: after)
+            details[key] = DocumentChangeDetails(key: key, documentBefore: before, documentAfter: after)
         }
     }
 
     /// Notes a write inside a transaction: the first write keeps the document's version from before, every write
     /// sets the version after (one hash lookup per write; unchanged documents are dropped at commit).
-    mutating func noteWrite(_ key: DocumentKey, previous: EJSONObject?, after: EJSONObject?) {
-        details[key, default: DocumentChangeDetails(key: key, fieldsBefore: previous, fieldsAfter: nil)].fieldsAfter = after
+    mutating func noteWrite(_ key: DocumentKey, previous: Document?, after: Document?) {
+        details[key, default: DocumentChangeDetails(key: key, documentBefore: previous, documentAfter: nil)].documentAfter = after
     }
 
     /// Drops the documents whose version after equals the one before (changed and changed back, added and removed).
     mutating func dropUnchanged() {
-        details.removeAll { Self.same($0.value.fieldsBefore, $0.value.fieldsAfter) }
+        details.removeAll { Self.same($0.value.documentBefore, $0.value.documentAfter) }
     }
 
     /// Folds later changes into these, losslessly: each document keeps its earliest "before" and latest "after"
     /// (an add then an update is an add with the final fields; an add then a remove is nothing).
     public mutating func merge(_ later: DatabaseChanges) {
         for (key, change) in later.details {
-            let before = details[key].map { $0.fieldsBefore } ?? change.fieldsBefore
-            record(key, before: before, after: change.fieldsAfter)
+            let before = details[key].map { $0.documentBefore } ?? change.documentBefore
+            recordDocuments(key, before: before, after: change.documentAfter)
         }
     }
 
@@ -70,10 +75,10 @@ public struct DatabaseChanges: Sendable, Equatable {
         return merged
     }
 
-    static func same(_ a: EJSONObject?, _ b: EJSONObject?) -> Bool {
+    static func same(_ a: Document?, _ b: Document?) -> Bool {
         switch (a, b) {
         case (nil, nil): return true
-        case (let a?, let b?): return EJSONValue.object(a) == .object(b)
+        case (let a?, let b?): return a.hasSameFields(as: b)
         default: return false
         }
     }
@@ -101,31 +106,42 @@ public struct DocumentChangeDetails: Sendable, Equatable {
 
     /// The document.
     public let key: DocumentKey
-    /// Its fields before the transaction (`nil`: it did not exist).
-    public let fieldsBefore: EJSONObject?
-    /// Its fields after the transaction (`nil`: it does not exist).
-    public internal(set) var fieldsAfter: EJSONObject?
+    /// The document before the transaction (`nil`: it did not exist).
+    public let documentBefore: Document?
+    /// The document after the transaction (`nil`: it does not exist).
+    public internal(set) var documentAfter: Document?
+
+    init(key: DocumentKey, documentBefore: Document?, documentAfter: Document?) {
+        self.key = key
+        self.documentBefore = documentBefore
+        self.documentAfter = documentAfter
+    }
+
+    init(key: DocumentKey, fieldsBefore: EJSONObject?, fieldsAfter: EJSONObject?) {
+        self.init(key: key, documentBefore: fieldsBefore.map { Document(id: key.documentID, fields: $0) },
+                  documentAfter: fieldsAfter.map { Document(id: key.documentID, fields: $0) })
+    }
+
+    /// Its fields before the transaction (`nil`: it did not exist), decoded on each call.
+    public var fieldsBefore: EJSONObject? { documentBefore?.fields }
+    /// Its fields after the transaction (`nil`: it does not exist), decoded on each call.
+    public var fieldsAfter: EJSONObject? { documentAfter?.fields }
 
     /// Whether the document appeared, changed or disappeared.
     public var changeType: ChangeType {
-        if fieldsBefore == nil { return .add }
-        if fieldsAfter == nil { return .remove }
+        if documentBefore == nil { return .add }
+        if documentAfter == nil { return .remove }
         return .update
     }
 
     /// The fields that differ: new values, and removed fields marked ``FieldChange/removed`` (for a removed
     /// document every former field is marked removed).
     public var changedFields: [String: FieldChange] {
-        var changes: [String: FieldChange] = [:]
-        let before = fieldsBefore ?? [:]
-        let after = fieldsAfter ?? [:]
-        for (name, value) in after where before[name] != value { changes[name] = .set(value) }
-        for name in before.keys where after[name] == nil { changes[name] = .removed }
-        return changes
+        Document.changedFields(from: documentBefore, to: documentAfter)
     }
 
     public static func == (lhs: DocumentChangeDetails, rhs: DocumentChangeDetails) -> Bool {
-        lhs.key == rhs.key && DatabaseChanges.same(lhs.fieldsBefore, rhs.fieldsBefore) && DatabaseChanges.same(lhs.fieldsAfter, rhs.fieldsAfter)
+        lhs.key == rhs.key && DatabaseChanges.same(lhs.documentBefore, rhs.documentBefore) && DatabaseChanges.same(lhs.documentAfter, rhs.documentAfter)
     }
 }
 

@@ -1,4 +1,5 @@
 import EJSON
+import Foundation
 
 /// A document of the local cache: an immutable value, its id and its fields (without `_id`).
 ///
@@ -8,53 +9,253 @@ import EJSON
 ///     print(player["name"]?.stringValue ?? "")
 /// }
 /// ```
-public struct Document: Sendable, Equatable, Identifiable {
-    /// One reference for the id and the fields: copying a document (the cache's trees copy many when they change)
-    /// costs a single retain.
-    private final class Storage: Sendable {
-        let id: String
-        let fields: EJSONObject
+///
+/// The fields are kept packed (see `PackedFields`): one allocation about the size of the document's JSON, which
+/// makes documents cheap to keep, copy and compare. ``subscript(_:)`` and ``value(at:)`` decode only the field they
+/// read; ``fields`` decodes them all.
+public struct Document: @unchecked Sendable, Equatable, Identifiable {
+    // @unchecked because `storage` (a ManagedBuffer, never Sendable itself) is written once, before the document
+    // exists, and only read afterwards.
 
-        init(id: String, fields: EJSONObject) {
-            self.id = id
-            self.fields = fields
-        }
+    struct Header {
+        let id: String
+        let fieldCount: Int
+        let byteCount: Int
     }
+
+    /// The id and the packed fields in one allocation.
+    final class Storage: ManagedBuffer<Header, UInt8> {}
 
     private let storage: Storage
 
-    /// The document's id.
-    public var id: String { storage.id }
-    /// The document's fields, in the order the server sent them.
-    public var fields: EJSONObject { storage.fields }
+    private init(storage: Storage) {
+        self.storage = storage
+    }
 
     /// Creates a document.
     public init(id: String, fields: EJSONObject) {
-        self.storage = Storage(id: id, fields: fields)
+        var byteCount = 0
+        for (name, value) in fields { byteCount += PackedFields.fieldSize(name: name, value: value) }
+        self.init(storage: Self.makeStorage(id: id, fieldCount: fields.count, byteCount: byteCount) { writer in
+            for (name, value) in fields { writer.field(name: name, value: value) }
+        })
+    }
+
+    private static func makeStorage(id: String, fieldCount: Int, byteCount: Int, write: (inout PackedFieldsWriter) -> Void) -> Storage {
+        let buffer = Storage.create(minimumCapacity: byteCount) { _ in Header(id: id, fieldCount: fieldCount, byteCount: byteCount) }
+        buffer.withUnsafeMutablePointerToElements { elements in
+            var writer = PackedFieldsWriter(base: UnsafeMutableRawPointer(elements))
+            write(&writer)
+            precondition(writer.offset == byteCount, "packed document size mismatch")
+        }
+        return unsafeDowncast(buffer, to: Storage.self)
+    }
+
+    // MARK: - Reading
+
+    /// The document's id.
+    public var id: String { storage.header.id }
+
+    /// The number of fields.
+    public var fieldCount: Int { storage.header.fieldCount }
+
+    /// The document's fields, in the order the server sent them (decoded on each call).
+    public var fields: EJSONObject {
+        withBytes { bytes in
+            var reader = PackedFieldsReader(base: bytes.baseAddress!)
+            return reader.object(count: fieldCount)
+        }
+    }
+
+    /// The names of the fields, in order.
+    public var fieldNames: [String] {
+        var names: [String] = []
+        names.reserveCapacity(fieldCount)
+        forEachField { name, _ in names.append(String(decoding: name, as: UTF8.self)) }
+        return names
     }
 
     /// The field named `name`.
-    public subscript(name: String) -> EJSONValue? { fields[name] }
+    public subscript(name: String) -> EJSONValue? {
+        withValue(named: name) { span in
+            guard let span else { return nil }
+            var reader = PackedFieldsReader(base: span.baseAddress!)
+            return reader.value()
+        }
+    }
 
     /// The value at a dotted path (`"location.city"`).
     public func value(at path: String) -> EJSONValue? {
         if path == "_id" { return .string(id) }
-        var current: EJSONValue? = .object(fields)
-        for component in path.split(separator: ".", omittingEmptySubsequences: false) {
-            current = current?[String(component)]
-        }
+        var components = path.split(separator: ".", omittingEmptySubsequences: false)[...]
+        guard let first = components.popFirst() else { return nil }
+        var current = self[String(first)]
+        for component in components { current = current?[String(component)] }
         return current
     }
 
     /// The document as one EJSON object with `_id` first (for Codable decoding and the wire).
     public var ejsonValue: EJSONValue {
-        var object = EJSONObject(minimumCapacity: fields.count + 1)
+        var object = EJSONObject(minimumCapacity: fieldCount + 1)
         object["_id"] = .string(id)
         for (name, value) in fields where name != "_id" { object[name] = value }
         return .object(object)
     }
 
     public static func == (lhs: Document, rhs: Document) -> Bool {
-        lhs.storage === rhs.storage || (lhs.id == rhs.id && EJSONValue.object(lhs.fields) == EJSONValue.object(rhs.fields))
+        lhs.storage === rhs.storage || (lhs.id == rhs.id && lhs.hasSameFields(as: rhs))
+    }
+
+    // MARK: - Packed access
+
+    /// Calls `body` with the packed fields.
+    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        let count = storage.header.byteCount
+        return try storage.withUnsafeMutablePointerToElements { elements in
+            try body(UnsafeRawBufferPointer(start: UnsafeRawPointer(elements), count: count))
+        }
+    }
+
+    /// Calls `body` with each field's name (UTF-8) and value (packed, tag included), in order.
+    func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try withBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var reader = PackedFieldsReader(base: base)
+            for _ in 0..<fieldCount {
+                let name = reader.span()
+                let start = reader.offset
+                reader.skipValue()
+                try body(name, UnsafeRawBufferPointer(start: base + start, count: reader.offset - start))
+            }
+        }
+    }
+
+    /// Calls `body` with the packed value of the field named `name` (`nil`: no such field).
+    func withValue<T>(named name: String, _ body: (UnsafeRawBufferPointer?) throws -> T) rethrows -> T {
+        var name = name
+        return try name.withUTF8 { wanted in
+            try withBytes { bytes in
+                guard let base = bytes.baseAddress else { return try body(nil) }
+                var reader = PackedFieldsReader(base: base)
+                for _ in 0..<fieldCount {
+                    let candidate = reader.span()
+                    let start = reader.offset
+                    reader.skipValue()
+                    if Self.equal(candidate, wanted) {
+                        return try body(UnsafeRawBufferPointer(start: base + start, count: reader.offset - start))
+                    }
+                }
+                return try body(nil)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func equal(_ name: UnsafeRawBufferPointer, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        name.count == wanted.count && (name.count == 0 || memcmp(name.baseAddress!, wanted.baseAddress!, name.count) == 0)
+    }
+
+    /// Whether both documents have equal fields (as ``EJSONValue``s: field order is not significant).
+    func hasSameFields(as other: Document) -> Bool {
+        if storage === other.storage { return true }
+        guard fieldCount == other.fieldCount else { return false }
+        let identical = withBytes { mine in
+            other.withBytes { theirs in
+                mine.count == theirs.count && (mine.count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
+            }
+        }
+        if identical { return true }
+        var same = true
+        forEachField { name, value in
+            guard same else { return }
+            same = other.withValue(named: String(decoding: name, as: UTF8.self)) { theirs in
+                theirs.map { PackedFields.valuesEqual(value, $0) } ?? false
+            }
+        }
+        return same
+    }
+}
+
+// MARK: - Changing
+
+extension Document {
+    /// This document with `changes` set (existing fields keep their place, new ones are appended in order) and the
+    /// fields named in `cleared` removed, as a `changed` message describes it. Unchanged fields are copied byte for
+    /// byte.
+    func setting(_ changes: EJSONObject, clearing cleared: [String] = []) -> Document {
+        var newNames = changes.keys.map { $0 }
+        var clearedNames = cleared
+        var replaced = [Bool](repeating: false, count: newNames.count)
+        // One pass to size the result: kept fields by their bytes, replaced and appended ones by their new values.
+        var plan: [Int] = [] // per old field: -2 keep, -1 drop, j replace with changes[j]
+        plan.reserveCapacity(fieldCount)
+        var byteCount = 0
+        var fieldCount = 0
+        forEachField { name, value in
+            if Self.index(of: name, in: &clearedNames) != nil {
+                plan.append(-1)
+                return
+            }
+            if let j = Self.index(of: name, in: &newNames) {
+                replaced[j] = true
+                plan.append(j)
+                byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + PackedFields.valueSize(changes.elements[j].value)
+            } else {
+                plan.append(-2)
+                byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + value.count
+            }
+            fieldCount += 1
+        }
+        for (j, (name, value)) in changes.enumerated() where !replaced[j] {
+            byteCount += PackedFields.fieldSize(name: name, value: value)
+            fieldCount += 1
+        }
+        let storage = Self.makeStorage(id: id, fieldCount: fieldCount, byteCount: byteCount) { writer in
+            var position = 0
+            forEachField { name, value in
+                defer { position += 1 }
+                switch plan[position] {
+                case -1: return
+                case -2:
+                    writer.varint(UInt64(name.count))
+                    writer.bytes(name)
+                    writer.bytes(value)
+                case let j:
+                    writer.varint(UInt64(name.count))
+                    writer.bytes(name)
+                    writer.value(changes.elements[j].value)
+                }
+            }
+            for (j, (name, value)) in changes.enumerated() where !replaced[j] { writer.field(name: name, value: value) }
+        }
+        return Document(storage: storage)
+    }
+
+    /// The index of the name equal to `name` (UTF-8) in `names`.
+    private static func index(of name: UnsafeRawBufferPointer, in names: inout [String]) -> Int? {
+        for index in names.indices {
+            let found = names[index].withUTF8 { equal(name, $0) }
+            if found { return index }
+        }
+        return nil
+    }
+
+    /// The fields that differ from `before`: new values, and removed fields (for `nil` after, every field of before).
+    static func changedFields(from before: Document?, to after: Document?) -> [String: DocumentChangeDetails.FieldChange] {
+        var changes: [String: DocumentChangeDetails.FieldChange] = [:]
+        after?.forEachField { name, value in
+            let nameString = String(decoding: name, as: UTF8.self)
+            let same = before?.withValue(named: nameString) { old in old.map { PackedFields.valuesEqual(value, $0) } ?? false } ?? false
+            if !same {
+                var reader = PackedFieldsReader(base: value.baseAddress!)
+                changes[nameString] = .set(reader.value())
+            }
+        }
+        before?.forEachField { name, _ in
+            let nameString = String(decoding: name, as: UTF8.self)
+            let present = after?.withValue(named: nameString) { $0 != nil } ?? false
+            if !present { changes[nameString] = .removed }
+        }
+        return changes
     }
 }

@@ -32,7 +32,7 @@ extension DDPClient {
         }
         return try await withCheckedThrowingContinuation { continuation in
             do {
-                try call(name, params: params, options: options, completesInline: true) { continuation.resume(with: $0) }
+                _ = try call(name, params: params, options: options, completesInline: true) { continuation.resume(with: $0) }
             } catch {
                 continuation.resume(throwing: error)
             }

@@ -17,18 +17,6 @@ struct DatabaseSnapshot: Sendable {
         collections[collection] ?? [:]
     }
 
-    mutating func set(_ key: DocumentKey, fields: EJSONObject?) {
-        // Take the table out so it is uniquely referenced while it changes: nodes this transaction already copied are
-        // then mutated in place instead of being copied again on every write.
-        var table = collections.removeValue(forKey: key.collectionName) ?? [:]
-        if let fields {
-            table[key.documentID] = Document(id: key.documentID, fields: fields)
-        } else {
-            table.removeValue(forKey: key.documentID)
-        }
-        if !table.isEmpty { collections[key.collectionName] = table }
-    }
-
     mutating func setTable(_ name: String, _ table: DocumentTable) {
         if table.isEmpty { collections.removeValue(forKey: name) } else { collections[name] = table }
     }

@@ -1,0 +1,322 @@
+import EJSON
+import Foundation
+
+/// The compact binary form in which the cache keeps a document's fields: one contiguous run of bytes per document,
+/// with no object references inside it.
+///
+/// A cache of EJSON trees spends most of its memory and time on the trees themselves (a 32-byte value per field, a
+/// heap string per long string, two arrays and a hash table per object) and on retaining and releasing every node when
+/// a document is copied or freed. Packed, a document is a single allocation about the size of its JSON, copied and
+/// freed in one step, and a change to two fields is a byte-level patch.
+///
+/// Layout of the fields, in order: `name length (varint) · name (UTF-8) · value`. A value is a tag byte and its payload:
+///
+/// | tag | payload |
+/// |---|---|
+/// | null, false, true | none |
+/// | double | 8 bytes (IEEE-754, little-endian) |
+/// | integer | zig-zag varint (numbers with an exact integer value up to 2^53, except -0) |
+/// | string, binary | varint byte count · bytes |
+/// | array | UInt32 byte count of the rest · varint element count · values |
+/// | object | UInt32 byte count of the rest · varint field count · fields |
+/// | date | 8 bytes (milliseconds, IEEE-754) |
+/// | custom | UInt32 byte count of the rest · varint type length · type · value |
+///
+/// Numbers, dates and NaN are written in one canonical form, so equal scalars have equal bytes; only object key order
+/// and `-0` can make equal values differ byte-wise, which ``PackedFields/valuesEqual(_:_:)`` handles.
+enum PackedFields {
+    enum Tag: UInt8 {
+        case null = 0, `false`, `true`, double, integer, string, array, object, date, binary, custom
+    }
+
+    /// The largest magnitude written as an integer: every integer up to it is exact in a double.
+    static let maximumExactInteger = 9_007_199_254_740_992.0
+
+    // MARK: - Sizes
+
+    static func varintSize(_ value: UInt64) -> Int {
+        var value = value
+        var size = 1
+        while value >= 0x80 {
+            value >>= 7
+            size += 1
+        }
+        return size
+    }
+
+    static func zigzag(_ value: Int64) -> UInt64 { UInt64(bitPattern: (value << 1) ^ (value >> 63)) }
+    static func unzigzag(_ value: UInt64) -> Int64 { Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1) }
+
+    /// The integer a number is written as, if it is written as one.
+    @inline(__always)
+    static func exactInteger(_ number: Double) -> Int64? {
+        guard number.rounded(.towardZero) == number, abs(number) <= maximumExactInteger else { return nil }
+        if number == 0 && number.sign == .minus { return nil }
+        return Int64(number)
+    }
+
+    /// The bytes a field takes (name and value).
+    static func fieldSize(name: String, value: EJSONValue) -> Int {
+        let nameCount = name.utf8.count
+        return varintSize(UInt64(nameCount)) + nameCount + valueSize(value)
+    }
+
+    /// The bytes a value takes, tag included.
+    static func valueSize(_ value: EJSONValue) -> Int {
+        switch value {
+        case .null, .bool: return 1
+        case .number(let number):
+            if let integer = exactInteger(number) { return 1 + varintSize(zigzag(integer)) }
+            return 9
+        case .date: return 9
+        case .string(let string):
+            let count = string.utf8.count
+            return 1 + varintSize(UInt64(count)) + count
+        case .binary(let data): return 1 + varintSize(UInt64(data.count)) + data.count
+        case .array(let elements):
+            var size = varintSize(UInt64(elements.count))
+            for element in elements { size += valueSize(element) }
+            return 5 + size
+        case .object(let object): return 5 + objectContentSize(object)
+        case .custom(let type, let inner):
+            let typeCount = type.utf8.count
+            return 5 + varintSize(UInt64(typeCount)) + typeCount + valueSize(inner)
+        }
+    }
+
+    /// The bytes of an object's count and fields.
+    static func objectContentSize(_ object: EJSONObject) -> Int {
+        var size = varintSize(UInt64(object.count))
+        for (name, value) in object { size += fieldSize(name: name, value: value) }
+        return size
+    }
+}
+
+// MARK: - Writing
+
+/// Writes packed fields into memory sized beforehand with ``PackedFields``' size functions.
+struct PackedFieldsWriter {
+    private let base: UnsafeMutableRawPointer
+    private(set) var offset: Int
+
+    init(base: UnsafeMutableRawPointer, offset: Int = 0) {
+        self.base = base
+        self.offset = offset
+    }
+
+    @inline(__always)
+    mutating func byte(_ value: UInt8) {
+        base.storeBytes(of: value, toByteOffset: offset, as: UInt8.self)
+        offset += 1
+    }
+
+    mutating func varint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            byte(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        byte(UInt8(value))
+    }
+
+    mutating func double(_ value: Double) {
+        base.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: offset, as: UInt64.self)
+        offset += 8
+    }
+
+    mutating func uint32(_ value: UInt32, at position: Int) {
+        base.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt32.self)
+    }
+
+    mutating func bytes(_ source: UnsafeRawBufferPointer) {
+        guard let address = source.baseAddress, source.count > 0 else { return }
+        (base + offset).copyMemory(from: address, byteCount: source.count)
+        offset += source.count
+    }
+
+    mutating func string(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes(UnsafeRawBufferPointer(utf8))
+        }
+    }
+
+    mutating func field(name: String, value: EJSONValue) {
+        string(name)
+        self.value(value)
+    }
+
+    mutating func value(_ value: EJSONValue) {
+        switch value {
+        case .null: byte(PackedFields.Tag.null.rawValue)
+        case .bool(let flag): byte(flag ? PackedFields.Tag.true.rawValue : PackedFields.Tag.false.rawValue)
+        case .number(let number):
+            if let integer = PackedFields.exactInteger(number) {
+                byte(PackedFields.Tag.integer.rawValue)
+                varint(PackedFields.zigzag(integer))
+            } else {
+                byte(PackedFields.Tag.double.rawValue)
+                double(number.isNaN ? .nan : number)
+            }
+        case .date(let milliseconds):
+            byte(PackedFields.Tag.date.rawValue)
+            double(milliseconds.isNaN ? .nan : (milliseconds == 0 ? 0 : milliseconds))
+        case .string(let string):
+            byte(PackedFields.Tag.string.rawValue)
+            self.string(string)
+        case .binary(let data):
+            byte(PackedFields.Tag.binary.rawValue)
+            varint(UInt64(data.count))
+            data.withUnsafeBytes { bytes($0) }
+        case .array(let elements):
+            let start = container(.array)
+            varint(UInt64(elements.count))
+            for element in elements { self.value(element) }
+            close(start)
+        case .object(let object):
+            let start = container(.object)
+            varint(UInt64(object.count))
+            for (name, value) in object { field(name: name, value: value) }
+            close(start)
+        case .custom(let type, let inner):
+            let start = container(.custom)
+            string(type)
+            self.value(inner)
+            close(start)
+        }
+    }
+
+    /// Writes a container's tag and reserves its length; returns where the length goes.
+    private mutating func container(_ tag: PackedFields.Tag) -> Int {
+        byte(tag.rawValue)
+        defer { offset += 4 }
+        return offset
+    }
+
+    private mutating func close(_ lengthPosition: Int) {
+        uint32(UInt32(offset - lengthPosition - 4), at: lengthPosition)
+    }
+}
+
+// MARK: - Reading
+
+/// Reads packed fields. The bytes were written by ``PackedFieldsWriter`` in this process, so they are trusted.
+struct PackedFieldsReader {
+    let base: UnsafeRawPointer
+    var offset: Int
+
+    init(base: UnsafeRawPointer, offset: Int = 0) {
+        self.base = base
+        self.offset = offset
+    }
+
+    @inline(__always)
+    mutating func byte() -> UInt8 {
+        defer { offset += 1 }
+        return base.load(fromByteOffset: offset, as: UInt8.self)
+    }
+
+    mutating func varint() -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let next = byte()
+            result |= UInt64(next & 0x7F) << shift
+            if next < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func double() -> Double {
+        defer { offset += 8 }
+        return Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+    }
+
+    mutating func uint32() -> Int {
+        defer { offset += 4 }
+        return Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+    }
+
+    /// A length-prefixed run of bytes (a name or a string), skipped.
+    mutating func span() -> UnsafeRawBufferPointer {
+        let count = Int(varint())
+        defer { offset += count }
+        return UnsafeRawBufferPointer(start: base + offset, count: count)
+    }
+
+    mutating func string() -> String {
+        String(decoding: span(), as: UTF8.self)
+    }
+
+    /// Skips one value (tag included).
+    mutating func skipValue() {
+        switch PackedFields.Tag(rawValue: byte())! {
+        case .null, .false, .true: break
+        case .double, .date: offset += 8
+        case .integer: _ = varint()
+        case .string, .binary: _ = span()
+        case .array, .object, .custom: offset += uint32()
+        }
+    }
+
+    /// Reads one value (tag included).
+    mutating func value() -> EJSONValue {
+        switch PackedFields.Tag(rawValue: byte())! {
+        case .null: return .null
+        case .false: return .bool(false)
+        case .true: return .bool(true)
+        case .double: return .number(double())
+        case .integer: return .number(Double(PackedFields.unzigzag(varint())))
+        case .date: return .date(millisecondsSince1970: double())
+        case .string: return .string(string())
+        case .binary: return .binary(Data(span()))
+        case .array:
+            offset += 4
+            let count = Int(varint())
+            var elements: [EJSONValue] = []
+            elements.reserveCapacity(count)
+            for _ in 0..<count { elements.append(value()) }
+            return .array(elements)
+        case .object:
+            offset += 4
+            return .object(object(count: Int(varint())))
+        case .custom:
+            offset += 4
+            let type = string()
+            return .custom(type: type, value: value())
+        }
+    }
+
+    /// Reads `count` fields into an object.
+    mutating func object(count: Int) -> EJSONObject {
+        var object = EJSONObject(minimumCapacity: count)
+        for _ in 0..<count {
+            let name = string()
+            object[name] = value()
+        }
+        return object
+    }
+}
+
+extension PackedFields {
+    /// Whether two packed values (each starting at its tag) are equal as ``EJSONValue``s: byte-equal values are, and
+    /// values that differ byte-wise are compared by meaning only where bytes can differ for equal values (numbers,
+    /// containers whose objects may list keys in another order).
+    static func valuesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        if a.count == b.count, a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 { return true }
+        guard let tagA = a.first.flatMap(Tag.init(rawValue:)), let tagB = b.first.flatMap(Tag.init(rawValue:)) else { return false }
+        switch (tagA, tagB) {
+        case (.double, .double), (.double, .integer), (.integer, .double):
+            var readerA = PackedFieldsReader(base: a.baseAddress!)
+            var readerB = PackedFieldsReader(base: b.baseAddress!)
+            return readerA.value() == readerB.value()
+        case (.object, .object), (.array, .array), (.custom, .custom):
+            var readerA = PackedFieldsReader(base: a.baseAddress!)
+            var readerB = PackedFieldsReader(base: b.baseAddress!)
+            return readerA.value() == readerB.value()
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import EJSON
+import Foundation
+import XCTest
+
+@testable import MeteorDDP
+
+/// Documents keep their fields packed: every EJSON value must come back exactly, and changes, comparisons and
+/// change details must mean what they meant on EJSON trees.
+final class PackedDocumentTests: XCTestCase {
+    private let everyKind: EJSONObject = [
+        "null": .null,
+        "yes": true,
+        "no": false,
+        "zero": 0,
+        "negativeZero": .number(-0.0),
+        "small": 42,
+        "negative": -7,
+        "largestExact": .number(9_007_199_254_740_992),
+        "beyondExact": .number(9_007_199_254_740_994),
+        "huge": .number(1e300),
+        "fraction": 52.52,
+        "nan": .number(.nan),
+        "infinity": .number(.infinity),
+        "empty": "",
+        "text": "Grüße, 世界 🌍 — a string long enough to live on the heap",
+        "date": .date(millisecondsSince1970: 1_700_000_000_000),
+        "binary": .binary(Data([0, 1, 2, 255])),
+        "emptyBinary": .binary(Data()),
+        "array": [1, "two", [3, ["four": 4]], .null],
+        "emptyArray": [],
+        "object": ["city": "Berlin", "nested": ["deeper": ["deepest": true]]],
+        "emptyObject": [:],
+        "custom": .custom(type: "point", value: ["x": 1, "y": 2.5]),
+    ]
+
+    func testEveryKindOfValueComesBackExactlyAndInOrder() {
+        let document = Document(id: "all", fields: everyKind)
+        let fields = document.fields
+        XCTAssertEqual(Array(fields.keys), Array(everyKind.keys))
+        for (name, value) in everyKind {
+            XCTAssertEqual(fields[name], value, name)
+            XCTAssertEqual(document[name], value, name)
+        }
+        XCTAssertEqual(document.fields["negativeZero"]?.doubleValue?.sign, .minus)
+        XCTAssertEqual(document.fields["beyondExact"]?.doubleValue, 9_007_199_254_740_994)
+        XCTAssertEqual(document.fieldCount, everyKind.count)
+        XCTAssertEqual(document.fieldNames, Array(everyKind.keys))
+        XCTAssertNil(document["missing"])
+        XCTAssertEqual(document.value(at: "object.nested.deeper.deepest"), true)
+        XCTAssertEqual(document.value(at: "_id"), "all")
+    }
+
+    func testSettingReplacesInPlaceAppendsNewFieldsAndClears() {
+        let document = Document(id: "a", fields: ["name": "Ada", "score": 25, "color": "blue"])
+        let changed = document.setting(["score": 30, "rank": 1, "name": .object(["first": "Ada"])], clearing: ["color"])
+        XCTAssertEqual(Array(changed.fields.keys), ["name", "score", "rank"])
+        XCTAssertEqual(changed["score"], 30)
+        XCTAssertEqual(changed["name"], ["first": "Ada"])
+        XCTAssertEqual(changed["rank"], 1)
+        XCTAssertNil(changed["color"])
+        // The original is untouched.
+        XCTAssertEqual(document["score"], 25)
+        XCTAssertEqual(document["color"], "blue")
+        // Clearing a field that does not exist changes nothing.
+        XCTAssertEqual(document.setting([:], clearing: ["nope"]), document)
+    }
+
+    func testEqualityIgnoresKeyOrderAndNumberSpelling() {
+        let a = Document(id: "a", fields: ["x": 1, "nested": ["p": 1, "q": 2]])
+        let b = Document(id: "a", fields: ["nested": ["q": 2, "p": 1], "x": 1])
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(Document(id: "z", fields: ["n": .number(-0.0)]), Document(id: "z", fields: ["n": 0]))
+        XCTAssertEqual(Document(id: "n", fields: ["n": .number(.nan)]), Document(id: "n", fields: ["n": .number(-.nan)]))
+        XCTAssertNotEqual(a, Document(id: "a", fields: ["x": 2, "nested": ["p": 1, "q": 2]]))
+        XCTAssertNotEqual(a, Document(id: "a", fields: ["x": 1, "nested": ["p": 1, "q": 3]]))
+        XCTAssertNotEqual(a, Document(id: "b", fields: ["x": 1, "nested": ["p": 1, "q": 2]]))
+        XCTAssertNotEqual(a, Document(id: "a", fields: ["x": 1]))
+        XCTAssertNotEqual(Document(id: "a", fields: ["x": "1"]), Document(id: "a", fields: ["x": 1]))
+    }
+
+    func testAFieldRemovedAndAddedBackIsNoChange() {
+        let database = Database()
+        let key = DocumentKey(collectionName: "players", documentID: "ada")
+        database.apply(.added(key, ["a": 1, "b": 2]))
+        let recorder = ChangesRecorder(database)
+        database.performUpdates {
+            database.apply(.changed(key, [:], cleared: ["a"]))
+            database.apply(.changed(key, ["a": 1], cleared: []))
+        }
+        database.apply(.changed(key, ["b": 3], cleared: []))
+        let changes = recorder.changes
+        XCTAssertEqual(changes.count, 1)
+        XCTAssertEqual(changes.first?.changeDetails(for: key)?.changedFields, ["b": .set(3)])
+    }
+
+    func testChangedFieldsComeFromThePackedVersions() {
+        let key = DocumentKey(collectionName: "players", documentID: "ada")
+        let details = DocumentChangeDetails(key: key, fieldsBefore: ["name": "Ada", "score": 25, "tags": ["a"]],
+                                            fieldsAfter: ["name": "Ada", "score": 26, "tags": ["a", "b"], "rank": 1])
+        XCTAssertEqual(details.changeType, .update)
+        XCTAssertEqual(details.changedFields, ["score": .set(26), "tags": .set(["a", "b"]), "rank": .set(1)])
+        let removal = DocumentChangeDetails(key: key, fieldsBefore: ["name": "Ada"], fieldsAfter: nil)
+        XCTAssertEqual(removal.changedFields, ["name": .removed])
+        XCTAssertEqual(removal.fieldsBefore, ["name": "Ada"])
+    }
+}
