@@ -72,7 +72,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket")],
+            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Benchmarks"
         ),
         .testTarget(

@@ -48,6 +48,9 @@ public final class DDPTestServer: @unchecked Sendable {
         public var maxFrameSize = 16 << 20
         /// Where the server logs.
         public var logger = Logger(label: "DDPTestServer", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// The event loops serving connections; default the shared singleton. Benchmarks give the server loops of its
+        /// own, so that clients never share a thread with it.
+        public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
         /// Creates the default configuration.
         public init() {}
@@ -105,13 +108,13 @@ public final class DDPTestServer: @unchecked Sendable {
         get { state.withLockedValue { $0.sendsResultBeforeData } }
         set { state.withLockedValue { $0.sendsResultBeforeData = newValue } }
     }
-    let group: MultiThreadedEventLoopGroup
+    let group: any EventLoopGroup
     let logger: Logger
 
     /// Creates a server; it listens once ``start()`` returns.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        self.group = MultiThreadedEventLoopGroup.singleton
+        self.group = configuration.eventLoopGroup
         self.logger = configuration.logger
         queue.sync { registerAccountMethods() }
     }

@@ -142,8 +142,14 @@ extension DDPClient {
             } else {
                 item = .transport(event, generation: generation)
             }
-            if self.inbox.append(item) {
+            guard self.inbox.append(item) else { return }
+            if DispatchQueue.getSpecific(key: DDPClient.queueKey) == ObjectIdentifier(self) {
+                // Delivered from the client queue itself (a transport closing as the client closes it): later.
                 self.queue.async { self.drainInbox() }
+            } else {
+                // Handled before the transport's thread goes on: on an idle client queue this runs right here, with
+                // no thread wake-up between a frame's arrival and its effect.
+                self.queue.sync { self.drainInbox() }
             }
         }
     }

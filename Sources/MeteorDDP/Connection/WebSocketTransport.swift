@@ -80,9 +80,17 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     }
 
     func start(url: URL, configuration: WebSocketTransport.Configuration, logger: Logger) {
-        let task = Task { [outgoingStream] in
-            let error = await Self.run(url: url, configuration: configuration, logger: logger, outgoing: outgoingStream, onEvent: self.onEvent)
+        // One event loop for the socket and for the tasks that read and write it (see EventLoopTaskExecutor).
+        let eventLoop = configuration.eventLoopGroup.next()
+        let body: @Sendable () async -> Void = { [outgoingStream] in
+            let error = await Self.run(url: url, configuration: configuration, eventLoop: eventLoop, logger: logger, outgoing: outgoingStream, onEvent: self.onEvent)
             self.sendClosed(error)
+        }
+        let task: Task<Void, Never>
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            task = Task(executorPreference: EventLoopTaskExecutor(eventLoop), operation: body)
+        } else {
+            task = Task(operation: body)
         }
         lock.withLock { self.task = task }
     }
@@ -109,6 +117,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     private static func run(
         url: URL,
         configuration: WebSocketTransport.Configuration,
+        eventLoop: any EventLoop,
         logger: Logger,
         outgoing: AsyncStream<String>,
         onEvent: @escaping @Sendable (TransportEvent) -> Void
@@ -138,7 +147,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
                 url: url.absoluteString,
                 configuration: wsConfiguration,
                 tlsConfiguration: tls,
-                eventLoopGroup: configuration.eventLoopGroup,
+                eventLoopGroup: eventLoop,
                 logger: logger
             ) { inbound, outbound, _ in
                 onEvent(.opened)

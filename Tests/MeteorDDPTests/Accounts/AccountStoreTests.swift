@@ -41,7 +41,7 @@ final class AccountStoreTests: XCTestCase {
     func testFileStoreRejectsACorruptFile() throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("account.json")
-        FileManager.default.createFile(atPath: url.path, contents: Data("{not json".utf8), attributes: [.posixPermissions: 0o600])
+        XCTAssertTrue(FileManager.default.createFile(atPath: url.path, contents: Data("{not json".utf8), attributes: [.posixPermissions: 0o600]))
         XCTAssertThrowsError(try FileAccountStore(url: url).load()) { error in
             XCTAssertEqual((error as? AccountError)?.kind, .unreadableStore)
         }
@@ -60,7 +60,7 @@ final class AccountStoreTests: XCTestCase {
     func testAClientWithACorruptStoreStartsLoggedOut() throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("account.json")
-        FileManager.default.createFile(atPath: url.path, contents: Data("garbage".utf8), attributes: [.posixPermissions: 0o600])
+        XCTAssertTrue(FileManager.default.createFile(atPath: url.path, contents: Data("garbage".utf8), attributes: [.posixPermissions: 0o600]))
         let harness = ClientHarness { $0.accountStore = FileAccountStore(url: url) }
         XCTAssertNil(harness.client.account)
     }

@@ -14,6 +14,18 @@ final class DDPClientConnectingTests: XCTestCase {
         XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#])
     }
 
+    func testAFrameFromTheTransportsThreadIsHandledBeforeItsCallbackReturns() {
+        // No hop between a frame's arrival and its effect (the latency of every method call depends on it).
+        let harness = ClientHarness()
+        harness.client.connect()
+        harness.settle()
+        harness.transport.open()
+        harness.settle()
+        harness.transport.receive(.connected(session: "s"))
+        // Read without going through the client queue (which would wait for queued work and hide a hop).
+        XCTAssertEqual(harness.status, .connected)
+    }
+
     func testConnectedEstablishesTheSessionAndVersion() {
         let harness = ClientHarness()
         harness.establishConnection()
