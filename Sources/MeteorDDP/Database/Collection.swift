@@ -22,7 +22,7 @@ public struct Collection: Sendable {
 
     /// Every document, in no particular order.
     public var documents: [Document] {
-        Array(database.snapshot.documents(in: name).values)
+        database.snapshot.documents(in: name).documents
     }
 
     /// How many documents there are.
@@ -32,7 +32,7 @@ public struct Collection: Sendable {
 
     /// The documents matching a query, sorted and limited as it says.
     public func find(_ query: Query) -> [Document] {
-        query.evaluate(database.snapshot.documents(in: name).values)
+        query.evaluate(database.snapshot.documents(in: name).documents)
     }
 
     /// Observes a query: an initial snapshot, then a new one with a diff after every transaction that changes the

@@ -216,7 +216,7 @@ struct WriteTransaction {
     var pending: DatabaseSnapshot
     /// Working copies of the collections written so far, kept out of `pending` so they stay uniquely referenced and
     /// change in place (only nodes shared with the published snapshot are copied, once).
-    var tables: [String: DatabaseSnapshot.DocumentTable] = [:]
+    var tables: [String: DocumentTable] = [:]
     var depth = 0
     /// Each written document's version from before the transaction and its latest version, in first-write order.
     var changes = DatabaseChanges()

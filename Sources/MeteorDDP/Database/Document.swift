@@ -106,6 +106,9 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
         lhs.storage === rhs.storage || (lhs.id == rhs.id && lhs.hasSameFields(as: rhs))
     }
 
+    /// Whether both are the very same stored version (not merely equal).
+    func isIdentical(to other: Document) -> Bool { storage === other.storage }
+
     // MARK: - Packed access
 
     /// Calls `body` with the packed fields.

@@ -75,7 +75,7 @@ final class LiveQueryCore: @unchecked Sendable {
     }
 
     func seed(_ snapshot: DatabaseSnapshot) {
-        var all = Array(snapshot.documents(in: collection).values).filter(query.matches)
+        var all = snapshot.documents(in: collection).documents.filter(query.matches)
         all.sort(by: query.areInIncreasingOrder)
         sorted = all
         seeded = true

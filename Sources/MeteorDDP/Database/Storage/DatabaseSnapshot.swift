@@ -2,11 +2,9 @@ import Atomics
 import EJSON
 import HashTreeCollections
 
-/// An immutable version of the whole cache: collections of documents in persistent hash trees, so a new version
-/// shares everything it did not change with the previous one and costs O(changes) to make.
+/// An immutable version of the whole cache: collections (a persistent hash tree of ``DocumentTable``s, themselves
+/// persistent), so a new version shares everything it did not change with the previous one and costs O(changes) to make.
 struct DatabaseSnapshot: Sendable {
-    typealias DocumentTable = TreeDictionary<String, Document>
-
     private(set) var collections: TreeDictionary<String, DocumentTable> = [:]
 
     func document(_ key: DocumentKey) -> Document? {
@@ -14,7 +12,7 @@ struct DatabaseSnapshot: Sendable {
     }
 
     func documents(in collection: String) -> DocumentTable {
-        collections[collection] ?? [:]
+        collections[collection] ?? DocumentTable()
     }
 
     mutating func setTable(_ name: String, _ table: DocumentTable) {
@@ -22,7 +20,7 @@ struct DatabaseSnapshot: Sendable {
     }
 
     var allKeys: [DocumentKey] {
-        collections.flatMap { name, table in table.keys.map { DocumentKey(collectionName: name, documentID: $0) } }
+        collections.flatMap { name, table in table.ids.map { DocumentKey(collectionName: name, documentID: $0) } }
     }
 }
 
