@@ -79,6 +79,10 @@ public final class DDPClient: @unchecked Sendable {
 
     /// Parsed frames and transport events on their way to the client queue.
     let inbox = IncomingInbox()
+    /// While a transport thread drains the inbox synchronously: completions of awaited calls, resumed by that thread
+    /// once it has left the client queue (a resumed caller that calls again at once then finds the queue free).
+    /// Confined to the client queue.
+    var deferredCompletions: [@Sendable () -> Void]?
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
     let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64)

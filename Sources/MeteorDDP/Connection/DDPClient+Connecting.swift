@@ -149,7 +149,13 @@ extension DDPClient {
             } else {
                 // Handled before the transport's thread goes on: on an idle client queue this runs right here, with
                 // no thread wake-up between a frame's arrival and its effect.
-                self.queue.sync { self.drainInbox() }
+                let completions: [@Sendable () -> Void] = self.queue.sync {
+                    self.deferredCompletions = []
+                    defer { self.deferredCompletions = nil }
+                    self.drainInbox()
+                    return self.deferredCompletions ?? []
+                }
+                for completion in completions { completion() }
             }
         }
     }

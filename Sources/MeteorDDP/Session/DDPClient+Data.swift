@@ -120,7 +120,12 @@ extension DDPClient {
             if let result = invocation.result {
                 let completion = invocation.completion
                 if invocation.completesInline {
-                    completion(result)  // resumes an awaiting task: no user code runs here
+                    // Resumes an awaiting task: no user code runs here.
+                    if deferredCompletions != nil {
+                        deferredCompletions!.append { completion(result) }
+                    } else {
+                        completion(result)
+                    }
                 } else {
                     callbackQueue.async { completion(result) }
                 }
