@@ -44,6 +44,9 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         var timerPending = false
         /// Whether a batch taken from `pending` is being applied right now. Protected by `state`'s lock.
         var applying = false
+        /// Whether the queue will look at `pending` again without being signalled (a source event or a debounce
+        /// timer is on its way), so an enqueue need not signal. Protected by `state`'s lock.
+        var wakeScheduled = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -78,25 +81,22 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     /// Queues an update for the next batch.
     public func enqueue(_ update: DataUpdate) {
-        let now = DispatchTime.now()
-        state.withLockedValue { state in
-            state.pending.append(update)
-            if state.firstEnqueue == nil { state.firstEnqueue = now }
-            state.lastEnqueue = now
-        }
-        source.add(data: 1)
+        enqueue(contentsOf: CollectionOfOne(update))
     }
 
     /// Queues updates for the next batch.
-    public func enqueue(contentsOf updates: [DataUpdate]) {
+    public func enqueue<Updates: Swift.Collection<DataUpdate>>(contentsOf updates: Updates) {
         guard !updates.isEmpty else { return }
         let now = DispatchTime.now()
-        state.withLockedValue { state in
-            state.pending += updates
+        let signal: Bool = state.withLockedValue { state in
+            state.pending.append(contentsOf: updates)
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
+            defer { state.wakeScheduled = true }
+            return !state.wakeScheduled
         }
-        source.add(data: 1)
+        // A flood of small enqueues signals once: the rest find the queue already due to look.
+        if signal { source.add(data: 1) }
     }
 
     /// Runs `block` (on the buffer's queue) once everything enqueued before it has been applied; while held, after
@@ -155,6 +155,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     private func flushIfDue() {
         let now = DispatchTime.now()
         let decision: (flush: Bool, rearmAt: DispatchTime?) = state.withLockedValue { state in
+            defer { state.wakeScheduled = state.timerPending }
             guard !state.holding else { return (false, nil) }
             if state.flushRequested || state.pending.isEmpty { return (true, nil) }
             guard let first = state.firstEnqueue, let last = state.lastEnqueue else { return (true, nil) }

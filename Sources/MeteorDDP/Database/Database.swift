@@ -94,7 +94,9 @@ public final class Database: @unchecked Sendable {
     /// Runs `body` as one write transaction: everything it writes becomes visible to readers at once, and one
     /// ``DatabaseChanges`` describes it. Nested calls fold into the outermost.
     public func performUpdates<T>(_ body: () throws -> T) rethrows -> T {
-        try performUpdatesRecordingOriginals(body).value
+        begin()
+        defer { end() }
+        return try body()
     }
 
     /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
