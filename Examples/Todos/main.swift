@@ -2,10 +2,11 @@ import DDPTestServer
 import Foundation
 import MeteorDDP
 
-// swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS]
+// swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS] [--interactive]
 //
 // With no URL, an embedded DDP server (DDPTestServer) starts on 127.0.0.1 with Meteor's Todos app, and the client
-// connects to it. Commands come from the terminal, or from --script FILE (one per line); `help` lists them.
+// connects to it. Without --script, the tour in demo.txt (next to this file) runs first, unless --interactive; then,
+// when standard input is a terminal, commands are read from it (`help` lists them).
 
 func option(_ name: String) -> String? {
     let arguments = CommandLine.arguments
@@ -42,19 +43,34 @@ let lists = client.subscribe("lists.public")
 try await lists.ready()
 app.showLists()
 
-let commands: [String]?
-if let scriptPath {
-    commands = try String(contentsOfFile: scriptPath, encoding: .utf8).split(separator: "\n").map(String.init)
-} else {
-    commands = nil
-    print(TodosApp.help)
+/// The commands of a script file: one per line, `#` comments and blank lines skipped.
+func commands(inScript path: String) throws -> [String] {
+    try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        .filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty && !$0.hasPrefix("#") }
 }
-if let commands {
-    for command in commands where !command.trimmingCharacters(in: .whitespaces).isEmpty && !command.hasPrefix("#") {
-        print("> \(command)")
-        guard await app.run(command) else { break }
-    }
+
+let interactiveOnly = CommandLine.arguments.contains("--interactive")
+let tourPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("demo.txt").path
+let script: [String]
+if let scriptPath {
+    script = try commands(inScript: scriptPath)
+} else if !interactiveOnly, FileManager.default.fileExists(atPath: tourPath) {
+    print("a short tour first (\(tourPath)); --interactive skips it")
+    // The tour's last command leaves; stay for the terminal's commands.
+    script = try commands(inScript: tourPath).filter { $0 != "quit" }
 } else {
+    script = []
+}
+var quit = false
+for command in script {
+    print("> \(command)")
+    guard await app.run(command) else {
+        quit = true
+        break
+    }
+}
+if !quit, scriptPath == nil, isatty(STDIN_FILENO) != 0 {
+    print(TodosApp.help)
     while true {
         print("> ", terminator: "")
         guard let line = readLine(), await app.run(line) else { break }
