@@ -2,7 +2,7 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, ingest, methods (and apply, the apply figure alone, for profiling)
+//   sections: memory, ejson, database, ingest, methods (and, alone for profiling: apply, inprocess)
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
 let sections = ["memory", "ejson", "database", "ingest", "methods"]
@@ -25,9 +25,10 @@ if requested.isEmpty {
         case "ejson": EJSONBenchmarks.run()
         case "database": DatabaseBenchmarks.run()
         case "apply": DatabaseBenchmarks.applyThroughput()
+        case "inprocess": IngestBenchmarks.inProcess()
         case "ingest": IngestBenchmarks.run()
         case "methods": MethodBenchmarks.run()
-        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply")
+        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess")
         }
     }
 }
