@@ -186,6 +186,9 @@ extension Document {
     /// fields named in `cleared` removed, as a `changed` message describes it. Unchanged fields are copied byte for
     /// byte.
     func setting(_ changes: EJSONObject, clearing cleared: [String] = []) -> Document {
+        // A field both set and cleared ends up cleared, as when Meteor's store applies `fields` then `cleared`.
+        var changes = changes
+        if !cleared.isEmpty { changes.removeAll { cleared.contains($0.key) } }
         var newNames = changes.keys.map { $0 }
         var clearedNames = cleared
         var replaced = [Bool](repeating: false, count: newNames.count)

@@ -61,6 +61,9 @@ final class PackedDocumentTests: XCTestCase {
         // The original is untouched.
         XCTAssertEqual(document["score"], 25)
         XCTAssertEqual(document["color"], "blue")
+        // A field both set and cleared is cleared.
+        XCTAssertNil(document.setting(["color": "red", "new": 1], clearing: ["color", "new"])["color"])
+        XCTAssertEqual(document.setting(["color": "red", "new": 1], clearing: ["color", "new"]).fieldNames, ["name", "score"])
         // Clearing a field that does not exist changes nothing.
         XCTAssertEqual(document.setting([:], clearing: ["nope"]), document)
     }
