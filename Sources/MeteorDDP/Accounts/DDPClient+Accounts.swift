@@ -105,9 +105,10 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         if !resuming { accountState.withLockedValue { $0.loggingIn = true } }
         var options = MethodOptions(wait: true)
-        options.onResultReceived = { [weak self] result in
+        // As the result arrives (Meteor's onResultReceived): a reconnect before `updated` resumes with this token.
+        options.onResultReceivedOnClientQueue = { [weak self] result in
             guard let self, case .success(let value) = result, let token = value?["token"]?.stringValue else { return }
-            self.queue.async { self.installResumeHook(token: token) }
+            self.installResumeHook(token: token)
         }
         do {
             try call(method, params: [params], options: options) { [weak self] result in

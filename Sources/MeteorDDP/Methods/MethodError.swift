@@ -75,6 +75,9 @@ public struct MethodOptions: Sendable {
     public var throwStubExceptions = false
     /// Called as soon as the result arrives (before the method's data is visible). Runs on an unspecified thread.
     public var onResultReceived: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
+    /// Like ``onResultReceived``, but called on the client queue while the result is handled, before anything else
+    /// happens (for the client's own logins: the token must be resumable before a reconnect can follow).
+    var onResultReceivedOnClientQueue: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
 
     /// Creates the default options.
     public init(wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false) {

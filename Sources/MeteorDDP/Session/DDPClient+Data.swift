@@ -106,7 +106,9 @@ extension DDPClient {
     }
 
     private func notifyResultReceived(_ invocation: MethodCoordinator.Invocation) {
-        guard let callback = invocation.options.onResultReceived, let result = invocation.result else { return }
+        guard let result = invocation.result else { return }
+        invocation.options.onResultReceivedOnClientQueue?(result)
+        guard let callback = invocation.options.onResultReceived else { return }
         callbackQueue.async { callback(result) }
     }
 
