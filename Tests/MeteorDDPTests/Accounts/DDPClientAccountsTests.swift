@@ -23,7 +23,7 @@ final class DDPClientAccountsTests: XCTestCase {
         await waitForMethods(harness, count: 1)
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: loginResult, error: nil))
-        _ = try await login.value
+        _ = try await value(of: login)
         return harness
     }
 
@@ -39,7 +39,7 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertFalse(harness.transport.sentFrames.joined().contains("\"correct\""), "the plaintext never leaves the process")
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: loginResult, error: nil))
-        let account = try await login.value
+        let account = try await value(of: login)
         XCTAssertEqual(account.userID, "lovelace")
         XCTAssertEqual(harness.client.account?.token, "tok1")
         XCTAssertFalse(harness.client.loggingIn)
@@ -52,7 +52,7 @@ final class DDPClientAccountsTests: XCTestCase {
         await waitForMethods(harness, count: 1)
         harness.receive(.result(id: "1", result: ["id": "lovelace", "token": "t"], error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
-        let account = try await login.value
+        let account = try await value(of: login)
         XCTAssertNil(account.tokenExpires)
     }
 
@@ -64,7 +64,7 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "Incorrect password")))
         harness.receive(.updated(methodIDs: ["1"]))
         do {
-            _ = try await login.value
+            _ = try await value(of: login)
             XCTFail("must throw")
         } catch let error as MethodError {
             XCTAssertEqual(error.meteorError?.error, .number(403))
@@ -83,7 +83,7 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.receive(.result(id: "1", result: ["id": "x"], error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
         do {
-            _ = try await login.value
+            _ = try await value(of: login)
             XCTFail("must throw")
         } catch {
             XCTAssertEqual((error as? AccountError)?.kind, .malformedLoginResult)
@@ -107,7 +107,7 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertEqual(methods(harness).map(\.name), ["before", "login"], "the later call waits for login")
         harness.receive(.result(id: "2", result: loginResult, error: nil))
         harness.receive(.updated(methodIDs: ["2"]))
-        _ = try await login.value
+        _ = try await value(of: login)
         await waitForMethods(harness, count: 3)
         XCTAssertEqual(methods(harness).map(\.name), ["before", "login", "after"])
     }
@@ -173,7 +173,7 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.receive(.connected(session: "S2"))
         harness.receive(.result(id: "2", result: ["id": "turing", "token": "resumed"], error: nil))
         harness.receive(.updated(methodIDs: ["2"]))
-        let account = try await login.value
+        let account = try await value(of: login)
         XCTAssertEqual(account.userID, "turing")
         XCTAssertEqual(completions.value, 1)
     }
@@ -186,7 +186,7 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertEqual(methods(harness).last?.name, "logout")
         harness.receive(.result(id: "2", result: nil, error: nil))
         harness.receive(.updated(methodIDs: ["2"]))
-        try await logout.value
+        try await value(of: logout)
         harness.settle()
         XCTAssertNil(harness.client.account)
         XCTAssertNil(try store.load())

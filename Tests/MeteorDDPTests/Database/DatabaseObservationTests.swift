@@ -36,7 +36,7 @@ final class DatabaseObservationTests: XCTestCase {
         XCTAssertEqual(merged?.changeDetails(for: key("a"))?.fieldsAfter?["n"], 2)
     }
 
-    func testCancellingTheConsumingTaskEndsTheIteration() async {
+    func testCancellingTheConsumingTaskEndsTheIteration() async throws {
         let database = Database()
         let task = Task {
             var count = 0
@@ -44,7 +44,7 @@ final class DatabaseObservationTests: XCTestCase {
             return count
         }
         task.cancel()
-        let count = await task.value
+        let count = try await value(of: task)
         XCTAssertEqual(count, 0)
     }
 

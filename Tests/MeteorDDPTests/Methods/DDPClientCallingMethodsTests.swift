@@ -78,7 +78,7 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "bla", details: ["x": 1])))
         harness.receive(.updated(methodIDs: ["1"]))
         do {
-            _ = try await task.value
+            _ = try await value(of: task)
             XCTFail("must throw")
         } catch let error as MethodError {
             XCTAssertEqual(error.kind, .server)
@@ -238,7 +238,7 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         await waitForMethodMessage(harness, count: 1)
         harness.client.close()
         do {
-            _ = try await task.value
+            _ = try await value(of: task)
             XCTFail("must throw")
         } catch {
             XCTAssertEqual((error as? MethodError)?.kind, .clientClosed)

@@ -93,7 +93,7 @@ final class LatencyCompensationTests: XCTestCase {
         harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30], cleared: ["color"]))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: 1, error: nil))
-        let affected = try await task.value
+        let affected = try await value(of: task)
         XCTAssertEqual(affected, 1)
     }
 
