@@ -8,18 +8,8 @@ final class LiveQuerySnapshotsTests: XCTestCase {
     private func key(_ id: String) -> DocumentKey { DocumentKey(collectionName: "players", documentID: id) }
     private let byScore = Query(sort: [.descending("score")])
 
-    private func seeded() -> Database {
-        let database = Database()
-        database.apply([
-            .added(key("lovelace"), ["score": 25]),
-            .added(key("gauss"), ["score": 5]),
-            .added(key("turing"), ["score": 15]),
-        ])
-        return database
-    }
-
     func testIteratingTheSnapshotsOfATemporaryLiveQueryKeepsItAlive() async {
-        let database = seeded()
+        let database = Database.seededPlayers()
         var snapshots = database.collection("players").observe(byScore).snapshots.makeAsyncIterator()
         let first = await snapshots.next()
         XCTAssertEqual(first?.documents.map(\.id), ["lovelace", "turing", "gauss"])
@@ -31,7 +21,7 @@ final class LiveQuerySnapshotsTests: XCTestCase {
     }
 
     func testAConsumerThatKeepsUpGetsEverySnapshotInOrder() async {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let live = database.collection("players").observe(byScore)
         var snapshots = live.snapshots.makeAsyncIterator()
         _ = await snapshots.next()
@@ -49,7 +39,7 @@ final class LiveQuerySnapshotsTests: XCTestCase {
     }
 
     func testASlowConsumerGetsTheNewestSnapshotWithTheDiffFromWhatItSawLast() async {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let live = database.collection("players").observe(byScore)
         var snapshots = live.snapshots.makeAsyncIterator()
         _ = await snapshots.next()
@@ -72,7 +62,7 @@ final class LiveQuerySnapshotsTests: XCTestCase {
     }
 
     func testStoppingTheLiveQueryEndsTheIteration() async {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let live = database.collection("players").observe(byScore)
         var snapshots = live.snapshots.makeAsyncIterator()
         _ = await snapshots.next()
@@ -82,7 +72,7 @@ final class LiveQuerySnapshotsTests: XCTestCase {
     }
 
     func testCancellingTheIteratingTaskEndsTheIteration() async {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let live = database.collection("players").observe(byScore)
         let sawFirst = expectation(description: "first snapshot")
         let ended = expectation(description: "iteration ended")

@@ -22,27 +22,17 @@ final class LiveQueryTests: XCTestCase {
         return (live, recorder)
     }
 
-    private func seeded() -> Database {
-        let database = Database()
-        database.apply([
-            .added(key("lovelace"), ["score": 25]),
-            .added(key("gauss"), ["score": 5]),
-            .added(key("turing"), ["score": 15]),
-        ])
-        return database
-    }
-
     private let byScore = Query(sort: [.descending("score")])
 
     func testTheFirstSnapshotIsTheCurrentResultWithAnEmptyDiff() {
-        let (live, recorder) = observe(seeded(), byScore)
+        let (live, recorder) = observe(Database.seededPlayers(), byScore)
         XCTAssertEqual(recorder.all.first?.documents.map(\.id), ["lovelace", "turing", "gauss"])
         XCTAssertEqual(recorder.all.first?.diff, LiveQueryDiff())
         XCTAssertEqual(live.documents.map(\.id), ["lovelace", "turing", "gauss"])
     }
 
     func testAnInsertReportsItsNewIndex() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.added(key("shannon"), ["score": 20]))
         database.notificationQueue.sync {}
@@ -52,7 +42,7 @@ final class LiveQueryTests: XCTestCase {
     }
 
     func testARemovalReportsItsOldIndex() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.removed(key("turing")))
         database.notificationQueue.sync {}
@@ -61,7 +51,7 @@ final class LiveQueryTests: XCTestCase {
     }
 
     func testAChangeOfTheSortKeyReportsAMoveAndAnUpdate() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.changed(key("gauss"), ["score": 30], cleared: []))
         database.notificationQueue.sync {}
@@ -75,7 +65,7 @@ final class LiveQueryTests: XCTestCase {
     }
 
     func testAChangeInPlaceReportsAnUpdateOnly() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.changed(key("turing"), ["name": "Alan Turing"], cleared: []))
         database.notificationQueue.sync {}
@@ -84,7 +74,7 @@ final class LiveQueryTests: XCTestCase {
     }
 
     func testALimitedQueryBringsTheNextDocumentInWhenOneLeaves() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, Query(sort: [.descending("score")], limit: 2))
         XCTAssertEqual(recorder.all.first?.documents.map(\.id), ["lovelace", "turing"])
         database.apply(.removed(key("lovelace")))
@@ -95,7 +85,7 @@ final class LiveQueryTests: XCTestCase {
     }
 
     func testChangesThatDoNotAffectTheResultDeliverNothing() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, Query(filter: { ($0["score"]?.doubleValue ?? 0) > 10 }, sort: [.descending("score")]))
         let before = recorder.all.count
         database.apply(.added(DocumentKey(collectionName: "other", documentID: "x"), [:]))
@@ -106,7 +96,7 @@ final class LiveQueryTests: XCTestCase {
     }
 
     func testStoppingEndsDelivery() {
-        let database = seeded()
+        let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         live.stop()
         let before = recorder.all.count

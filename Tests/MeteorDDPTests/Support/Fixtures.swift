@@ -1,4 +1,7 @@
+import EJSON
 import Foundation
+
+@testable import MeteorDDP
 
 /// Loads the golden vectors copied from ../shared/reference/meteor-vectors into Tests/MeteorDDPTests/Fixtures.
 enum Fixtures {
@@ -28,5 +31,19 @@ enum Fixtures {
             }
         }
         return frames
+    }
+}
+
+extension Database {
+    /// Three players by score (lovelace 25, turing 15, gauss 5): the live-query tests' starting point.
+    static func seededPlayers() -> Database {
+        let database = Database()
+        let key = { DocumentKey(collectionName: "players", documentID: $0) }
+        database.apply([
+            .added(key("lovelace"), ["score": 25]),
+            .added(key("gauss"), ["score": 5]),
+            .added(key("turing"), ["score": 15]),
+        ])
+        return database
     }
 }
