@@ -37,7 +37,8 @@ public struct WebSocketTransport: Transport {
         /// The host name for SNI and certificate verification. Required for `wss` to an IP literal
         /// (SNI cannot carry an IP address), for example `"localhost"` when the certificate names localhost.
         public var tlsServerName: String?
-        /// The event loop group; default the shared singleton.
+        /// The event loop group; default the shared singleton. A group of your own must outlive the client: the
+        /// connection's tasks run on one of its loops.
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
         /// Creates the default configuration.
