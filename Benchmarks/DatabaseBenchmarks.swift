@@ -31,7 +31,7 @@ enum DatabaseBenchmarks {
                 var index = 0
                 while index < all.count {
                     let end = min(index + batch, all.count)
-                    database.apply(Array(all[index..<end]))
+                    database.apply(all[index..<end])
                     index = end
                 }
             }

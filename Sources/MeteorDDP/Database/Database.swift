@@ -125,8 +125,8 @@ public final class Database: @unchecked Sendable {
         applyInTransaction(update)
     }
 
-    /// Applies updates in order, in one transaction.
-    public func apply(_ updates: [DataUpdate]) {
+    /// Applies updates in order, in one transaction (an array, a slice of one, any sequence).
+    public func apply(_ updates: some Sequence<DataUpdate>) {
         begin()
         defer { end() }
         for update in updates { applyInTransaction(update) }
