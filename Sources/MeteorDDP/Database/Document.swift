@@ -189,58 +189,63 @@ extension Document {
         // A field both set and cleared ends up cleared, as when Meteor's store applies `fields` then `cleared`.
         var changes = changes
         if !cleared.isEmpty { changes.removeAll { cleared.contains($0.key) } }
-        var newNames = changes.keys.map { $0 }
-        var clearedNames = cleared
-        var replaced = [Bool](repeating: false, count: newNames.count)
-        // One pass to size the result: kept fields by their bytes, replaced and appended ones by their new values.
-        var plan: [Int] = [] // per old field: -2 keep, -1 drop, j replace with changes[j]
-        plan.reserveCapacity(fieldCount)
-        var byteCount = 0
-        var fieldCount = 0
-        forEachField { name, value in
-            if Self.index(of: name, in: &clearedNames) != nil {
-                plan.append(-1)
-                return
-            }
-            if let j = Self.index(of: name, in: &newNames) {
-                replaced[j] = true
-                plan.append(j)
-                byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + PackedFields.valueSize(changes.elements[j].value)
-            } else {
-                plan.append(-2)
-                byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + value.count
-            }
-            fieldCount += 1
-        }
-        for (j, (name, value)) in changes.enumerated() where !replaced[j] {
-            byteCount += PackedFields.fieldSize(name: name, value: value)
-            fieldCount += 1
-        }
-        let storage = Self.makeStorage(id: id, fieldCount: fieldCount, byteCount: byteCount) { writer in
+        let oldCount = self.fieldCount
+        // Scratch, no heap: per old field its plan (-2 keep, -1 drop, j replace with changes[j]), then per change
+        // whether it replaced a field (1) or is appended (0).
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: oldCount + changes.count) { scratch in
+            let replaced = UnsafeMutableBufferPointer(rebasing: scratch[oldCount...])
+            replaced.initialize(repeating: 0)
+            // One pass to size the result: kept fields by their bytes, replaced and appended ones by their new values.
+            var byteCount = 0
+            var fieldCount = 0
             var position = 0
             forEachField { name, value in
                 defer { position += 1 }
-                switch plan[position] {
-                case -1: return
-                case -2:
-                    writer.varint(UInt64(name.count))
-                    writer.bytes(name)
-                    writer.bytes(value)
-                case let j:
-                    writer.varint(UInt64(name.count))
-                    writer.bytes(name)
-                    writer.value(changes.elements[j].value)
+                if Self.index(of: name, in: cleared) != nil {
+                    scratch[position] = -1
+                    return
                 }
+                if let j = Self.index(of: name, in: changes.keys) {
+                    replaced[j] = 1
+                    scratch[position] = j
+                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + PackedFields.valueSize(changes.values[j])
+                } else {
+                    scratch[position] = -2
+                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + value.count
+                }
+                fieldCount += 1
             }
-            for (j, (name, value)) in changes.enumerated() where !replaced[j] { writer.field(name: name, value: value) }
+            for (j, (name, value)) in changes.enumerated() where replaced[j] == 0 {
+                byteCount += PackedFields.fieldSize(name: name, value: value)
+                fieldCount += 1
+            }
+            let storage = Self.makeStorage(id: id, fieldCount: fieldCount, byteCount: byteCount) { writer in
+                var position = 0
+                forEachField { name, value in
+                    defer { position += 1 }
+                    switch scratch[position] {
+                    case -1: return
+                    case -2:
+                        writer.varint(UInt64(name.count))
+                        writer.bytes(name)
+                        writer.bytes(value)
+                    case let j:
+                        writer.varint(UInt64(name.count))
+                        writer.bytes(name)
+                        writer.value(changes.values[j])
+                    }
+                }
+                for (j, (name, value)) in changes.enumerated() where replaced[j] == 0 { writer.field(name: name, value: value) }
+            }
+            return Document(storage: storage)
         }
-        return Document(storage: storage)
     }
 
     /// The index of the name equal to `name` (UTF-8) in `names`.
-    private static func index(of name: UnsafeRawBufferPointer, in names: inout [String]) -> Int? {
-        for index in names.indices {
-            let found = names[index].withUTF8 { equal(name, $0) }
+    private static func index<Names: Swift.Collection<String>>(of name: UnsafeRawBufferPointer, in names: Names) -> Int? {
+        for (index, candidate) in names.enumerated() {
+            let found = candidate.utf8.withContiguousStorageIfAvailable { equal(name, $0) }
+                ?? (candidate.utf8.count == name.count && candidate.utf8.elementsEqual(name))
             if found { return index }
         }
         return nil
