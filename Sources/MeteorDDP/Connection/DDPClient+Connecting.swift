@@ -143,7 +143,7 @@ extension DDPClient {
                 item = .transport(event, generation: generation)
             }
             guard self.inbox.append(item) else { return }
-            if DispatchQueue.getSpecific(key: DDPClient.queueKey) == ObjectIdentifier(self) {
+            if self.isOnClientQueue {
                 // Delivered from the client queue itself (a transport closing as the client closes it): later.
                 self.queue.async { self.drainInbox() }
             } else {

@@ -121,61 +121,52 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     /// Calls `body` with each field's name (UTF-8) and value (packed, tag included), in order.
     func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
-        try withBytes { bytes in
-            guard let base = bytes.baseAddress else { return }
-            var reader = PackedFieldsReader(base: base)
-            for _ in 0..<fieldCount {
-                let name = reader.span()
-                let start = reader.offset
-                reader.skipValue()
-                try body(name, UnsafeRawBufferPointer(start: base + start, count: reader.offset - start))
-            }
+        _ = try firstField { name, value in
+            try body(name, value)
+            return false
         }
     }
 
     /// Calls `body` with the packed value of the field named `name` (`nil`: no such field).
     func withValue<T>(named name: String, _ body: (UnsafeRawBufferPointer?) throws -> T) rethrows -> T {
         var name = name
-        return try name.withUTF8 { wanted in
-            try withBytes { bytes in
-                guard let base = bytes.baseAddress else { return try body(nil) }
-                var reader = PackedFieldsReader(base: base)
-                for _ in 0..<fieldCount {
-                    let candidate = reader.span()
-                    let start = reader.offset
-                    reader.skipValue()
-                    if Self.equal(candidate, wanted) {
-                        return try body(UnsafeRawBufferPointer(start: base + start, count: reader.offset - start))
-                    }
-                }
-                return try body(nil)
-            }
-        }
+        return try name.withUTF8 { try withValue(named: UnsafeRawBufferPointer($0), body) }
     }
 
-    @inline(__always)
-    static func equal(_ name: UnsafeRawBufferPointer, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
-        name.count == wanted.count && (name.count == 0 || memcmp(name.baseAddress!, wanted.baseAddress!, name.count) == 0)
+    /// Calls `body` with the packed value of the field whose UTF-8 name is `name` (`nil`: no such field).
+    func withValue<T>(named name: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> T) rethrows -> T {
+        try withBytes { _ in try body(firstField { candidate, _ in PackedFields.bytesEqual(candidate, name) }?.value) }
+    }
+
+    /// Walks the fields in order until `stop` returns `true` and returns that field (name and packed value). The
+    /// spans point into the storage: use them only while the document is alive (inside ``withBytes(_:)``).
+    private func firstField(
+        where stop: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) rethrows -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        try withBytes { bytes in
+            guard let base = bytes.baseAddress else { return nil }
+            var reader = PackedFieldsReader(base: base)
+            for _ in 0..<fieldCount {
+                let name = reader.span()
+                let start = reader.offset
+                reader.skipValue()
+                let value = UnsafeRawBufferPointer(start: base + start, count: reader.offset - start)
+                if try stop(name, value) { return (name, value) }
+            }
+            return nil
+        }
     }
 
     /// Whether both documents have equal fields (as ``EJSONValue``s: field order is not significant).
     func hasSameFields(as other: Document) -> Bool {
         if storage === other.storage { return true }
         guard fieldCount == other.fieldCount else { return false }
-        let identical = withBytes { mine in
-            other.withBytes { theirs in
-                mine.count == theirs.count && (mine.count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
-            }
+        if withBytes({ mine in other.withBytes { PackedFields.bytesEqual(mine, $0) } }) { return true }
+        // The first field whose value differs (or is missing there) decides.
+        let differing = firstField { name, value in
+            !other.withValue(named: name) { theirs in theirs.map { PackedFields.valuesEqual(value, $0) } ?? false }
         }
-        if identical { return true }
-        var same = true
-        forEachField { name, value in
-            guard same else { return }
-            same = other.withValue(named: String(decoding: name, as: UTF8.self)) { theirs in
-                theirs.map { PackedFields.valuesEqual(value, $0) } ?? false
-            }
-        }
-        return same
+        return differing == nil
     }
 }
 
@@ -244,7 +235,7 @@ extension Document {
     /// The index of the name equal to `name` (UTF-8) in `names`.
     private static func index<Names: Swift.Collection<String>>(of name: UnsafeRawBufferPointer, in names: Names) -> Int? {
         for (index, candidate) in names.enumerated() {
-            let found = candidate.utf8.withContiguousStorageIfAvailable { equal(name, $0) }
+            let found = candidate.utf8.withContiguousStorageIfAvailable { PackedFields.bytesEqual(name, UnsafeRawBufferPointer($0)) }
                 ?? (candidate.utf8.count == name.count && candidate.utf8.elementsEqual(name))
             if found { return index }
         }
@@ -255,17 +246,15 @@ extension Document {
     static func changedFields(from before: Document?, to after: Document?) -> [String: DocumentChangeDetails.FieldChange] {
         var changes: [String: DocumentChangeDetails.FieldChange] = [:]
         after?.forEachField { name, value in
-            let nameString = String(decoding: name, as: UTF8.self)
-            let same = before?.withValue(named: nameString) { old in old.map { PackedFields.valuesEqual(value, $0) } ?? false } ?? false
+            let same = before?.withValue(named: name) { old in old.map { PackedFields.valuesEqual(value, $0) } ?? false } ?? false
             if !same {
                 var reader = PackedFieldsReader(base: value.baseAddress!)
-                changes[nameString] = .set(reader.value())
+                changes[String(decoding: name, as: UTF8.self)] = .set(reader.value())
             }
         }
         before?.forEachField { name, _ in
-            let nameString = String(decoding: name, as: UTF8.self)
-            let present = after?.withValue(named: nameString) { $0 != nil } ?? false
-            if !present { changes[nameString] = .removed }
+            let present = after?.withValue(named: name) { $0 != nil } ?? false
+            if !present { changes[String(decoding: name, as: UTF8.self)] = .removed }
         }
         return changes
     }

@@ -57,9 +57,10 @@ extension DDPClient {
 
     /// Runs `body` on the client queue: synchronously from any other thread, directly when already on it.
     func onClientQueue<T>(_ body: () throws -> T) rethrows -> T {
-        if DispatchQueue.getSpecific(key: DDPClient.queueKey) == ObjectIdentifier(self) {
-            return try body()
-        }
+        if isOnClientQueue { return try body() }
         return try queue.sync(execute: body)
     }
+
+    /// Whether the calling code runs on the client queue.
+    var isOnClientQueue: Bool { DispatchQueue.getSpecific(key: DDPClient.queueKey) == ObjectIdentifier(self) }
 }

@@ -35,11 +35,21 @@ struct DocumentTable: Sendable {
 
     /// The document with this id.
     subscript(id: String) -> Document? {
+        let (hash, bucketIndex) = locate(id)
+        return position(of: id, hash: hash, in: bucketIndex).map { buckets[bucketIndex][$0].document }
+    }
+
+    /// The hash of `id` and the bucket it belongs in.
+    private func locate(_ id: String) -> (hash: Int, bucket: Int) {
         let hash = id.hashValue
-        return buckets.withUnsafeBufferPointer { all in
-            all[hash & (all.count - 1)].withUnsafeBufferPointer { entries in
-                for entry in entries where entry.hash == hash && entry.document.id == id { return entry.document }
-                return nil
+        return (hash, hash & (buckets.count - 1))
+    }
+
+    /// Where the document with this id and hash sits in its bucket.
+    private func position(of id: String, hash: Int, in bucketIndex: Int) -> Int? {
+        buckets.withUnsafeBufferPointer { all in
+            all[bucketIndex].withUnsafeBufferPointer { entries in
+                entries.firstIndex { $0.hash == hash && $0.document.id == id }
             }
         }
     }
@@ -62,13 +72,8 @@ struct DocumentTable: Sendable {
     /// Calls `body` with the document stored under `id` (`nil`: none) and stores what it leaves there (`nil` removes
     /// the document). One hash, one bucket scan; a bucket is copied only if it is shared and actually changes.
     mutating func updateValue<R>(forKey id: String, with body: (inout Document?) throws -> R) rethrows -> R {
-        let hash = id.hashValue
-        let bucketIndex = hash & (buckets.count - 1)
-        let position: Int? = buckets.withUnsafeBufferPointer { all in
-            all[bucketIndex].withUnsafeBufferPointer { entries in
-                entries.firstIndex { $0.hash == hash && $0.document.id == id }
-            }
-        }
+        let (hash, bucketIndex) = locate(id)
+        let position = position(of: id, hash: hash, in: bucketIndex)
         let old = position.map { buckets[bucketIndex][$0].document }
         var slot = old
         let result = try body(&slot)

@@ -300,11 +300,17 @@ struct PackedFieldsReader {
 }
 
 extension PackedFields {
+    /// Whether two runs of bytes are identical.
+    @inline(__always)
+    static func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+    }
+
     /// Whether two packed values (each starting at its tag) are equal as ``EJSONValue``s: byte-equal values are, and
     /// values that differ byte-wise are compared by meaning only where bytes can differ for equal values (numbers,
     /// containers whose objects may list keys in another order).
     static func valuesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        if a.count == b.count, a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 { return true }
+        if bytesEqual(a, b) { return true }
         guard let tagA = a.first.flatMap(Tag.init(rawValue:)), let tagB = b.first.flatMap(Tag.init(rawValue:)) else { return false }
         switch (tagA, tagB) {
         case (.double, .double), (.double, .integer), (.integer, .double):
