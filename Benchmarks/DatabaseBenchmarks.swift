@@ -36,6 +36,12 @@ enum DatabaseBenchmarks {
                 }
             }
         }
+        if ProcessInfo.processInfo.environment["MDDP_PROFILE_APPLY"] != nil {
+            // Profiling aid: only our apply, repeated, so a profile shows nothing else.
+            let rates = (0..<5).map { _ in Double(all.count) / applyAll(batch: 1000) / 1000 }
+            print("apply (profiling), k updates/s:", rates.map { String(format: "%.0f", $0) }.joined(separator: " "))
+            return
+        }
         let ours = applyAll(batch: 1000)
         let large = applyAll(batch: 10_000)
         let baseline = Bench.medianSeconds(runs: 3) {

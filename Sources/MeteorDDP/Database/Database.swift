@@ -38,12 +38,14 @@ public final class Database: @unchecked Sendable {
 
     // MARK: - Mutable State
 
-    /// The committed snapshot. Atomic: loaded by readers without a lock, stored by the committing writer.
-    private let published: ManagedAtomic<PublishedSnapshot>
+    /// The newest committed generation. Atomic: loaded by readers without a lock, stored by the committing writer.
+    private let published: ManagedAtomic<SnapshotGeneration>
     /// Serialises writers; recursive so that transactions nest on one thread.
     private let writeLock = NSRecursiveLock()
     /// The open transaction. Protected by `writeLock`.
     private var transaction: WriteTransaction?
+    /// The epoch of the next outermost transaction (each writes only memory it allocated). Protected by `writeLock`.
+    private var nextEpoch: UInt64 = 1
     /// The thread inside the open transaction (0: none). Atomic, so readers can tell whether they are that thread.
     private let writerThread = ManagedAtomic<UInt>(0)
     /// Consumers of ``changes``. Protected by its lock.
@@ -57,14 +59,15 @@ public final class Database: @unchecked Sendable {
 
     /// Creates an empty database.
     public init(logger: Logger = Logger(label: "MeteorDDP.Database", factory: { _ in SwiftLogNoOpLogHandler() })) {
-        self.published = ManagedAtomic(PublishedSnapshot(DatabaseSnapshot()))
+        self.published = ManagedAtomic(SnapshotGeneration(collections: [:]))
         self.notificationQueue = DispatchQueue(label: "MeteorDDP.Database.notifications")
         self.logger = logger
     }
 
     // MARK: - Reading
 
-    /// The current snapshot: the committed one, or the open transaction's state on its own thread.
+    /// The current snapshot: the committed one, or the open transaction's state on its own thread (valid only until
+    /// that thread's next write).
     var snapshot: DatabaseSnapshot {
         if writerThread.load(ordering: .acquiring) == currentThreadID() {
             writeLock.lock()
@@ -129,7 +132,14 @@ public final class Database: @unchecked Sendable {
     public func apply(_ updates: some Sequence<DataUpdate>) {
         begin()
         defer { end() }
-        for update in updates { applyInTransaction(update) }
+        transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.underestimatedCount)
+        // Each update read in place where the sequence allows it (an array or a slice): no copy per update.
+        let appliedInPlace: Void? = updates.withContiguousStorageIfAvailable { buffer in
+            for index in buffer.indices { applyInTransaction(buffer[index]) }
+        }
+        if appliedInPlace == nil {
+            for update in updates { applyInTransaction(update) }
+        }
     }
 
     private func applyInTransaction(_ update: DataUpdate) {
@@ -174,7 +184,8 @@ public final class Database: @unchecked Sendable {
     private func begin() {
         writeLock.lock()
         if transaction == nil {
-            transaction = WriteTransaction(pending: published.load(ordering: .acquiring).snapshot)
+            transaction = WriteTransaction(pending: published.load(ordering: .acquiring).snapshot, epoch: nextEpoch)
+            nextEpoch += 1
             writerThread.store(currentThreadID(), ordering: .releasing)
         }
         transaction!.depth += 1
@@ -186,22 +197,31 @@ public final class Database: @unchecked Sendable {
             writeLock.unlock()
             return
         }
+        let wroteTables = !transaction!.tables.isEmpty
         let finished = transaction!.materialized
-        var changes = transaction!.changes
+        let retired = transaction!.retired
+        let changes = DatabaseChanges(uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList))
         transaction = nil
-        changes.dropUnchanged()
-        let replaced = published.exchange(PublishedSnapshot(finished), ordering: .acquiringAndReleasing)
+        // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
+        let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil
         writerThread.store(0, ordering: .releasing)
         if !changes.isEmpty {
-            // Enqueued under the lock so deliveries keep commit order; delivered without it. The replaced snapshot
-            // goes along, so the versions only it still holds are freed there rather than on the writer's thread.
+            // Enqueued under the lock so deliveries keep commit order; delivered without it.
             let committed = changes
-            notificationQueue.async {
-                withExtendedLifetime(replaced) {}
-                self.deliver(committed)
-            }
+            notificationQueue.async { self.deliver(committed) }
         }
         writeLock.unlock()
+        // The replaced generation is let go here, after the lock: unless a reader still holds it, what only it used
+        // is freed on the thread that allocated it (freeing on another thread contends for the allocator's lock).
+        withExtendedLifetime(replaced) {}
+    }
+
+    /// Publishes a new generation with the collections of `finished`, the current one keeping what only it can see.
+    /// Returns the one it replaced.
+    private func publish(_ finished: DatabaseSnapshot, retiring retired: RetiredMemory) -> SnapshotGeneration {
+        let generation = SnapshotGeneration(collections: finished.collections)
+        published.load(ordering: .acquiring).supersede(by: generation, retiring: retired)
+        return published.exchange(generation, ordering: .acquiringAndReleasing)
     }
 
     private func deliver(_ changes: DatabaseChanges) {
@@ -216,12 +236,20 @@ public final class Database: @unchecked Sendable {
 struct WriteTransaction {
     /// The snapshot the transaction started from.
     var pending: DatabaseSnapshot
+    /// This transaction's epoch: the table memory it allocated, and only that, it may write in place.
+    let epoch: UInt64
+    /// What the transaction's writes took out of the tables that the previous generation still uses.
+    var retired = RetiredMemory()
     /// Working copies of the collections written so far, kept out of `pending` so they stay uniquely referenced and
     /// change in place (only nodes shared with the published snapshot are copied, once).
     var tables: [String: DocumentTable] = [:]
     var depth = 0
-    /// Each written document's version from before the transaction and its latest version, in first-write order.
-    var changes = DatabaseChanges()
+    /// Each written document's version from before the transaction and its latest version, in first-write order
+    /// (one entry per document: the table keeps each stored document's position here).
+    var changeList = ContiguousArray<DocumentChangeDetails>()
+    /// Where the documents removed by this transaction have their change listed (a document added back finds its
+    /// entry here: the table no longer has it).
+    var removedChanges: [DocumentKey: Int32] = [:]
     /// Nested recorders of originals (stubs).
     var recorders: [Recorder] = []
 }
@@ -234,21 +262,42 @@ extension WriteTransaction {
 
     /// Calls `body` with the document's current version and writes the version it returns (`.some(nil)` removes the
     /// document, `nil` leaves it as it is), remembering the version from before the transaction and for each recorder.
-    /// One hash lookup and one walk down the tree.
+    /// One hash lookup and one bucket scan.
     mutating func update(_ key: DocumentKey, _ body: (Document?) -> Document??) {
-        let pending = self.pending
         var previous: Document?
         var written: Document??
-        tables[key.collectionName, default: pending.documents(in: key.collectionName)].updateValue(forKey: key.documentID) { slot in
+        // Tables are plain values (pointers into memory the generations own): taking one out and putting it back
+        // copies no document.
+        var table = tables.removeValue(forKey: key.collectionName) ?? pending.documents(in: key.collectionName)
+        var retired = RetiredMemory()
+        swap(&retired, &self.retired)
+        table.updateValue(forKey: key.documentID, epoch: epoch, retiring: &retired) { slot, change in
             previous = slot
             written = body(slot)
-            if let written { slot = written }
+            guard let written else { return }
+            slot = written
+            noteChange(key, previous: previous, after: written, listedAt: &change)
         }
+        swap(&retired, &self.retired)
+        tables[key.collectionName] = table
         guard let written else { return }
-        changes.noteWrite(key, previous: previous, after: written)
         for index in recorders.indices where recorders[index].originals[key] == nil {
             recorders[index].originals[key] = .some(previous?.fields)
         }
+    }
+
+    /// Lists a write: the first write of a document keeps its version from before, every write sets the version
+    /// after. `change` is where the document's entry is (-1: not listed yet, unless it was removed and comes back).
+    private mutating func noteChange(_ key: DocumentKey, previous: Document?, after: Document?, listedAt change: inout Int32) {
+        if change < 0, !removedChanges.isEmpty, let listed = removedChanges[key] { change = listed }
+        if change >= 0 {
+            changeList[Int(change)].documentAfter = after
+        } else {
+            precondition(changeList.count < Int32.max, "too many changes in one transaction")
+            change = Int32(changeList.count)
+            changeList.append(DocumentChangeDetails(key: key, documentBefore: previous, documentAfter: after))
+        }
+        if after == nil { removedChanges[key] = change }
     }
 
     /// The transaction's state as a snapshot.

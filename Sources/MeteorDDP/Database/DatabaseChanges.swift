@@ -1,5 +1,5 @@
 import EJSON
-import OrderedCollections
+import NIOConcurrencyHelpers
 
 /// What one write transaction changed, per document: before and after, consolidated (a document changed and changed
 /// back has no entry; an add then a remove has none either).
@@ -16,23 +16,37 @@ public struct DatabaseChanges: Sendable, Equatable {
     /// The key of the ``DatabaseChanges`` in a ``Foundation/Notification/Name/databaseDidChange`` notification.
     public static let userInfoKey = "MeteorDDP.databaseChanges"
 
-    /// Details per changed document, in the order the documents were first changed.
-    private(set) var details: OrderedDictionary<DocumentKey, DocumentChangeDetails> = [:]
+    /// Details per changed document (one each), in the order the documents were first changed, and an index by key
+    /// built on first use: a write transaction lists its changes without hashing a key, and only consumers that
+    /// look documents up pay for the index.
+    private var storage: ChangeList
 
     /// Creates an empty change set.
-    public init() {}
+    public init() {
+        storage = ChangeList([])
+    }
+
+    /// Changes listed by a transaction: one entry per document, in first-change order.
+    init(uniqueDetails: ContiguousArray<DocumentChangeDetails>) {
+        storage = ChangeList(uniqueDetails)
+    }
 
     /// Whether nothing changed.
-    public var isEmpty: Bool { details.isEmpty }
+    public var isEmpty: Bool { storage.details.isEmpty }
+
+    /// How many documents changed.
+    public var count: Int { storage.details.count }
 
     /// The documents that changed.
-    public var affectedDocumentKeys: [DocumentKey] { Array(details.keys) }
+    public var affectedDocumentKeys: [DocumentKey] { storage.details.map(\.key) }
 
     /// Every document's change, in first-change order.
-    public var documentChangeDetails: [DocumentChangeDetails] { Array(details.values) }
+    public var documentChangeDetails: [DocumentChangeDetails] { Array(storage.details) }
 
     /// The change of one document, if it changed.
-    public func changeDetails(for key: DocumentKey) -> DocumentChangeDetails? { details[key] }
+    public func changeDetails(for key: DocumentKey) -> DocumentChangeDetails? {
+        storage.position(of: key).map { storage.details[$0] }
+    }
 
     /// Records that a document went from `before` to `after`; equal versions record nothing.
     mutating func record(_ key: DocumentKey, before: EJSONObject?, after: EJSONObject?) {
@@ -41,31 +55,15 @@ public struct DatabaseChanges: Sendable, Equatable {
 
     /// Records that a document went from `before` to `after`; equal versions record nothing.
     mutating func recordDocuments(_ key: DocumentKey, before: Document?, after: Document?) {
-        if Self.same(before, after) {
-            details.removeValue(forKey: key)
-        } else {
-            details[key] = DocumentChangeDetails(key: key, documentBefore: before, documentAfter: after)
-        }
-    }
-
-    /// Notes a write inside a transaction: the first write keeps the document's version from before, every write
-    /// sets the version after (one hash lookup per write; unchanged documents are dropped at commit).
-    mutating func noteWrite(_ key: DocumentKey, previous: Document?, after: Document?) {
-        details[key, default: DocumentChangeDetails(key: key, documentBefore: previous, documentAfter: nil)].documentAfter = after
-    }
-
-    /// Drops the documents whose version after equals the one before (changed and changed back, added and removed).
-    mutating func dropUnchanged() {
-        details.removeAll { Self.same($0.value.documentBefore, $0.value.documentAfter) }
+        var merged = DatabaseChanges(uniqueDetails: [DocumentChangeDetails(key: key, documentBefore: before, documentAfter: after)])
+        merged.storage = storage.merging(merged.storage, overwritingBefore: true)
+        self = merged
     }
 
     /// Folds later changes into these, losslessly: each document keeps its earliest "before" and latest "after"
     /// (an add then an update is an add with the final fields; an add then a remove is nothing).
     public mutating func merge(_ later: DatabaseChanges) {
-        for (key, change) in later.details {
-            let before = details[key].map { $0.documentBefore } ?? change.documentBefore
-            recordDocuments(key, before: before, after: change.documentAfter)
-        }
+        storage = storage.merging(later.storage, overwritingBefore: false)
     }
 
     /// These changes followed by `later`.
@@ -81,6 +79,57 @@ public struct DatabaseChanges: Sendable, Equatable {
         case (let a?, let b?): return a.hasSameFields(as: b)
         default: return false
         }
+    }
+
+    /// Drops the entries whose version after equals the one before (changed and changed back, added and removed).
+    static func droppingUnchanged(_ details: ContiguousArray<DocumentChangeDetails>) -> ContiguousArray<DocumentChangeDetails> {
+        // Checked in place first: usually every document really changed, and nothing needs copying.
+        let anyUnchanged = details.withUnsafeBufferPointer { all in
+            all.indices.contains { same(all[$0].documentBefore, all[$0].documentAfter) }
+        }
+        guard anyUnchanged else { return details }
+        return details.filter { !same($0.documentBefore, $0.documentAfter) }
+    }
+}
+
+/// The storage of a ``DatabaseChanges``: immutable details and their index by key, built once on first use.
+final class ChangeList: Sendable {
+    let details: ContiguousArray<DocumentChangeDetails>
+    private let index = NIOLockedValueBox<[DocumentKey: Int]?>(nil)
+
+    init(_ details: ContiguousArray<DocumentChangeDetails>) {
+        self.details = details
+    }
+
+    /// Where the change of `key` is.
+    func position(of key: DocumentKey) -> Int? {
+        if details.count <= 8 { return details.firstIndex { $0.key == key } }
+        return index.withLockedValue { index in
+            if index == nil {
+                var built = [DocumentKey: Int](minimumCapacity: details.count)
+                for (position, detail) in details.enumerated() { built[detail.key] = position }
+                index = built
+            }
+            return index![key]
+        }
+    }
+
+    /// These changes followed by `later`: each document keeps its earliest "before" (the later one's if
+    /// `overwritingBefore`) and latest "after"; documents back where they started are dropped.
+    func merging(_ later: ChangeList, overwritingBefore: Bool) -> ChangeList {
+        var merged = details
+        var positions: [DocumentKey: Int] = [:]
+        for (position, detail) in merged.enumerated() { positions[detail.key] = position }
+        for change in later.details {
+            if let position = positions[change.key] {
+                let before = overwritingBefore ? change.documentBefore : merged[position].documentBefore
+                merged[position] = DocumentChangeDetails(key: change.key, documentBefore: before, documentAfter: change.documentAfter)
+            } else {
+                positions[change.key] = merged.count
+                merged.append(change)
+            }
+        }
+        return ChangeList(DatabaseChanges.droppingUnchanged(merged))
     }
 }
 
@@ -146,7 +195,8 @@ public struct DocumentChangeDetails: Sendable, Equatable {
 }
 
 extension DatabaseChanges {
+    /// Equal when the same documents changed the same way (in any order).
     public static func == (lhs: DatabaseChanges, rhs: DatabaseChanges) -> Bool {
-        lhs.details.count == rhs.details.count && lhs.details.allSatisfy { rhs.details[$0.key] == $0.value }
+        lhs.count == rhs.count && lhs.storage.details.allSatisfy { rhs.changeDetails(for: $0.key) == $0 }
     }
 }

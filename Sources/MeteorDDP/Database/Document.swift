@@ -24,11 +24,16 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     }
 
     /// The id and the packed fields in one allocation.
-    final class Storage: ManagedBuffer<Header, UInt8> {}
+    final class Storage: ManagedBuffer<Header, UInt8> {
+        /// Whether the document's id is `id` (without copying the id out).
+        func hasID(_ id: String) -> Bool {
+            withUnsafeMutablePointerToHeader { $0.pointee.id == id }
+        }
+    }
 
-    private let storage: Storage
+    let storage: Storage
 
-    private init(storage: Storage) {
+    init(storage: Storage) {
         self.storage = storage
     }
 
@@ -161,8 +166,14 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     func hasSameFields(as other: Document) -> Bool {
         if storage === other.storage { return true }
         guard fieldCount == other.fieldCount else { return false }
-        if withBytes({ mine in other.withBytes { PackedFields.bytesEqual(mine, $0) } }) { return true }
-        // The first field whose value differs (or is missing there) decides.
+        let lockstep = withBytes { mine in
+            other.withBytes { theirs -> Bool? in
+                if PackedFields.bytesEqual(mine, theirs) { return true }
+                return PackedFields.fieldsEqualInOrder(mine, theirs, count: fieldCount)
+            }
+        }
+        if let lockstep { return lockstep }
+        // Same fields in another order: the first field whose value differs (or is missing there) decides.
         let differing = firstField { name, value in
             !other.withValue(named: name) { theirs in theirs.map { PackedFields.valuesEqual(value, $0) } ?? false }
         }

@@ -106,6 +106,26 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(recorder.changes.count, 0)
     }
 
+    func testADocumentRemovedAndAddedBackInATransactionHasOneEntryFromItsFirstVersionToItsLast() {
+        let database = seeded()
+        let recorder = ChangesRecorder(database)
+        database.performUpdates {
+            database.apply(.changed(lovelace, ["score": 30], cleared: []))
+            database.apply(.removed(lovelace))
+            database.apply(.added(lovelace, ["name": "Ada", "score": 31]))
+            database.apply(.added(shannon, ["name": "Claude Shannon"]))
+            database.apply(.removed(shannon))
+            database.apply(.removed(gauss))
+            database.apply(.added(gauss, ["name": "Carl Friedrich Gauss", "score": 5]))
+        }
+        XCTAssertEqual(recorder.changes.count, 1)
+        let changes = recorder.changes.first
+        XCTAssertEqual(changes?.affectedDocumentKeys, [lovelace], "shannon came and went, gauss is back as he was")
+        XCTAssertEqual(changes?.changeDetails(for: lovelace)?.changeType, .update)
+        XCTAssertEqual(changes?.changeDetails(for: lovelace)?.fieldsBefore, ["name": "Ada Lovelace", "score": 25, "color": "blue"])
+        XCTAssertEqual(changes?.changeDetails(for: lovelace)?.changedFields, ["name": .set("Ada"), "score": .set(31), "color": .removed])
+    }
+
     func testTheWritingThreadReadsItsUncommittedStateAndOthersDoNot() {
         let database = seeded()
         let otherThreadSaw = expectation(description: "other thread read")

@@ -1,11 +1,20 @@
 import Atomics
 import EJSON
 import HashTreeCollections
+import NIOConcurrencyHelpers
 
-/// An immutable version of the whole cache: collections (a persistent hash tree of ``DocumentTable``s, themselves
-/// persistent), so a new version shares everything it did not change with the previous one and costs O(changes) to make.
+/// A version of the whole cache: its collections' ``DocumentTable``s by name. A committed snapshot holds its
+/// ``SnapshotGeneration``, which keeps the tables' memory alive for as long as the snapshot is used.
 struct DatabaseSnapshot: Sendable {
     private(set) var collections: TreeDictionary<String, DocumentTable> = [:]
+    /// Keeps the tables' memory alive (`nil` for the empty snapshot and for an open transaction's own state, which
+    /// the transaction keeps alive and which is valid only until its next write).
+    private(set) var generation: SnapshotGeneration?
+
+    init(collections: TreeDictionary<String, DocumentTable> = [:], generation: SnapshotGeneration? = nil) {
+        self.collections = collections
+        self.generation = generation
+    }
 
     func document(_ key: DocumentKey) -> Document? {
         collections[key.collectionName]?[key.documentID]
@@ -24,12 +33,68 @@ struct DatabaseSnapshot: Sendable {
     }
 }
 
-/// The published snapshot, swapped atomically at the end of each outermost transaction; readers load it without
-/// taking any lock.
-final class PublishedSnapshot: AtomicReference, Sendable {
-    let snapshot: DatabaseSnapshot
+/// One committed version of the cache and the owner of its memory; the database publishes the newest one
+/// atomically and readers load it without taking any lock.
+///
+/// Generations are reclaimed in commit order, and a generation that is not the newest owns only what it can see and
+/// its successor cannot (its ``RetiredMemory``). Each generation holds its successor, so while any reader keeps an
+/// old generation, every later one (and the memory they retired) stays alive; when the oldest goes, it frees its
+/// retired memory and lets go of the next. The newest generation owns everything reachable from its tables.
+final class SnapshotGeneration: AtomicReference, @unchecked Sendable {
+    // @unchecked because: `collections` is immutable and its memory read-only once published; `state` is protected
+    // by its lock.
 
-    init(_ snapshot: DatabaseSnapshot) {
-        self.snapshot = snapshot
+    /// Who owns what. Protected by its lock.
+    private struct State {
+        /// The newest generation owns all its tables' memory.
+        var isNewest = true
+        /// A superseded one owns what it retired ...
+        var retired = RetiredMemory()
+        /// ... and holds its successor (`nil` for the newest, and once handed on).
+        var successor: SnapshotGeneration?
+    }
+
+    let collections: TreeDictionary<String, DocumentTable>
+    private let state = NIOLockedValueBox(State())
+
+    init(collections: TreeDictionary<String, DocumentTable>) {
+        self.collections = collections
+    }
+
+    var snapshot: DatabaseSnapshot { DatabaseSnapshot(collections: collections, generation: self) }
+
+    /// Records that `successor` replaced this generation, and what this one alone still uses.
+    func supersede(by successor: SnapshotGeneration, retiring retired: RetiredMemory) {
+        state.withLockedValue { state in
+            precondition(state.isNewest, "a generation is superseded once")
+            state = State(isNewest: false, retired: retired, successor: successor)
+        }
+    }
+
+    /// Takes this generation's memory, leaving it owning nothing.
+    private func take() -> State {
+        state.withLockedValue { state in
+            let taken = state
+            state = State(isNewest: false)
+            return taken
+        }
+    }
+
+    deinit {
+        // Frees along the chain without recursing: a successor that nobody else holds is taken over here.
+        var taken = take()
+        var owner: SnapshotGeneration? = nil
+        while true {
+            if taken.isNewest {
+                for (_, table) in (owner?.collections ?? collections) { table.releaseEverything() }
+                return
+            }
+            taken.retired.release()
+            guard var next = taken.successor else { return }
+            taken.successor = nil
+            guard isKnownUniquelyReferenced(&next) else { return }
+            taken = next.take()
+            owner = next
+        }
     }
 }

@@ -1,31 +1,42 @@
-/// One collection's documents by id: a persistent hash table whose versions share everything they did not change.
+/// One collection's documents by id, in one version of the cache: a hash table whose versions share every bucket
+/// they did not change, without reference counting between them.
 ///
-/// The table is an array of small buckets, each a copy-on-write array of documents (the document holds its own id,
-/// so an entry is one reference and a cached hash). A write transaction copies the bucket array once, and each
-/// bucket it touches once; every other bucket stays shared with the versions readers may still hold. Buckets stay
-/// small (the table doubles when they average more than ``maximumLoad`` documents), so copying one costs a few
-/// retains: much less than the copied path of a general hash tree (swift-collections' TreeDictionary, which this
-/// replaced for documents: the cache spent most of its write time copying, then freeing, its 32-wide nodes).
-struct DocumentTable: Sendable {
-    struct Entry: Sendable {
-        let hash: Int
-        var document: Document
-    }
-
-    typealias Bucket = ContiguousArray<Entry>
+/// The table is a directory of small buckets in raw memory; a bucket holds `(hash, document)` entries, the document
+/// as an unmanaged reference (it holds its own id). A write transaction (identified by its `epoch`) copies the
+/// directory once and each bucket it touches once (a `memcpy`: no retain per shared document, no release when the
+/// old version dies); whatever the new version no longer uses (the old directory, old buckets, replaced documents)
+/// goes to a ``RetiredMemory`` list, freed when no snapshot that can see it is left (see ``SnapshotGeneration``).
+/// The memory reachable from the newest version belongs to the newest generation.
+///
+/// Ownership: every document in the newest version is retained once by it; a document leaves the table by moving
+/// that retain to the retired list. A `DocumentTable` value is only valid while the generation (or the open
+/// transaction) it came from is alive: ``DatabaseSnapshot`` keeps its generation for that reason.
+///
+/// Profiles of the persistent versions this replaced (swift-collections' TreeDictionary, then an array of
+/// copy-on-write Swift arrays) showed most of the write time retaining every shared element when a node was copied
+/// and releasing them all again when the old version died.
+struct DocumentTable: @unchecked Sendable {
+    // @unchecked because: the raw memory is written only by the transaction whose epoch allocated it, before the
+    // version is published; published versions are read-only.
 
     /// The average number of documents per bucket above which the table doubles.
     static let maximumLoad = 8
     static let minimumBucketCount = 8
 
-    /// A power of two buckets.
-    private var buckets: ContiguousArray<Bucket>
+    /// `bucketCount` bucket pointers (`nil`: empty bucket), or `nil` for an empty table.
+    private var directory: UnsafeMutablePointer<DocumentBucket?>?
+    /// A power of two, or 0.
+    private var bucketCount: Int
+    /// The epoch of the transaction that allocated `directory` (only that transaction may write it).
+    private var epoch: UInt64
     /// The number of documents.
     private(set) var count: Int
 
     /// An empty table.
     init() {
-        buckets = ContiguousArray(repeating: Bucket(), count: Self.minimumBucketCount)
+        directory = nil
+        bucketCount = 0
+        epoch = 0
         count = 0
     }
 
@@ -35,31 +46,18 @@ struct DocumentTable: Sendable {
 
     /// The document with this id.
     subscript(id: String) -> Document? {
-        let (hash, bucketIndex) = locate(id)
-        return position(of: id, hash: hash, in: bucketIndex).map { buckets[bucketIndex][$0].document }
-    }
-
-    /// The hash of `id` and the bucket it belongs in.
-    private func locate(_ id: String) -> (hash: Int, bucket: Int) {
+        guard let directory else { return nil }
         let hash = id.hashValue
-        return (hash, hash & (buckets.count - 1))
-    }
-
-    /// Where the document with this id and hash sits in its bucket.
-    private func position(of id: String, hash: Int, in bucketIndex: Int) -> Int? {
-        buckets.withUnsafeBufferPointer { all in
-            all[bucketIndex].withUnsafeBufferPointer { entries in
-                entries.firstIndex { $0.hash == hash && $0.document.id == id }
-            }
-        }
+        guard let bucket = directory[hash & (bucketCount - 1)], let position = bucket.position(of: id, hash: hash) else { return nil }
+        return bucket.document(at: position)
     }
 
     /// Every document, in no particular order.
     var documents: [Document] {
         var documents: [Document] = []
         documents.reserveCapacity(count)
-        for bucket in buckets {
-            for entry in bucket { documents.append(entry.document) }
+        forEachBucket { bucket in
+            for position in 0..<bucket.count { documents.append(bucket.document(at: position)) }
         }
         return documents
     }
@@ -67,41 +65,150 @@ struct DocumentTable: Sendable {
     /// Every id, in no particular order.
     var ids: [String] { documents.map(\.id) }
 
+    private func forEachBucket(_ body: (DocumentBucket) -> Void) {
+        guard let directory else { return }
+        for index in 0..<bucketCount {
+            if let bucket = directory[index] { body(bucket) }
+        }
+    }
+
     // MARK: - Writing
 
     /// Calls `body` with the document stored under `id` (`nil`: none) and stores what it leaves there (`nil` removes
-    /// the document). One hash, one bucket scan; a bucket is copied only if it is shared and actually changes.
-    mutating func updateValue<R>(forKey id: String, with body: (inout Document?) throws -> R) rethrows -> R {
-        let (hash, bucketIndex) = locate(id)
-        let position = position(of: id, hash: hash, in: bucketIndex)
-        let old = position.map { buckets[bucketIndex][$0].document }
+    /// the document), as part of the transaction `epoch` (greater than that of every version before). What the
+    /// previous version still uses and this one no longer does goes to `retired`. One hash, one bucket scan; the
+    /// directory and the bucket are copied only if an earlier version owns them and something actually changes.
+    ///
+    /// `body` also gets where this transaction listed the document's change (-1: not yet); a stored document keeps
+    /// what `body` leaves there, so the transaction finds its change list entry again without a lookup of its own.
+    mutating func updateValue<R>(
+        forKey id: String, epoch: UInt64, retiring retired: inout RetiredMemory,
+        with body: (_ document: inout Document?, _ change: inout Int32) throws -> R
+    ) rethrows -> R {
+        let hash = id.hashValue
+        let bucketIndex = hash & (bucketCount &- 1)
+        let bucket = directory?[bucketIndex]
+        let position = bucket?.position(of: id, hash: hash)
+        let old = position.map { bucket!.document(at: $0) }
+        let oldChange: Int32 = position.map { bucket!.epoch == epoch ? bucket!.change(at: $0) : -1 } ?? -1
         var slot = old
-        let result = try body(&slot)
+        var change = oldChange
+        let result = try body(&slot, &change)
         switch (position, slot) {
         case (let position?, let new?):
-            if !new.isIdentical(to: old!) { buckets[bucketIndex][position].document = new }
+            let replacing = !new.isIdentical(to: old!)
+            guard replacing || change != oldChange else { break }
+            let writable = writableBucket(at: bucketIndex, epoch: epoch, minimumCapacity: 0, retired: &retired)
+            if replacing { retired.documents.append(writable.replaceDocument(at: position, with: new)) }
+            writable.setChange(change, at: position)
         case (let position?, nil):
-            let last = buckets[bucketIndex].count - 1
-            if position != last { buckets[bucketIndex].swapAt(position, last) }
-            buckets[bucketIndex].removeLast()
+            let writable = writableBucket(at: bucketIndex, epoch: epoch, minimumCapacity: 0, retired: &retired)
+            retired.documents.append(writable.removeDocument(at: position))
             count -= 1
-            if count < buckets.count / 2, buckets.count > Self.minimumBucketCount { rebuild(bucketCount: buckets.count / 2) }
+            if count == 0 {
+                retireEverything(into: &retired)
+            } else if count < bucketCount / 2, bucketCount > Self.minimumBucketCount {
+                rebuild(bucketCount: bucketCount / 2, epoch: epoch, retired: &retired)
+            }
         case (nil, let new?):
-            buckets[bucketIndex].append(Entry(hash: hash, document: new))
+            if directory == nil { rebuild(bucketCount: Self.minimumBucketCount, epoch: epoch, retired: &retired) }
+            let index = hash & (bucketCount - 1)
+            let writable = writableBucket(at: index, epoch: epoch, minimumCapacity: (directory![index]?.count ?? 0) + 1, retired: &retired)
+            writable.append(hash: hash, change: change, document: new)
             count += 1
-            if count > buckets.count * Self.maximumLoad { rebuild(bucketCount: buckets.count * 2) }
+            if count > bucketCount * Self.maximumLoad { rebuild(bucketCount: bucketCount * 2, epoch: epoch, retired: &retired) }
         case (nil, nil):
             break
         }
         return result
     }
 
-    /// Redistributes every document over `bucketCount` buckets (amortised over the writes that made it necessary).
-    private mutating func rebuild(bucketCount: Int) {
-        var rebuilt = ContiguousArray(repeating: Bucket(), count: bucketCount)
-        for bucket in buckets {
-            for entry in bucket { rebuilt[entry.hash & (bucketCount - 1)].append(entry) }
+    /// The bucket at `index`, writable by the transaction `epoch` and with room for `minimumCapacity` entries: the
+    /// directory and the bucket are copied first if an earlier version owns them.
+    private mutating func writableBucket(at index: Int, epoch: UInt64, minimumCapacity: Int, retired: inout RetiredMemory) -> DocumentBucket {
+        if self.epoch != epoch {
+            let copy = UnsafeMutablePointer<DocumentBucket?>.allocate(capacity: bucketCount)
+            copy.initialize(from: directory!, count: bucketCount)
+            retired.blocks.append(UnsafeMutableRawPointer(directory!))
+            directory = copy
+            self.epoch = epoch
         }
-        buckets = rebuilt
+        let current = directory![index]
+        if let current, current.epoch == epoch, current.capacity >= minimumCapacity { return current }
+        let copy = DocumentBucket.allocate(capacity: max(minimumCapacity, (current?.count ?? 0) + 2), epoch: epoch)
+        if let current {
+            copy.appendEntries(of: current)
+            if current.epoch == epoch { current.deallocate() } else { retired.blocks.append(current.rawPointer) }
+        }
+        directory![index] = copy
+        return copy
+    }
+
+    /// Redistributes every document over `bucketCount` new buckets; the old directory and buckets are retired
+    /// (amortised over the writes that made it necessary).
+    private mutating func rebuild(bucketCount newCount: Int, epoch: UInt64, retired: inout RetiredMemory) {
+        let rebuilt = UnsafeMutablePointer<DocumentBucket?>.allocate(capacity: newCount)
+        rebuilt.initialize(repeating: nil, count: newCount)
+        let capacity = Self.maximumLoad + 2
+        forEachBucket { bucket in
+            for position in 0..<bucket.count {
+                var entry = bucket.entry(at: position)
+                if bucket.epoch != epoch { entry.change = -1 }
+                let index = Int(entry.hash) & (newCount - 1)
+                var target = rebuilt[index] ?? DocumentBucket.allocate(capacity: capacity, epoch: epoch)
+                if target.count == target.capacity {
+                    let larger = DocumentBucket.allocate(capacity: target.capacity * 2, epoch: epoch)
+                    larger.appendEntries(of: target)
+                    target.deallocate()
+                    target = larger
+                }
+                target.append(entry)
+                rebuilt[index] = target
+            }
+        }
+        retireStructure(into: &retired)
+        directory = rebuilt
+        bucketCount = newCount
+        self.epoch = epoch
+    }
+
+    /// Retires the directory and every bucket (not the documents) and leaves the table empty.
+    private mutating func retireEverything(into retired: inout RetiredMemory) {
+        retireStructure(into: &retired)
+        self = DocumentTable()
+    }
+
+    private func retireStructure(into retired: inout RetiredMemory) {
+        guard let directory else { return }
+        forEachBucket { retired.blocks.append($0.rawPointer) }
+        retired.blocks.append(UnsafeMutableRawPointer(directory))
+    }
+
+    /// Frees the directory and the buckets and releases every document: for the newest version only, once nothing
+    /// can read it any more.
+    func releaseEverything() {
+        var retired = RetiredMemory()
+        forEachBucket { bucket in
+            for position in 0..<bucket.count { retired.documents.append(bucket.entry(at: position).document) }
+        }
+        retireStructure(into: &retired)
+        retired.release()
+    }
+}
+
+/// Memory a version no longer uses but an older one may: blocks to free and documents to release.
+struct RetiredMemory: @unchecked Sendable {
+    // @unchecked because: the blocks and documents belong to this list alone once retired.
+    var blocks: [UnsafeMutableRawPointer] = []
+    var documents: [Unmanaged<Document.Storage>] = []
+
+    var isEmpty: Bool { blocks.isEmpty && documents.isEmpty }
+
+    /// Frees the blocks and releases the documents.
+    mutating func release() {
+        for block in blocks { block.deallocate() }
+        for document in documents { document.release() }
+        blocks = []
+        documents = []
     }
 }

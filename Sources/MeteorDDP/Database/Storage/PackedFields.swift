@@ -306,6 +306,24 @@ extension PackedFields {
         a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
 
+    /// Compares two packed field lists of `count` fields that name their fields in the same order, field by field:
+    /// `true` or `false` if they do, `nil` as soon as a name differs (the lists must then be compared by name).
+    static func fieldsEqualInOrder(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, count: Int) -> Bool? {
+        guard let baseA = a.baseAddress, let baseB = b.baseAddress else { return count == 0 }
+        var readerA = PackedFieldsReader(base: baseA)
+        var readerB = PackedFieldsReader(base: baseB)
+        for _ in 0..<count {
+            guard bytesEqual(readerA.span(), readerB.span()) else { return nil }
+            let startA = readerA.offset, startB = readerB.offset
+            readerA.skipValue()
+            readerB.skipValue()
+            let valueA = UnsafeRawBufferPointer(start: baseA + startA, count: readerA.offset - startA)
+            let valueB = UnsafeRawBufferPointer(start: baseB + startB, count: readerB.offset - startB)
+            if !valuesEqual(valueA, valueB) { return false }
+        }
+        return true
+    }
+
     /// Whether two packed values (each starting at its tag) are equal as ``EJSONValue``s: byte-equal values are, and
     /// values that differ byte-wise are compared by meaning only where bytes can differ for equal values (numbers,
     /// containers whose objects may list keys in another order).
