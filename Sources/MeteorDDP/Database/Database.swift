@@ -143,23 +143,26 @@ public final class Database: @unchecked Sendable {
     }
 
     private func applyInTransaction(_ update: DataUpdate) {
-        let key = update.key
-        // One lookup: the body sees the current version and returns the one to write (`nil`: leave it).
-        transaction!.update(key) { current -> Document?? in
-            switch update {
-            case .added(_, let fields):
+        // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
+        switch update {
+        case .added(let key, let fields):
+            transaction!.update(key) { current -> Document?? in
                 guard let current else { return .some(Document(id: key.documentID, fields: fields)) }
                 logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
                 return .some(current.setting(fields))
-            case .changed(_, let fields, let cleared):
+            }
+        case .changed(let key, let fields, let cleared):
+            transaction!.update(key) { current -> Document?? in
                 guard let current else {
                     logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
                     return .some(Document(id: key.documentID, fields: fields))
                 }
                 return .some(current.setting(fields, clearing: cleared))
-            case .replaced(_, let fields):
-                return .some(fields.map { Document(id: key.documentID, fields: $0) })
-            case .removed:
+            }
+        case .replaced(let key, let fields):
+            transaction!.update(key) { _ in .some(fields.map { Document(id: key.documentID, fields: $0) }) }
+        case .removed(let key):
+            transaction!.update(key) { current -> Document?? in
                 guard current != nil else {
                     logger.debug("removed for a missing document ignored", metadata: ["key": "\(key)"])
                     return nil
@@ -197,7 +200,7 @@ public final class Database: @unchecked Sendable {
             writeLock.unlock()
             return
         }
-        let wroteTables = !transaction!.tables.isEmpty
+        let wroteTables = !transaction!.tables.isEmpty || transaction!.currentTable != nil
         let finished = transaction!.materialized
         let retired = transaction!.retired
         let changes = DatabaseChanges(uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList))
@@ -243,6 +246,8 @@ struct WriteTransaction {
     /// Working copies of the collections written so far, kept out of `pending` so they stay uniquely referenced and
     /// change in place (only nodes shared with the published snapshot are copied, once).
     var tables: [String: DocumentTable] = [:]
+    /// The table written last, kept out of `tables` (successive writes mostly go to one collection: no lookup).
+    var currentTable: (name: String, table: DocumentTable)?
     var depth = 0
     /// Each written document's version from before the transaction and its latest version, in first-write order
     /// (one entry per document: the table keeps each stored document's position here).
@@ -256,6 +261,7 @@ struct WriteTransaction {
 
 extension WriteTransaction {
     func document(_ key: DocumentKey) -> Document? {
+        if let currentTable, currentTable.name == key.collectionName { return currentTable.table[key.documentID] }
         if let table = tables[key.collectionName] { return table[key.documentID] }
         return pending.document(key)
     }
@@ -266,9 +272,12 @@ extension WriteTransaction {
     mutating func update(_ key: DocumentKey, _ body: (Document?) -> Document??) {
         var previous: Document?
         var written: Document??
-        // Tables are plain values (pointers into memory the generations own): taking one out and putting it back
-        // copies no document.
-        var table = tables.removeValue(forKey: key.collectionName) ?? pending.documents(in: key.collectionName)
+        if currentTable?.name != key.collectionName {
+            // Tables are plain values (pointers into memory the generations own): moving one copies no document.
+            if let (name, table) = currentTable { tables[name] = table }
+            currentTable = (key.collectionName, tables.removeValue(forKey: key.collectionName) ?? pending.documents(in: key.collectionName))
+        }
+        var table = currentTable!.table
         var retired = RetiredMemory()
         swap(&retired, &self.retired)
         table.updateValue(forKey: key.documentID, epoch: epoch, retiring: &retired) { slot, change in
@@ -279,7 +288,7 @@ extension WriteTransaction {
             noteChange(key, previous: previous, after: written, listedAt: &change)
         }
         swap(&retired, &self.retired)
-        tables[key.collectionName] = table
+        currentTable!.table = table
         guard let written else { return }
         for index in recorders.indices where recorders[index].originals[key] == nil {
             recorders[index].originals[key] = .some(previous?.fields)
@@ -304,6 +313,7 @@ extension WriteTransaction {
     var materialized: DatabaseSnapshot {
         var snapshot = pending
         for (name, table) in tables { snapshot.setTable(name, table) }
+        if let (name, table) = currentTable { snapshot.setTable(name, table) }
         return snapshot
     }
 }
