@@ -209,9 +209,23 @@ extension Document {
         var changes = changes
         if !cleared.isEmpty { changes.removeAll { cleared.contains($0.key) } }
         let oldCount = self.fieldCount
-        // Scratch, no heap: per old field its plan (-2 keep, -1 drop, j replace with changes[j]), then per change
+        // The changes' names and values are read in place (no copy of a name or value per field compared).
+        return changes.keys.elements.withUnsafeBufferPointer { names in
+            changes.values.withUnsafeBufferPointer { values in
+                cleared.withUnsafeBufferPointer { cleared in
+                    setting(names: names, values: values, clearing: cleared, oldCount: oldCount)
+                }
+            }
+        }
+    }
+
+    private func setting(
+        names: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<EJSONValue>, clearing cleared: UnsafeBufferPointer<String>,
+        oldCount: Int
+    ) -> Document {
+        // Scratch, no heap: per old field its plan (-2 keep, -1 drop, j replace with change j), then per change
         // whether it replaced a field (1) or is appended (0).
-        return withUnsafeTemporaryAllocation(of: Int.self, capacity: oldCount + changes.count) { scratch in
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: oldCount + names.count) { scratch in
             let replaced = UnsafeMutableBufferPointer(rebasing: scratch[oldCount...])
             replaced.initialize(repeating: 0)
             // One pass to size the result: kept fields by their bytes, replaced and appended ones by their new values.
@@ -220,22 +234,22 @@ extension Document {
             var position = 0
             forEachField { name, value in
                 defer { position += 1 }
-                if Self.index(of: name, in: cleared) != nil {
+                if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil {
                     scratch[position] = -1
                     return
                 }
-                if let j = Self.index(of: name, in: changes.keys) {
+                if let j = Self.index(of: name, in: names) {
                     replaced[j] = 1
                     scratch[position] = j
-                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + PackedFields.valueSize(changes.values[j])
+                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + PackedFields.valueSize(values[j])
                 } else {
                     scratch[position] = -2
                     byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + value.count
                 }
                 fieldCount += 1
             }
-            for (j, (name, value)) in changes.enumerated() where replaced[j] == 0 {
-                byteCount += PackedFields.fieldSize(name: name, value: value)
+            for j in names.indices where replaced[j] == 0 {
+                byteCount += PackedFields.fieldSize(name: names[j], value: values[j])
                 fieldCount += 1
             }
             let storage = Self.makeStorage(id: id, fieldCount: fieldCount, byteCount: byteCount) { writer in
@@ -251,20 +265,22 @@ extension Document {
                     case let j:
                         writer.varint(UInt64(name.count))
                         writer.bytes(name)
-                        writer.value(changes.values[j])
+                        writer.value(values[j])
                     }
                 }
-                for (j, (name, value)) in changes.enumerated() where replaced[j] == 0 { writer.field(name: name, value: value) }
+                for j in names.indices where replaced[j] == 0 { writer.field(name: names[j], value: values[j]) }
             }
             return Document(storage: storage)
         }
     }
 
     /// The index of the name equal to `name` (UTF-8) in `names`.
-    private static func index<Names: Swift.Collection<String>>(of name: UnsafeRawBufferPointer, in names: Names) -> Int? {
-        for (index, candidate) in names.enumerated() {
-            let found = candidate.utf8.withContiguousStorageIfAvailable { PackedFields.bytesEqual(name, UnsafeRawBufferPointer($0)) }
-                ?? (candidate.utf8.count == name.count && candidate.utf8.elementsEqual(name))
+    private static func index(of name: UnsafeRawBufferPointer, in names: UnsafeBufferPointer<String>) -> Int? {
+        for index in names.indices {
+            let utf8 = names[index].utf8
+            guard utf8.count == name.count else { continue }
+            let found = utf8.withContiguousStorageIfAvailable { PackedFields.bytesEqual(name, UnsafeRawBufferPointer($0)) }
+                ?? utf8.elementsEqual(name)
             if found { return index }
         }
         return nil
