@@ -61,4 +61,28 @@ final class DatabaseChangesTests: XCTestCase {
         second.record(key, before: ["score": 26], after: ["score": 25])
         XCTAssertTrue(first.merging(second).isEmpty)
     }
+
+    func testLargeChangeSetsAreLookedUpAndMergedByKeyInFirstChangeOrder() {
+        // More documents than the linear lookup handles: the by-key index is built on first use.
+        let keys = (0..<50).map { DocumentKey(collectionName: "players", documentID: "p\($0)") }
+        var first = DatabaseChanges()
+        for (i, key) in keys.enumerated() { first.record(key, before: nil, after: ["score": .number(Double(i))]) }
+        XCTAssertEqual(first.count, 50)
+        XCTAssertEqual(first.changeDetails(for: keys[37])?.fieldsAfter, ["score": 37])
+        XCTAssertNil(first.changeDetails(for: DocumentKey(collectionName: "players", documentID: "nobody")))
+        var second = DatabaseChanges()
+        second.record(keys[3], before: ["score": 3], after: nil)
+        second.record(keys[40], before: ["score": 40], after: ["score": 41])
+        let extra = DocumentKey(collectionName: "players", documentID: "late")
+        second.record(extra, before: nil, after: ["score": 1])
+        let merged = first.merging(second)
+        XCTAssertEqual(merged.count, 50, "p3 came and went; late is new")
+        XCTAssertNil(merged.changeDetails(for: keys[3]))
+        XCTAssertEqual(merged.changeDetails(for: keys[40])?.changeType, .add)
+        XCTAssertEqual(merged.changeDetails(for: keys[40])?.fieldsAfter, ["score": 41])
+        XCTAssertEqual(merged.affectedDocumentKeys.first, keys[0])
+        XCTAssertEqual(merged.affectedDocumentKeys.last, extra)
+        XCTAssertEqual(first.count, 50, "merging leaves the original as it was")
+        XCTAssertEqual(first.changeDetails(for: keys[3])?.changeType, .add)
+    }
 }
