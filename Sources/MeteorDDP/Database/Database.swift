@@ -260,12 +260,6 @@ struct WriteTransaction {
 }
 
 extension WriteTransaction {
-    func document(_ key: DocumentKey) -> Document? {
-        if let currentTable, currentTable.name == key.collectionName { return currentTable.table[key.documentID] }
-        if let table = tables[key.collectionName] { return table[key.documentID] }
-        return pending.document(key)
-    }
-
     /// Calls `body` with the document's current version and writes the version it returns (`.some(nil)` removes the
     /// document, `nil` leaves it as it is), remembering the version from before the transaction and for each recorder.
     /// One hash lookup and one bucket scan.

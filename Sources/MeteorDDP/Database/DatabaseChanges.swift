@@ -50,14 +50,8 @@ public struct DatabaseChanges: Sendable, Equatable {
 
     /// Records that a document went from `before` to `after`; equal versions record nothing.
     mutating func record(_ key: DocumentKey, before: EJSONObject?, after: EJSONObject?) {
-        recordDocuments(key, before: before.map { Document(id: key.documentID, fields: $0) }, after: after.map { Document(id: key.documentID, fields: $0) })
-    }
-
-    /// Records that a document went from `before` to `after`; equal versions record nothing.
-    mutating func recordDocuments(_ key: DocumentKey, before: Document?, after: Document?) {
-        var merged = DatabaseChanges(uniqueDetails: [DocumentChangeDetails(key: key, documentBefore: before, documentAfter: after)])
-        merged.storage = storage.merging(merged.storage, overwritingBefore: true)
-        self = merged
+        let change = DocumentChangeDetails(key: key, fieldsBefore: before, fieldsAfter: after)
+        storage = storage.merging(ChangeList([change]), overwritingBefore: true)
     }
 
     /// Folds later changes into these, losslessly: each document keeps its earliest "before" and latest "after"
@@ -104,13 +98,17 @@ final class ChangeList: Sendable {
     /// Where the change of `key` is.
     func position(of key: DocumentKey) -> Int? {
         if details.count <= 8 { return details.firstIndex { $0.key == key } }
-        return index.withLockedValue { index in
-            if index == nil {
-                var built = [DocumentKey: Int](minimumCapacity: details.count)
-                for (position, detail) in details.enumerated() { built[detail.key] = position }
-                index = built
-            }
-            return index![key]
+        return positionsByKey()[key]
+    }
+
+    /// Each document's position, built on first use and kept.
+    private func positionsByKey() -> [DocumentKey: Int] {
+        index.withLockedValue { index in
+            if let index { return index }
+            var built = [DocumentKey: Int](minimumCapacity: details.count)
+            for (position, detail) in details.enumerated() { built[detail.key] = position }
+            index = built
+            return built
         }
     }
 
@@ -118,8 +116,7 @@ final class ChangeList: Sendable {
     /// `overwritingBefore`) and latest "after"; documents back where they started are dropped.
     func merging(_ later: ChangeList, overwritingBefore: Bool) -> ChangeList {
         var merged = details
-        var positions: [DocumentKey: Int] = [:]
-        for (position, detail) in merged.enumerated() { positions[detail.key] = position }
+        var positions = positionsByKey()
         for change in later.details {
             if let position = positions[change.key] {
                 let before = overwritingBefore ? change.documentBefore : merged[position].documentBefore

@@ -170,9 +170,7 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
             var reader = PackedFieldsReader(base: base)
             for _ in 0..<fieldCount {
                 let name = reader.span()
-                let start = reader.offset
-                reader.skipValue()
-                let value = UnsafeRawBufferPointer(start: base + start, count: reader.offset - start)
+                let value = reader.valueSpan()
                 if try stop(name, value) { return (name, value) }
             }
             return nil

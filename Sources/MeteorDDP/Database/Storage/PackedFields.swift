@@ -260,6 +260,13 @@ struct PackedFieldsReader {
         }
     }
 
+    /// Skips one value and returns its packed bytes (tag included).
+    mutating func valueSpan() -> UnsafeRawBufferPointer {
+        let start = offset
+        skipValue()
+        return UnsafeRawBufferPointer(start: base + start, count: offset - start)
+    }
+
     /// Reads one value (tag included).
     mutating func value() -> EJSONValue {
         switch PackedFields.Tag(rawValue: byte())! {
@@ -314,12 +321,7 @@ extension PackedFields {
         var readerB = PackedFieldsReader(base: baseB)
         for _ in 0..<count {
             guard bytesEqual(readerA.span(), readerB.span()) else { return nil }
-            let startA = readerA.offset, startB = readerB.offset
-            readerA.skipValue()
-            readerB.skipValue()
-            let valueA = UnsafeRawBufferPointer(start: baseA + startA, count: readerA.offset - startA)
-            let valueB = UnsafeRawBufferPointer(start: baseB + startB, count: readerB.offset - startB)
-            if !valuesEqual(valueA, valueB) { return false }
+            if !valuesEqual(readerA.valueSpan(), readerB.valueSpan()) { return false }
         }
         return true
     }
