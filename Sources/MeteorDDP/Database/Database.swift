@@ -146,13 +146,13 @@ public final class Database: @unchecked Sendable {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch update {
         case .added(let key, let fields):
-            transaction!.update(key) { current -> Document?? in
+            transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
                 guard let current else { return .some(Document(id: key.documentID, fields: fields)) }
                 logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
                 return .some(current.setting(fields))
             }
         case .changed(let key, let fields, let cleared):
-            transaction!.update(key) { current -> Document?? in
+            transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
                 guard let current else {
                     logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
                     return .some(Document(id: key.documentID, fields: fields))
@@ -203,7 +203,8 @@ public final class Database: @unchecked Sendable {
         let wroteTables = !transaction!.tables.isEmpty || transaction!.currentTable != nil
         let finished = transaction!.materialized
         let retired = transaction!.retired
-        let changes = DatabaseChanges(uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList))
+        let changes = DatabaseChanges(
+            uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList, checking: transaction!.unsureChanges))
         transaction = nil
         // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
         let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil
@@ -255,6 +256,9 @@ struct WriteTransaction {
     /// Where the documents removed by this transaction have their change listed (a document added back finds its
     /// entry here: the table no longer has it).
     var removedChanges: [DocumentKey: Int32] = [:]
+    /// The entries of `changeList` whose version after may equal the one before (written more than once, or by a
+    /// write that may not have changed anything); the others certainly differ and are not compared at the end.
+    var unsureChanges: [Int32] = []
     /// Nested recorders of originals (stubs).
     var recorders: [Recorder] = []
 }
@@ -262,8 +266,9 @@ struct WriteTransaction {
 extension WriteTransaction {
     /// Calls `body` with the document's current version and writes the version it returns (`.some(nil)` removes the
     /// document, `nil` leaves it as it is), remembering the version from before the transaction and for each recorder.
-    /// One hash lookup and one bucket scan.
-    mutating func update(_ key: DocumentKey, _ body: (Document?) -> Document??) {
+    /// One hash lookup and one bucket scan. `newVersionsDiffer`: a version `body` returns that is not the current one
+    /// itself differs from it (as ``Document/setting(_:clearing:)`` guarantees), so it need not be compared.
+    mutating func update(_ key: DocumentKey, newVersionsDiffer: Bool = false, _ body: (Document?) -> Document??) {
         var previous: Document?
         var written: Document??
         if currentTable?.name != key.collectionName {
@@ -279,11 +284,11 @@ extension WriteTransaction {
             written = body(slot)
             guard let written else { return }
             slot = written
-            noteChange(key, previous: previous, after: written, listedAt: &change)
+            noteChange(key, previous: previous, after: written, newVersionsDiffer: newVersionsDiffer, listedAt: &change)
         }
         swap(&retired, &self.retired)
         currentTable!.table = table
-        guard let written else { return }
+        guard written != nil else { return }
         for index in recorders.indices where recorders[index].originals[key] == nil {
             recorders[index].originals[key] = .some(previous?.fields)
         }
@@ -291,14 +296,24 @@ extension WriteTransaction {
 
     /// Lists a write: the first write of a document keeps its version from before, every write sets the version
     /// after. `change` is where the document's entry is (-1: not listed yet, unless it was removed and comes back).
-    private mutating func noteChange(_ key: DocumentKey, previous: Document?, after: Document?, listedAt change: inout Int32) {
+    private mutating func noteChange(
+        _ key: DocumentKey, previous: Document?, after: Document?, newVersionsDiffer: Bool, listedAt change: inout Int32
+    ) {
         if change < 0, !removedChanges.isEmpty, let listed = removedChanges[key] { change = listed }
         if change >= 0 {
             changeList[Int(change)].documentAfter = after
+            unsureChanges.append(change)
         } else {
             precondition(changeList.count < Int32.max, "too many changes in one transaction")
             change = Int32(changeList.count)
             changeList.append(DocumentChangeDetails(key: key, documentBefore: previous, documentAfter: after))
+            let differs: Bool
+            switch (previous, after) {
+            case (let previous?, let after?): differs = newVersionsDiffer && !after.isIdentical(to: previous)
+            case (nil, nil): differs = false
+            default: differs = true
+            }
+            if !differs { unsureChanges.append(change) }
         }
         if after == nil { removedChanges[key] = change }
     }

@@ -75,6 +75,21 @@ public struct DatabaseChanges: Sendable, Equatable {
         }
     }
 
+    /// Drops the entries at `positions` whose version after equals the one before (the others are known to differ).
+    static func droppingUnchanged(
+        _ details: ContiguousArray<DocumentChangeDetails>, checking positions: [Int32]
+    ) -> ContiguousArray<DocumentChangeDetails> {
+        var unchanged: Set<Int32> = []
+        for position in positions where same(details[Int(position)].documentBefore, details[Int(position)].documentAfter) {
+            unchanged.insert(position)
+        }
+        guard !unchanged.isEmpty else { return details }
+        var kept = ContiguousArray<DocumentChangeDetails>()
+        kept.reserveCapacity(details.count - unchanged.count)
+        for (position, detail) in details.enumerated() where !unchanged.contains(Int32(position)) { kept.append(detail) }
+        return kept
+    }
+
     /// Drops the entries whose version after equals the one before (changed and changed back, added and removed).
     static func droppingUnchanged(_ details: ContiguousArray<DocumentChangeDetails>) -> ContiguousArray<DocumentChangeDetails> {
         // Checked in place first: usually every document really changed, and nothing needs copying.

@@ -18,24 +18,28 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     // exists, and only read afterwards.
 
     struct Header {
-        let id: String
         let fieldCount: Int
-        /// The packed fields' size; the id's UTF-8 bytes follow them.
+        /// The packed fields' size; they follow the id's UTF-8 bytes.
         let byteCount: Int
         let idByteCount: Int
     }
 
-    /// The id and the packed fields in one allocation, followed by a copy of the id's UTF-8 bytes: looking a
-    /// document up compares ids there, on the cache lines it reads anyway, not in the id string's own allocation.
+    /// The id's UTF-8 bytes and the packed fields in one allocation, without a `String` of its own: looking a
+    /// document up compares the id right after the header, on the cache line it reads anyway, and a new version
+    /// copies the id's bytes rather than retaining (and one day releasing) a string object elsewhere in memory.
     final class Storage: ManagedBuffer<Header, UInt8> {
+        /// Calls `body` with the id's UTF-8 bytes.
+        func withIDBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+            try withUnsafeMutablePointers { header, elements in
+                try body(UnsafeRawBufferPointer(start: elements, count: header.pointee.idByteCount))
+            }
+        }
+
         /// Whether the document's id is `id`.
         func hasID(_ id: String) -> Bool {
-            withUnsafeMutablePointers { header, elements in
-                let count = header.pointee.idByteCount
-                let stored = UnsafeRawPointer(elements + header.pointee.byteCount)
-                return id.utf8.withContiguousStorageIfAvailable { utf8 in
-                    utf8.count == count && (count == 0 || memcmp(utf8.baseAddress!, stored, count) == 0)
-                } ?? (header.pointee.id == id)
+            withIDBytes { stored in
+                id.utf8.withContiguousStorageIfAvailable { PackedFields.bytesEqual(stored, UnsafeRawBufferPointer($0)) }
+                    ?? id.utf8.elementsEqual(stored)
             }
         }
     }
@@ -50,33 +54,51 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     public init(id: String, fields: EJSONObject) {
         var byteCount = 0
         for (name, value) in fields { byteCount += PackedFields.fieldSize(name: name, value: value) }
-        self.init(storage: Self.makeStorage(id: id, fieldCount: fields.count, byteCount: byteCount) { writer in
-            for (name, value) in fields { writer.field(name: name, value: value) }
+        var id = id
+        self.init(storage: id.withUTF8 { idBytes in
+            Self.makeStorage(idBytes: UnsafeRawBufferPointer(idBytes), fieldCount: fields.count, byteCount: byteCount) { writer in
+                for (name, value) in fields { writer.field(name: name, value: value) }
+            }
         })
     }
 
-    private static func makeStorage(id: String, fieldCount: Int, byteCount: Int, write: (inout PackedFieldsWriter) -> Void) -> Storage {
-        var utf8 = id
-        return utf8.withUTF8 { idBytes in
-            let buffer = Storage.create(minimumCapacity: byteCount + idBytes.count) { _ in
-                Header(id: id, fieldCount: fieldCount, byteCount: byteCount, idByteCount: idBytes.count)
-            }
-            buffer.withUnsafeMutablePointerToElements { elements in
-                var writer = PackedFieldsWriter(base: UnsafeMutableRawPointer(elements))
-                write(&writer)
-                precondition(writer.offset == byteCount, "packed document size mismatch")
-                if let idBase = idBytes.baseAddress {
-                    UnsafeMutableRawPointer(elements + byteCount).copyMemory(from: idBase, byteCount: idBytes.count)
-                }
-            }
-            return unsafeDowncast(buffer, to: Storage.self)
+    private static func makeStorage(
+        idBytes: UnsafeRawBufferPointer, fieldCount: Int, byteCount: Int, write: (inout PackedFieldsWriter) -> Void
+    ) -> Storage {
+        let buffer = Storage.create(minimumCapacity: byteCount + idBytes.count) { _ in
+            Header(fieldCount: fieldCount, byteCount: byteCount, idByteCount: idBytes.count)
         }
+        buffer.withUnsafeMutablePointerToElements { elements in
+            if let idBase = idBytes.baseAddress {
+                UnsafeMutableRawPointer(elements).copyMemory(from: idBase, byteCount: idBytes.count)
+            }
+            var writer = PackedFieldsWriter(base: UnsafeMutableRawPointer(elements + idBytes.count))
+            write(&writer)
+            precondition(writer.offset == byteCount, "packed document size mismatch")
+        }
+        return unsafeDowncast(buffer, to: Storage.self)
     }
 
     // MARK: - Reading
 
-    /// The document's id.
-    public var id: String { storage.header.id }
+    /// The document's id (made from the stored UTF-8 bytes on each call).
+    public var id: String { storage.withIDBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// Whether this document's id sorts before `other`'s (by code point, which UTF-8's byte order follows).
+    func hasSmallerID(than other: Document) -> Bool {
+        storage.withIDBytes { mine in
+            other.storage.withIDBytes { theirs in
+                let common = min(mine.count, theirs.count)
+                let order = common == 0 ? 0 : memcmp(mine.baseAddress!, theirs.baseAddress!, common)
+                return order != 0 ? order < 0 : mine.count < theirs.count
+            }
+        }
+    }
+
+    /// Whether both documents have the same id.
+    func hasSameID(as other: Document) -> Bool {
+        storage.withIDBytes { mine in other.storage.withIDBytes { PackedFields.bytesEqual(mine, $0) } }
+    }
 
     /// The number of fields.
     public var fieldCount: Int { storage.header.fieldCount }
@@ -125,7 +147,7 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     }
 
     public static func == (lhs: Document, rhs: Document) -> Bool {
-        lhs.storage === rhs.storage || (lhs.id == rhs.id && lhs.hasSameFields(as: rhs))
+        lhs.storage === rhs.storage || (lhs.hasSameID(as: rhs) && lhs.hasSameFields(as: rhs))
     }
 
     /// Whether both are the very same stored version (not merely equal).
@@ -135,9 +157,8 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     /// Calls `body` with the packed fields.
     func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
-        let count = storage.header.byteCount
-        return try storage.withUnsafeMutablePointerToElements { elements in
-            try body(UnsafeRawBufferPointer(start: UnsafeRawPointer(elements), count: count))
+        try storage.withUnsafeMutablePointers { header, elements in
+            try body(UnsafeRawBufferPointer(start: elements + header.pointee.idByteCount, count: header.pointee.byteCount))
         }
     }
 
@@ -201,74 +222,93 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 extension Document {
     /// This document with `changes` set (existing fields keep their place, new ones are appended in order) and the
     /// fields named in `cleared` removed, as a `changed` message describes it. Unchanged fields are copied byte for
-    /// byte.
+    /// byte. When nothing actually changes (every value set is equal to the one there, nothing cleared was there),
+    /// the result is this very document (``isIdentical(to:)``): a new version always differs from the old one.
     func setting(_ changes: EJSONObject, clearing cleared: [String] = []) -> Document {
         // A field both set and cleared ends up cleared, as when Meteor's store applies `fields` then `cleared`.
         var changes = changes
         if !cleared.isEmpty { changes.removeAll { cleared.contains($0.key) } }
-        let oldCount = self.fieldCount
         // The changes' names and values are read in place (no copy of a name or value per field compared).
         return changes.keys.elements.withUnsafeBufferPointer { names in
             changes.values.withUnsafeBufferPointer { values in
                 cleared.withUnsafeBufferPointer { cleared in
-                    setting(names: names, values: values, clearing: cleared, oldCount: oldCount)
+                    setting(names: names, values: values, clearing: cleared)
                 }
             }
         }
     }
 
+    /// What becomes of one field of the old version.
+    private struct FieldPlan {
+        static let keep = -2
+        static let drop = -1
+        let name: UnsafeRawBufferPointer
+        let value: UnsafeRawBufferPointer
+        /// `keep`, `drop`, or the index of the change that replaces the value.
+        let change: Int
+    }
+
     private func setting(
-        names: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<EJSONValue>, clearing cleared: UnsafeBufferPointer<String>,
-        oldCount: Int
+        names: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<EJSONValue>, clearing cleared: UnsafeBufferPointer<String>
     ) -> Document {
-        // Scratch, no heap: per old field its plan (-2 keep, -1 drop, j replace with change j), then per change
-        // whether it replaced a field (1) or is appended (0).
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: oldCount + names.count) { scratch in
-            let replaced = UnsafeMutableBufferPointer(rebasing: scratch[oldCount...])
-            replaced.initialize(repeating: 0)
-            // One pass to size the result: kept fields by their bytes, replaced and appended ones by their new values.
-            var byteCount = 0
-            var fieldCount = 0
-            var position = 0
-            forEachField { name, value in
-                defer { position += 1 }
-                if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil {
-                    scratch[position] = -1
-                    return
-                }
-                if let j = Self.index(of: name, in: names) {
-                    replaced[j] = 1
-                    scratch[position] = j
-                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + PackedFields.valueSize(values[j])
-                } else {
-                    scratch[position] = -2
-                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + value.count
-                }
-                fieldCount += 1
-            }
-            for j in names.indices where replaced[j] == 0 {
-                byteCount += PackedFields.fieldSize(name: names[j], value: values[j])
-                fieldCount += 1
-            }
-            let storage = Self.makeStorage(id: id, fieldCount: fieldCount, byteCount: byteCount) { writer in
+        let oldCount = fieldCount
+        // Scratch, no heap: the old fields walked once (their spans and plans), then per change whether it
+        // replaced a field.
+        return withUnsafeTemporaryAllocation(of: FieldPlan.self, capacity: oldCount) { plans in
+            withUnsafeTemporaryAllocation(of: Bool.self, capacity: names.count) { replaced in
+                replaced.initialize(repeating: false)
+                var byteCount = 0
+                var fieldCount = 0
+                var structureChanged = false
                 var position = 0
                 forEachField { name, value in
                     defer { position += 1 }
-                    switch scratch[position] {
-                    case -1: return
-                    case -2:
-                        writer.varint(UInt64(name.count))
-                        writer.bytes(name)
-                        writer.bytes(value)
-                    case let j:
-                        writer.varint(UInt64(name.count))
-                        writer.bytes(name)
-                        writer.value(values[j])
+                    if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil {
+                        plans.initializeElement(at: position, to: FieldPlan(name: name, value: value, change: FieldPlan.drop))
+                        structureChanged = true
+                        return
+                    }
+                    let change = Self.index(of: name, in: names)
+                    plans.initializeElement(at: position, to: FieldPlan(name: name, value: value, change: change ?? FieldPlan.keep))
+                    let valueSize: Int
+                    if let change {
+                        replaced[change] = true
+                        valueSize = PackedFields.valueSize(values[change])
+                    } else {
+                        valueSize = value.count
+                    }
+                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + valueSize
+                    fieldCount += 1
+                }
+                for j in names.indices where !replaced[j] {
+                    byteCount += PackedFields.fieldSize(name: names[j], value: values[j])
+                    fieldCount += 1
+                    structureChanged = true
+                }
+                var valuesChanged = false
+                let storage = self.storage.withIDBytes { idBytes in
+                    Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount) { writer in
+                        for plan in plans[..<oldCount] {
+                            guard plan.change != FieldPlan.drop else { continue }
+                            writer.varint(UInt64(plan.name.count))
+                            writer.bytes(plan.name)
+                            if plan.change == FieldPlan.keep {
+                                writer.bytes(plan.value)
+                            } else {
+                                let start = writer.offset
+                                writer.value(values[plan.change])
+                                if !valuesChanged {
+                                    let written = UnsafeRawBufferPointer(start: writer.base + start, count: writer.offset - start)
+                                    valuesChanged = !PackedFields.valuesEqual(written, plan.value)
+                                }
+                            }
+                        }
+                        for j in names.indices where !replaced[j] { writer.field(name: names[j], value: values[j]) }
                     }
                 }
-                for j in names.indices where replaced[j] == 0 { writer.field(name: names[j], value: values[j]) }
+                // FieldPlan is trivial: nothing to deinitialise.
+                return structureChanged || valuesChanged ? Document(storage: storage) : self
             }
-            return Document(storage: storage)
         }
     }
 

@@ -50,7 +50,7 @@ public struct Query: Sendable {
             let order = EJSONOrdering.compare(a.value(at: descriptor.path), b.value(at: descriptor.path))
             if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
         }
-        return a.id < b.id
+        return a.hasSmallerID(than: b)
     }
 
     func evaluate<S: Sequence>(_ documents: S) -> [Document] where S.Element == Document {

@@ -31,6 +31,26 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "color": .removed])
     }
 
+    func testAChangeToTheValuesAlreadyThereIsNoChange() {
+        let database = seeded()
+        let recorder = ChangesRecorder(database)
+        database.apply([.changed(lovelace, ["score": 25], cleared: ["missing"]), .changed(gauss, ["score": 6], cleared: [])])
+        database.apply(.changed(lovelace, ["name": "Ada Lovelace"], cleared: []))
+        database.apply(.added(gauss, ["score": 6]))
+        // Written twice in one transaction, back where it started: no entry either.
+        database.performUpdates {
+            database.apply(.changed(lovelace, ["score": 99], cleared: []))
+            database.apply(.changed(lovelace, ["score": 25], cleared: []))
+            database.apply(.changed(gauss, ["name": "Gauss"], cleared: []))
+        }
+        let changes = recorder.changes
+        XCTAssertEqual(changes.count, 2)
+        XCTAssertEqual(changes.first?.affectedDocumentKeys, [gauss])
+        XCTAssertEqual(changes.first?.changeDetails(for: gauss)?.changedFields, ["score": .set(6)])
+        XCTAssertEqual(changes.last?.affectedDocumentKeys, [gauss])
+        XCTAssertEqual(changes.last?.changeDetails(for: gauss)?.changedFields, ["name": .set("Gauss")])
+    }
+
     func testApplyingARemovePostsARemoveAndDropsTheDocument() {
         let database = seeded()
         let recorder = ChangesRecorder(database)

@@ -68,6 +68,33 @@ final class PackedDocumentTests: XCTestCase {
         XCTAssertEqual(document.setting([:], clearing: ["nope"]), document)
     }
 
+    func testSettingWhatIsAlreadyThereGivesBackTheSameVersion() {
+        let document = Document(id: "a", fields: ["name": "Ada", "score": 25, "nested": ["p": 1, "q": 2]])
+        XCTAssertTrue(document.setting(["score": 25]).isIdentical(to: document))
+        // Equal by meaning, not byte for byte: still the same version.
+        XCTAssertTrue(document.setting(["score": .number(25.0), "nested": ["q": 2, "p": 1]]).isIdentical(to: document))
+        XCTAssertTrue(document.setting([:], clearing: ["missing"]).isIdentical(to: document))
+        // Any real difference makes a new version.
+        XCTAssertFalse(document.setting(["score": 26]).isIdentical(to: document))
+        XCTAssertFalse(document.setting(["score": "25"]).isIdentical(to: document))
+        XCTAssertFalse(document.setting(["score": 25, "rank": 1]).isIdentical(to: document))
+        XCTAssertFalse(document.setting(["name": "Ada"], clearing: ["nested"]).isIdentical(to: document))
+        XCTAssertEqual(document.setting(["name": "Ada"], clearing: ["nested"]).fieldNames, ["name", "score"])
+    }
+
+    func testIDsOfAnyLengthAndScriptComeBackAndOrderLikeStrings() {
+        let ids = ["", "a", "ab", "b", "b0000000000000001", "b000000000000001", "Grüße-世界-🌍", String(repeating: "x", count: 300)]
+        let documents = ids.map { Document(id: $0, fields: ["v": 1]) }
+        XCTAssertEqual(documents.map(\.id), ids)
+        for a in documents {
+            for b in documents {
+                XCTAssertEqual(a.hasSmallerID(than: b), a.id < b.id, "\(a.id) < \(b.id)")
+                XCTAssertEqual(a.hasSameID(as: b), a.id == b.id)
+            }
+        }
+        XCTAssertEqual(documents[4].setting(["v": 2]).id, ids[4])
+    }
+
     func testEqualityIgnoresKeyOrderAndNumberSpelling() {
         let a = Document(id: "a", fields: ["x": 1, "nested": ["p": 1, "q": 2]])
         let b = Document(id: "a", fields: ["nested": ["q": 2, "p": 1], "x": 1])

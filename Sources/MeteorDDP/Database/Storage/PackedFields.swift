@@ -96,7 +96,7 @@ enum PackedFields {
 
 /// Writes packed fields into memory sized beforehand with ``PackedFields``' size functions.
 struct PackedFieldsWriter {
-    private let base: UnsafeMutableRawPointer
+    let base: UnsafeMutableRawPointer
     private(set) var offset: Int
 
     init(base: UnsafeMutableRawPointer, offset: Int = 0) {
@@ -310,7 +310,13 @@ extension PackedFields {
     /// Whether two runs of bytes are identical.
     @inline(__always)
     static func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+        guard a.count == b.count else { return false }
+        // Names and small values are compared here, without a call.
+        if a.count <= 16 {
+            for index in 0..<a.count where a[index] != b[index] { return false }
+            return true
+        }
+        return memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
     }
 
     /// Compares two packed field lists of `count` fields that name their fields in the same order, field by field:
