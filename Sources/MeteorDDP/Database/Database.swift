@@ -135,24 +135,47 @@ public final class Database: @unchecked Sendable {
         transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.underestimatedCount)
         // Each update read in place where the sequence allows it (an array or a slice): no copy per update.
         let appliedInPlace: Void? = updates.withContiguousStorageIfAvailable { buffer in
-            for index in buffer.indices { applyInTransaction(buffer[index]) }
+            guard buffer.count >= VersionPreparation.minimumBatch, VersionPreparation.isWorthwhile else {
+                for index in buffer.indices { applyInTransaction(buffer[index]) }
+                return
+            }
+            // A large batch: new versions are made on a second thread while this one installs them.
+            let preparation = VersionPreparation(updates: buffer, snapshot: transaction!.pending)
+            defer { preparation.finish() }
+            var chunkStart = 0
+            while chunkStart < buffer.count {
+                let chunkEnd = min(chunkStart + VersionPreparation.chunkSize, buffer.count)
+                if preparation.claimForWriter(VersionPreparation.chunk(of: chunkStart)) {
+                    for index in chunkStart..<chunkEnd { applyInTransaction(buffer[index], prepared: preparation.version(at: index)) }
+                } else {
+                    for index in chunkStart..<chunkEnd { applyInTransaction(buffer[index]) }
+                }
+                chunkStart = chunkEnd
+            }
         }
         if appliedInPlace == nil {
             for update in updates { applyInTransaction(update) }
         }
     }
 
-    private func applyInTransaction(_ update: DataUpdate) {
+    /// Applies one update; `prepared`, a version made ahead on another thread, is used if it was made from the
+    /// version the update finds.
+    private func applyInTransaction(_ update: DataUpdate, prepared: VersionPreparation.PreparedVersion? = nil) {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch update {
         case .added(let key, let fields):
             transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
+                if let ready = prepared?.document(for: current) {
+                    if current != nil { logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"]) }
+                    return .some(ready)
+                }
                 guard let current else { return .some(Document(id: key.documentID, fields: fields)) }
                 logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
                 return .some(current.setting(fields))
             }
         case .changed(let key, let fields, let cleared):
             transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
+                if let current, let ready = prepared?.document(for: current) { return .some(ready) }
                 guard let current else {
                     logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
                     return .some(Document(id: key.documentID, fields: fields))

@@ -1,0 +1,158 @@
+import Atomics
+import Foundation
+import NIOConcurrencyHelpers
+
+/// New versions of documents made on a second thread for a large batch of updates, while the writer applies the
+/// batch: the writer's share of each update shrinks to finding the document and installing a version made for it.
+///
+/// The helper reads only the snapshot the transaction started from (immutable, kept alive here) and the batch itself
+/// (read-only). A version is made against the document as it was in that snapshot, and the writer takes it only if
+/// the document it finds is still that very version (an update earlier in the batch, or earlier in the transaction,
+/// may have written it since): otherwise the writer makes the version itself, as it always did. Nothing the helper
+/// does can change what is written, only who computes it.
+///
+/// The batch is cut into chunks, taken from both ends: the writer from the front (making its own versions as it
+/// goes), the helper from the back, until they meet; from there on the writer finds the versions made. Each chunk is
+/// made once, and the helper's chunks are always ahead of the writer. The writer never waits for a version (a chunk
+/// the helper is still in is made again by the writer); it waits only in ``finish()`` for a helper still inside a
+/// chunk (at most one chunk's work), since the helper reads the batch's memory.
+final class VersionPreparation: @unchecked Sendable {
+    // @unchecked because: `updates` is read-only while this object is in use (until `finish()`); `claims` is
+    // protected by its lock; `prepared` slots of a chunk are written by the helper before it sets the chunk's `done`
+    // flag (releasing) and read by the writer only after seeing it set (acquiring).
+
+    /// A new version made for an update, and the version it was made from.
+    struct PreparedVersion {
+        /// The stored version the new one was made from (`nil`: made for a document that did not exist). Compared by
+        /// identity only; the snapshot keeps it alive.
+        let base: ObjectIdentifier?
+        let document: Document
+    }
+
+    /// Batches smaller than this are not worth a second thread.
+    static let minimumBatch = 512
+    static let chunkSize = 32
+
+    /// Whether this machine has a second processor to prepare on.
+    static let isWorthwhile = ProcessInfo.processInfo.activeProcessorCount > 1
+
+    private let updates: UnsafeBufferPointer<DataUpdate>
+    private let snapshot: DatabaseSnapshot
+    private let prepared: UnsafeMutableBufferPointer<PreparedVersion?>
+    private let done: [ManagedAtomic<Bool>]
+    /// The chunks taken: the writer's are `0..<writerEnd`, the helper's `helperStart..<chunkCount`.
+    private let claims: NIOLockedValueBox<(writerEnd: Int, helperStart: Int)>
+    /// The helper's state: `notStarted`, `running`, `finished`.
+    private let helperState = ManagedAtomic<Int>(HelperState.notStarted)
+    /// Signalled once by a helper that started, when it stops.
+    private let helperStopped = DispatchSemaphore(value: 0)
+
+    private enum HelperState {
+        static let notStarted = 0
+        static let running = 1
+        static let finished = 2
+    }
+
+    private var chunkCount: Int { done.count }
+
+    /// Starts preparing `updates` against `snapshot` on a global queue. `updates` must stay valid until
+    /// ``finish()`` returns.
+    init(updates: UnsafeBufferPointer<DataUpdate>, snapshot: DatabaseSnapshot) {
+        self.updates = updates
+        self.snapshot = snapshot
+        prepared = .allocate(capacity: updates.count)
+        prepared.initialize(repeating: nil)
+        let chunkCount = (updates.count + Self.chunkSize - 1) / Self.chunkSize
+        done = (0..<chunkCount).map { _ in ManagedAtomic(false) }
+        claims = NIOLockedValueBox((writerEnd: 0, helperStart: chunkCount))
+        DispatchQueue.global(qos: .userInitiated).async { [self] in prepareChunks() }
+    }
+
+    deinit {
+        prepared.baseAddress!.deinitialize(count: prepared.count)
+        prepared.deallocate()
+    }
+
+    // MARK: - Writer
+
+    /// The chunk holding `index`.
+    static func chunk(of index: Int) -> Int { index / chunkSize }
+
+    /// Called by the writer on reaching `chunk` (in order): whether the helper made its versions (they may be used);
+    /// if not, the chunk is the writer's.
+    func claimForWriter(_ chunk: Int) -> Bool {
+        let helpers = claims.withLockedValue { claims in
+            guard chunk >= claims.helperStart else {
+                claims.writerEnd = chunk + 1
+                return false
+            }
+            return true
+        }
+        // A chunk the helper is still in is the writer's too: it does not wait.
+        return helpers && done[chunk].load(ordering: .acquiring)
+    }
+
+    /// The version prepared for the update at `index`, in a chunk ``claimForWriter(_:)`` granted.
+    func version(at index: Int) -> PreparedVersion? { prepared[index] }
+
+    /// Stops the helper and returns once it no longer reads the batch (at once if it never started).
+    func finish() {
+        claims.withLockedValue { $0.writerEnd = chunkCount }
+        let (cancelled, _) = helperState.compareExchange(
+            expected: HelperState.notStarted, desired: HelperState.finished, ordering: .acquiringAndReleasing)
+        if !cancelled { helperStopped.wait() }
+    }
+
+    /// Waits until the helper has stopped on its own (it stops when no chunk is left). For tests.
+    func waitForHelper() {
+        helperStopped.wait()
+        helperStopped.signal()
+    }
+
+    // MARK: - Helper
+
+    private func prepareChunks() {
+        let (started, _) = helperState.compareExchange(
+            expected: HelperState.notStarted, desired: HelperState.running, ordering: .acquiringAndReleasing)
+        guard started else { return }
+        defer {
+            helperState.store(HelperState.finished, ordering: .releasing)
+            helperStopped.signal()
+        }
+        while true {
+            let taken: Int? = claims.withLockedValue { claims in
+                guard claims.helperStart - 1 >= claims.writerEnd else { return nil }
+                claims.helperStart -= 1
+                return claims.helperStart
+            }
+            guard let chunk = taken else { return }
+            let start = chunk * Self.chunkSize
+            for index in start..<min(start + Self.chunkSize, updates.count) {
+                prepared[index] = prepare(updates[index])
+            }
+            done[chunk].store(true, ordering: .releasing)
+        }
+    }
+
+    private func prepare(_ update: DataUpdate) -> PreparedVersion? {
+        switch update {
+        case .added(let key, let fields):
+            guard let current = snapshot.document(key) else {
+                return PreparedVersion(base: nil, document: Document(id: key.documentID, fields: fields))
+            }
+            return PreparedVersion(base: ObjectIdentifier(current.storage), document: current.setting(fields))
+        case .changed(let key, let fields, let cleared):
+            guard let current = snapshot.document(key) else { return nil }
+            return PreparedVersion(base: ObjectIdentifier(current.storage), document: current.setting(fields, clearing: cleared))
+        case .replaced, .removed:
+            return nil
+        }
+    }
+}
+
+extension VersionPreparation.PreparedVersion {
+    /// The prepared version if it was made from `current` (the document as the writer finds it).
+    func document(for current: Document?) -> Document? {
+        base == current.map { ObjectIdentifier($0.storage) } ? document : nil
+    }
+}
