@@ -109,4 +109,24 @@ final class VersionPreparationTests: XCTestCase {
             preparation.finish()
         }
     }
+
+    func testTheWriterStopsWaitingForAStalledHelperAndMakesTheChunkItself() {
+        let database = seeded()
+        let updates = (0..<VersionPreparation.minimumBatch).map { DataUpdate.changed(key($0 % 200), ["n": 1], cleared: []) }
+        let claimedFirst = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        updates.withUnsafeBufferPointer { buffer in
+            let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot) { chunk in
+                guard chunk == 0 else { return }
+                claimedFirst.signal()
+                resume.wait()
+            }
+            // The helper holds chunk 0 and does not get on with it: the writer gives up on it, then takes the rest.
+            XCTAssertEqual(claimedFirst.wait(timeout: .now() + 10), .success)
+            XCTAssertFalse(preparation.claimForWriter(0))
+            XCTAssertFalse(preparation.claimForWriter(1), "unclaimed: the writer's own")
+            resume.signal()
+            preparation.finish()
+        }
+    }
 }

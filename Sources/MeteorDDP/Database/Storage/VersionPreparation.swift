@@ -1,6 +1,5 @@
 import Atomics
 import Foundation
-import NIOConcurrencyHelpers
 
 /// New versions of documents made on a second thread for a large batch of updates, while the writer applies the
 /// batch: the writer's share of each update shrinks to finding the document and installing a version made for it.
@@ -11,14 +10,15 @@ import NIOConcurrencyHelpers
 /// may have written it since): otherwise the writer makes the version itself, as it always did. Nothing the helper
 /// does can change what is written, only who computes it.
 ///
-/// The batch is cut into chunks, taken from both ends: the writer from the front (making its own versions as it
-/// goes), the helper from the back, until they meet; from there on the writer finds the versions made. Each chunk is
-/// made once, and the helper's chunks are always ahead of the writer. The writer never waits for a version (a chunk
-/// the helper is still in is made again by the writer); it waits only in ``finish()`` for a helper still inside a
-/// chunk (at most one chunk's work), since the helper reads the batch's memory.
+/// The batch is cut into chunks, claimed in order by whichever thread gets there first: the writer claims the chunk
+/// it reaches if the helper has not (and makes its versions itself, as without a helper); a chunk the helper claimed
+/// the writer waits for, briefly (installing made versions is cheaper than making them, so the writer soon catches
+/// up with the helper, and from then on both threads are busy all the time). If the helper is slow to finish (the
+/// thread was descheduled, say), the writer stops waiting and makes the chunk itself. ``finish()`` waits for a helper
+/// still inside a chunk (at most one chunk's work), since the helper reads the batch's memory.
 final class VersionPreparation: @unchecked Sendable {
-    // @unchecked because: `updates` is read-only while this object is in use (until `finish()`); `claims` is
-    // protected by its lock; `prepared` slots of a chunk are written by the helper before it sets the chunk's `done`
+    // @unchecked because: `updates` is read-only while this object is in use (until `finish()`); claims go through
+    // one atomic counter; `prepared` slots of a chunk are written by the helper before it sets the chunk's `done`
     // flag (releasing) and read by the writer only after seeing it set (acquiring).
 
     /// A new version made for an update, and the version it was made from.
@@ -40,8 +40,12 @@ final class VersionPreparation: @unchecked Sendable {
     private let snapshot: DatabaseSnapshot
     private let prepared: UnsafeMutableBufferPointer<PreparedVersion?>
     private let done: [ManagedAtomic<Bool>]
-    /// The chunks taken: the writer's are `0..<writerEnd`, the helper's `helperStart..<chunkCount`.
-    private let claims: NIOLockedValueBox<(writerEnd: Int, helperStart: Int)>
+    /// Called by the helper with each chunk it claimed, before making it (tests stall the helper here).
+    private let helperClaimed: (@Sendable (Int) -> Void)?
+    /// The first chunk nobody has claimed (chunks are claimed in order).
+    private let nextUnclaimed = ManagedAtomic<Int>(0)
+    /// How long the writer waits for a chunk the helper claimed before making it itself.
+    static let patienceNanoseconds: UInt64 = 500_000
     /// The helper's state: `notStarted`, `running`, `finished`.
     private let helperState = ManagedAtomic<Int>(HelperState.notStarted)
     /// Signalled once by a helper that started, when it stops.
@@ -57,14 +61,14 @@ final class VersionPreparation: @unchecked Sendable {
 
     /// Starts preparing `updates` against `snapshot` on a global queue. `updates` must stay valid until
     /// ``finish()`` returns.
-    init(updates: UnsafeBufferPointer<DataUpdate>, snapshot: DatabaseSnapshot) {
+    init(updates: UnsafeBufferPointer<DataUpdate>, snapshot: DatabaseSnapshot, helperClaimed: (@Sendable (Int) -> Void)? = nil) {
         self.updates = updates
         self.snapshot = snapshot
+        self.helperClaimed = helperClaimed
         prepared = .allocate(capacity: updates.count)
         prepared.initialize(repeating: nil)
         let chunkCount = (updates.count + Self.chunkSize - 1) / Self.chunkSize
         done = (0..<chunkCount).map { _ in ManagedAtomic(false) }
-        claims = NIOLockedValueBox((writerEnd: 0, helperStart: chunkCount))
         DispatchQueue.global(qos: .userInitiated).async { [self] in prepareChunks() }
     }
 
@@ -81,15 +85,23 @@ final class VersionPreparation: @unchecked Sendable {
     /// Called by the writer on reaching `chunk` (in order): whether the helper made its versions (they may be used);
     /// if not, the chunk is the writer's.
     func claimForWriter(_ chunk: Int) -> Bool {
-        let helpers = claims.withLockedValue { claims in
-            guard chunk >= claims.helperStart else {
-                claims.writerEnd = chunk + 1
+        let (claimed, _) = nextUnclaimed.compareExchange(expected: chunk, desired: chunk + 1, ordering: .relaxed)
+        if claimed { return false }
+        // The helper's: it is making it now, or has made it.
+        var deadline: UInt64 = 0
+        var spins = 0
+        while !done[chunk].load(ordering: .acquiring) {
+            spins += 1
+            guard spins % 64 == 0 else { continue }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if deadline == 0 {
+                deadline = now + Self.patienceNanoseconds
+            } else if now > deadline {
                 return false
             }
-            return true
+            sched_yield()
         }
-        // A chunk the helper is still in is the writer's too: it does not wait.
-        return helpers && done[chunk].load(ordering: .acquiring)
+        return true
     }
 
     /// The version prepared for the update at `index`, in a chunk ``claimForWriter(_:)`` granted.
@@ -97,7 +109,7 @@ final class VersionPreparation: @unchecked Sendable {
 
     /// Stops the helper and returns once it no longer reads the batch (at once if it never started).
     func finish() {
-        claims.withLockedValue { $0.writerEnd = chunkCount }
+        nextUnclaimed.store(chunkCount, ordering: .relaxed)
         let (cancelled, _) = helperState.compareExchange(
             expected: HelperState.notStarted, desired: HelperState.finished, ordering: .acquiringAndReleasing)
         if !cancelled { helperStopped.wait() }
@@ -120,12 +132,9 @@ final class VersionPreparation: @unchecked Sendable {
             helperStopped.signal()
         }
         while true {
-            let taken: Int? = claims.withLockedValue { claims in
-                guard claims.helperStart - 1 >= claims.writerEnd else { return nil }
-                claims.helperStart -= 1
-                return claims.helperStart
-            }
-            guard let chunk = taken else { return }
+            let chunk = nextUnclaimed.loadThenWrappingIncrement(ordering: .relaxed)
+            guard chunk < chunkCount else { return }
+            helperClaimed?(chunk)
             let start = chunk * Self.chunkSize
             for index in start..<min(start + Self.chunkSize, updates.count) {
                 prepared[index] = prepare(updates[index])
