@@ -31,7 +31,7 @@ final class VersionPreparation: @unchecked Sendable {
 
     /// Batches smaller than this are not worth a second thread.
     static let minimumBatch = 512
-    static let chunkSize = 32
+    static let chunkSize = 16
 
     /// Whether this machine has a second processor to prepare on.
     static let isWorthwhile = ProcessInfo.processInfo.activeProcessorCount > 1
