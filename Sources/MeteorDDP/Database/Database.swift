@@ -227,7 +227,7 @@ public final class Database: @unchecked Sendable {
         let finished = transaction!.materialized
         let retired = transaction!.retired
         let changes = DatabaseChanges(
-            uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList, checking: transaction!.unsureChanges))
+            uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }))
         transaction = nil
         // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
         let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil

@@ -75,29 +75,25 @@ public struct DatabaseChanges: Sendable, Equatable {
         }
     }
 
-    /// Drops the entries at `positions` whose version after equals the one before (the others are known to differ).
+    /// Drops the entries whose version after equals the one before (changed and changed back, added and removed).
+    static func droppingUnchanged(_ details: ContiguousArray<DocumentChangeDetails>) -> ContiguousArray<DocumentChangeDetails> {
+        droppingUnchanged(details, checking: details.indices)
+    }
+
+    /// Drops the entries at `positions` whose version after equals the one before; the entries elsewhere are known
+    /// to differ and are not compared. Usually every entry really changed, and nothing is copied.
     static func droppingUnchanged(
-        _ details: ContiguousArray<DocumentChangeDetails>, checking positions: [Int32]
+        _ details: ContiguousArray<DocumentChangeDetails>, checking positions: some Sequence<Int>
     ) -> ContiguousArray<DocumentChangeDetails> {
-        var unchanged: Set<Int32> = []
-        for position in positions where same(details[Int(position)].documentBefore, details[Int(position)].documentAfter) {
+        var unchanged: Set<Int> = []
+        for position in positions where same(details[position].documentBefore, details[position].documentAfter) {
             unchanged.insert(position)
         }
         guard !unchanged.isEmpty else { return details }
         var kept = ContiguousArray<DocumentChangeDetails>()
         kept.reserveCapacity(details.count - unchanged.count)
-        for (position, detail) in details.enumerated() where !unchanged.contains(Int32(position)) { kept.append(detail) }
+        for (position, detail) in details.enumerated() where !unchanged.contains(position) { kept.append(detail) }
         return kept
-    }
-
-    /// Drops the entries whose version after equals the one before (changed and changed back, added and removed).
-    static func droppingUnchanged(_ details: ContiguousArray<DocumentChangeDetails>) -> ContiguousArray<DocumentChangeDetails> {
-        // Checked in place first: usually every document really changed, and nothing needs copying.
-        let anyUnchanged = details.withUnsafeBufferPointer { all in
-            all.indices.contains { same(all[$0].documentBefore, all[$0].documentAfter) }
-        }
-        guard anyUnchanged else { return details }
-        return details.filter { !same($0.documentBefore, $0.documentAfter) }
     }
 }
 
