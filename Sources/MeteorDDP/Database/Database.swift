@@ -142,15 +142,11 @@ public final class Database: @unchecked Sendable {
             // A large batch: new versions are made on a second thread while this one installs them.
             let preparation = VersionPreparation(updates: buffer, snapshot: transaction!.pending)
             defer { preparation.finish() }
-            var chunkStart = 0
-            while chunkStart < buffer.count {
-                let chunkEnd = min(chunkStart + VersionPreparation.chunkSize, buffer.count)
-                if preparation.claimForWriter(VersionPreparation.chunk(of: chunkStart)) {
-                    for index in chunkStart..<chunkEnd { applyInTransaction(buffer[index], prepared: preparation.version(at: index)) }
-                } else {
-                    for index in chunkStart..<chunkEnd { applyInTransaction(buffer[index]) }
+            for chunk in 0..<preparation.chunkCount {
+                let granted = preparation.claimForWriter(chunk)
+                for index in preparation.indices(ofChunk: chunk) {
+                    applyInTransaction(buffer[index], prepared: granted ? preparation.version(at: index) : nil)
                 }
-                chunkStart = chunkEnd
             }
         }
         if appliedInPlace == nil {
@@ -165,12 +161,9 @@ public final class Database: @unchecked Sendable {
         switch update {
         case .added(let key, let fields):
             transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
-                if let ready = prepared?.document(for: current) {
-                    if current != nil { logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"]) }
-                    return .some(ready)
-                }
+                if current != nil { logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"]) }
+                if let ready = prepared?.document(for: current) { return .some(ready) }
                 guard let current else { return .some(Document(id: key.documentID, fields: fields)) }
-                logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
                 return .some(current.setting(fields))
             }
         case .changed(let key, let fields, let cleared):

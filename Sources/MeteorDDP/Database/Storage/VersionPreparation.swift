@@ -27,11 +27,18 @@ final class VersionPreparation: @unchecked Sendable {
         /// identity only; the snapshot keeps it alive.
         let base: ObjectIdentifier?
         let document: Document
+
+        /// The prepared version if it was made from `current` (the document as the writer finds it).
+        func document(for current: Document?) -> Document? {
+            base == current.map { ObjectIdentifier($0.storage) } ? document : nil
+        }
     }
 
     /// Batches smaller than this are not worth a second thread.
     static let minimumBatch = 512
     static let chunkSize = 16
+    /// How long the writer waits for a chunk the helper claimed before making it itself.
+    static let patienceNanoseconds: UInt64 = 500_000
 
     /// Whether this machine has a second processor to prepare on.
     static let isWorthwhile = ProcessInfo.processInfo.activeProcessorCount > 1
@@ -44,8 +51,6 @@ final class VersionPreparation: @unchecked Sendable {
     private let helperClaimed: (@Sendable (Int) -> Void)?
     /// The first chunk nobody has claimed (chunks are claimed in order).
     private let nextUnclaimed = ManagedAtomic<Int>(0)
-    /// How long the writer waits for a chunk the helper claimed before making it itself.
-    static let patienceNanoseconds: UInt64 = 500_000
     /// The helper's state: `notStarted`, `running`, `finished`.
     private let helperState = ManagedAtomic<Int>(HelperState.notStarted)
     /// Signalled once by a helper that started, when it stops.
@@ -57,7 +62,13 @@ final class VersionPreparation: @unchecked Sendable {
         static let finished = 2
     }
 
-    private var chunkCount: Int { done.count }
+    /// The number of chunks, `0..<chunkCount`.
+    var chunkCount: Int { done.count }
+
+    /// The updates of `chunk`.
+    func indices(ofChunk chunk: Int) -> Range<Int> {
+        chunk * Self.chunkSize..<min((chunk + 1) * Self.chunkSize, updates.count)
+    }
 
     /// Starts preparing `updates` against `snapshot` on a global queue. `updates` must stay valid until
     /// ``finish()`` returns.
@@ -78,9 +89,6 @@ final class VersionPreparation: @unchecked Sendable {
     }
 
     // MARK: - Writer
-
-    /// The chunk holding `index`.
-    static func chunk(of index: Int) -> Int { index / chunkSize }
 
     /// Called by the writer on reaching `chunk` (in order): whether the helper made its versions (they may be used);
     /// if not, the chunk is the writer's.
@@ -135,10 +143,7 @@ final class VersionPreparation: @unchecked Sendable {
             let chunk = nextUnclaimed.loadThenWrappingIncrement(ordering: .relaxed)
             guard chunk < chunkCount else { return }
             helperClaimed?(chunk)
-            let start = chunk * Self.chunkSize
-            for index in start..<min(start + Self.chunkSize, updates.count) {
-                prepared[index] = prepare(updates[index])
-            }
+            for index in indices(ofChunk: chunk) { prepared[index] = prepare(updates[index]) }
             done[chunk].store(true, ordering: .releasing)
         }
     }
@@ -156,12 +161,5 @@ final class VersionPreparation: @unchecked Sendable {
         case .replaced, .removed:
             return nil
         }
-    }
-}
-
-extension VersionPreparation.PreparedVersion {
-    /// The prepared version if it was made from `current` (the document as the writer finds it).
-    func document(for current: Document?) -> Document? {
-        base == current.map { ObjectIdentifier($0.storage) } ? document : nil
     }
 }
