@@ -93,11 +93,11 @@ struct MergeBox {
             let old = entries[index].value
             entries[index].value = value
             view.fieldsBySubscription[field] = entries
-            return index == 0 && old != value ? value : nil
+            return index == 0 && old != value ? .some(value) : .none
         }
         entries.append((subscription, value))
         view.fieldsBySubscription[field] = entries
-        return entries.count == 1 ? value : nil
+        return entries.count == 1 ? .some(value) : .none
     }
 
     /// Clears fields for a subscription, collecting what becomes visible (another subscription's value) or goes away.

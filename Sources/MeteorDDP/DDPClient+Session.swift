@@ -20,27 +20,21 @@ extension DDPClient {
         }
     }
 
-    /// The server sent `connected` (LC `_livedata_connected`). After a reconnect the stores are reset at quiescence:
-    /// nothing reaches the cache until every previously ready subscription is ready again and every method sent on
-    /// this socket has its `updated`; then the cache becomes what the server sent, as one diff.
+    /// The server sent `connected` (LC `_livedata_connected`). After a reconnect the cache is reset at quiescence:
+    /// data is held until every previously ready subscription is ready again and every method sent on this socket
+    /// has its `updated`; then the held messages are applied as one transaction that replaces the cache (documents
+    /// written by pending stubs keep their stub values), so only real differences are reported.
     func sessionDidConnect(isReconnect: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard isReconnect else { return }
-        session.serverDocuments.reset()
+        // What the abandoned session held is discarded: the new session sends everything again.
+        var hold = QuiescenceHold(resetting: true)
+        session.afterUpdate.removeAll()
         _ = session.subscriptions.startRevival()
-        let (completeAtQuiescence, blocking) = session.methods.reconnectQuiescence()
+        let (visibleAtQuiescence, blocking) = session.methods.reconnectQuiescence()
         session.methodsBlockingQuiescence = Set(blocking)
-        for id in completeAtQuiescence {
-            session.afterQuiescence.append { [weak self] in
-                guard let self else { return }
-                self.queue.async { self.methodDataBecameVisible(id) }
-            }
-        }
-        if session.holding != nil {
-            store.release()
-            session.holding = nil
-        }
-        beginQuiescence(resetting: true)
+        hold.methodsVisibleAtQuiescence = visibleAtQuiescence
+        session.quiescence = hold
         endQuiescenceIfPossible()
     }
 
@@ -58,20 +52,38 @@ extension DDPClient {
 
     // MARK: - Quiescence
 
-    func beginQuiescence(resetting: Bool) {
-        guard session.holding == nil else { return }
-        session.holding = (resetting, 0)
-        store.hold(resetting: resetting)
+    /// Starts holding data messages (a wait method went out). A hold already in place stays as it is.
+    func beginQuiescence() {
+        if session.quiescence == nil { session.quiescence = QuiescenceHold(resetting: false) }
     }
 
-    func endQuiescenceIfPossible() {
-        guard session.holding != nil, !session.isWaitingForQuiescence else { return }
-        session.holding = nil
-        store.release()
-        let callbacks = session.afterQuiescence
-        session.afterQuiescence = []
-        if !callbacks.isEmpty {
-            store.performAfterFlush { for callback in callbacks { callback() } }
+    /// Holds a data message until quiescence, noting the subscriptions and methods it settles (LC `_livedata_data`).
+    func holdUntilQuiescence(_ message: ServerMessage) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        session.quiescence!.messages.append(message)
+        switch message {
+        case .ready(let ids): session.subscriptions.stopReviving(ids)
+        case .nosub(let id, _): session.subscriptions.stopReviving([id])
+        case .updated(let ids): session.methodsBlockingQuiescence.subtract(ids)
+        default: break
         }
+        endQuiescenceIfPossible()
+    }
+
+    /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
+    /// reconnect), then queues the data-visible callbacks of methods that are not re-sent.
+    func endQuiescenceIfPossible() {
+        guard let hold = session.quiescence, !session.isWaitingForQuiescence else { return }
+        session.quiescence = nil
+        store.hold(resetting: hold.resetting)
+        if hold.resetting { session.serverDocuments.sessionReset() }
+        for id in hold.methodsVisibleAtQuiescence {
+            runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }
+        }
+        for message in hold.messages { processDataMessage(message) }
+        // Methods that are not re-sent get no `updated` from the new session: their documents take the server's
+        // version now.
+        for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
+        store.release(keeping: hold.resetting ? session.serverDocuments.keys : [])
     }
 }

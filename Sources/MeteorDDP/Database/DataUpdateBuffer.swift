@@ -33,8 +33,11 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         var afterFlush: [@Sendable () -> Void] = []
         /// Whether updates are held back (quiescence). Protected by `state`'s lock.
         var holding = false
-        /// Whether the next flush first removes every document (a resetting hold was released). Protected by `state`'s lock.
-        var resetOnNextFlush = false
+        /// Whether the next flush first removes every document but the ones listed (a resetting hold was released).
+        /// Protected by `state`'s lock.
+        var resetOnNextFlush: Set<DocumentKey>?
+        /// Whether the current hold resets the cache on release. Protected by `state`'s lock.
+        var holdResets = false
         /// When the current batch's first and latest updates arrived. Protected by `state`'s lock.
         var firstEnqueue: DispatchTime?
         var lastEnqueue: DispatchTime?
@@ -51,7 +54,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     private let state = NIOLockedValueBox(State())
     private let database: Database
-    private let queue: DispatchQueue
+    /// Where batches are applied and after-flush callbacks run (internal: tests stall it to choose interleavings).
+    let queue: DispatchQueue
     private let source: any DispatchSourceUserDataAdd
     private let interval: DispatchTimeInterval
     private let maxAge: DispatchTimeInterval
@@ -126,23 +130,26 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     // MARK: - Quiescence
 
-    /// Holds updates back until ``release()``. With `resetting`, the release replaces the cache's contents.
+    /// Holds updates back until ``release(keeping:)``. With `resetting`, the release replaces the cache's contents.
     /// A resetting hold drops updates still pending from before it: the release replaces everything anyway.
     public func hold(resetting: Bool) {
         state.withLockedValue { state in
             state.holding = true
             if resetting {
-                state.resetOnNextFlush = true
+                state.holdResets = true
                 state.pending.removeAll()
             }
         }
     }
 
-    /// Applies everything held in one transaction (resetting the cache first if the hold said so).
-    public func release() {
+    /// Applies everything held in one transaction. If the hold was resetting, every document is removed first except
+    /// those in `keeping` (documents whose server version is still kept aside, for example).
+    public func release(keeping: Set<DocumentKey> = []) {
         state.withLockedValue { state in
             state.flushRequested = true
             state.holding = false
+            if state.holdResets { state.resetOnNextFlush = keeping }
+            state.holdResets = false
         }
         source.add(data: 1)
     }
@@ -176,7 +183,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     }
 
     private func flushNow() {
-        let batch: (updates: [DataUpdate], callbacks: [@Sendable () -> Void], reset: Bool)? = state.withLockedValue { state in
+        let batch: (updates: [DataUpdate], callbacks: [@Sendable () -> Void], reset: Set<DocumentKey>?)? = state.withLockedValue { state in
             guard !state.holding else { return nil }
             defer {
                 state.pending.removeAll(keepingCapacity: true)
@@ -184,15 +191,15 @@ public final class DataUpdateBuffer: @unchecked Sendable {
                 state.firstEnqueue = nil
                 state.lastEnqueue = nil
                 state.flushRequested = false
-                state.resetOnNextFlush = false
+                state.resetOnNextFlush = nil
                 state.applying = true
             }
             return (state.pending, state.afterFlush, state.resetOnNextFlush)
         }
         guard let batch else { return }
-        if batch.reset || !batch.updates.isEmpty {
+        if batch.reset != nil || !batch.updates.isEmpty {
             database.performUpdates {
-                if batch.reset { database.removeAllDocuments() }
+                if let keeping = batch.reset { database.removeAllDocuments(except: keeping) }
                 database.apply(batch.updates)
             }
         }

@@ -188,11 +188,11 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    /// Removes every document (in a transaction: when the same transaction adds documents back, only the real
-    /// differences are reported).
-    public func removeAllDocuments() {
+    /// Removes every document except those in `keeping` (in a transaction: when the same transaction adds documents
+    /// back, only the real differences are reported).
+    public func removeAllDocuments(except keeping: Set<DocumentKey> = []) {
         performUpdates {
-            for key in transaction!.materialized.allKeys {
+            for key in transaction!.materialized.allKeys where !keeping.contains(key) {
                 transaction!.update(key) { _ in .some(nil) }
             }
         }

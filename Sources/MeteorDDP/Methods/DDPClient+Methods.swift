@@ -73,7 +73,9 @@ extension DDPClient {
             var stubValue: EJSONValue?
             var randomSeed: String?
             if let stub {
-                if session.holding == nil { store.flush() }
+                // Everything queued for the cache lands before the stub: its originals are then the server's versions
+                // as far as they arrived (data held for quiescence updates them later, once routed).
+                store.flush()
                 let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
                 do {
                     let (value, originals) = try store.runStub {

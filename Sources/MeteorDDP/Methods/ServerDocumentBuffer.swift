@@ -31,6 +31,9 @@ struct ServerDocumentBuffer {
 
     var isEmpty: Bool { documents.isEmpty }
 
+    /// The documents tracked now.
+    var keys: Set<DocumentKey> { Set(documents.keys) }
+
     func contains(_ key: DocumentKey) -> Bool { documents[key] != nil }
 
     // MARK: - Stubs
@@ -116,19 +119,36 @@ struct ServerDocumentBuffer {
         return (replacements, callbacks)
     }
 
-    /// Runs `callback` once every document tracked now has been flushed (LC `_runWhenAllServerDocsAreFlushed`).
-    /// Returns `false` if nothing is tracked: the caller runs it right away.
-    mutating func runWhenAllFlushed(_ callback: @escaping @Sendable () -> Void) -> Bool {
-        guard !documents.isEmpty else { return false }
-        let counter = FlushCountdown(count: documents.count, callback: callback)
-        for key in documents.keys {
+    /// Runs `callback` once every document tracked now and written by a method for which `isSent` holds has been
+    /// flushed (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method, do
+    /// not count, or the wait method could never finish). Returns `false` if there is no such document: the caller
+    /// runs it right away.
+    mutating func runWhenAllFlushed(countingMethods isSent: (String) -> Bool, _ callback: @escaping @Sendable () -> Void) -> Bool {
+        let counted = documents.filter { $0.value.writtenByMethods.contains(where: isSent) }.map(\.key)
+        guard !counted.isEmpty else { return false }
+        let counter = FlushCountdown(count: counted.count, callback: callback)
+        for key in counted {
             documents[key]!.flushCallbacks.append { counter.decrement() }
         }
         return true
     }
 
-    /// Forgets everything (a reconnect resets the stores; LC `_livedata_connected`).
-    mutating func reset() {
+    // MARK: - Reconnecting
+
+    /// The first data of a new session is about to be applied (at reconnect quiescence; LC `_livedata_connected`
+    /// clears the same state when `connected` arrives). The server's versions are forgotten, since the new session
+    /// sends every document it has again, and callbacks waiting for flushes are dropped (their work is redone for the
+    /// new session). The documents stay tracked: their stubs' methods are re-sent, and their `updated` brings the
+    /// server's version into the cache, so stub effects do not flicker away in between.
+    mutating func sessionReset() {
+        for key in documents.keys {
+            documents[key]!.fields = nil
+            documents[key]!.flushCallbacks.removeAll()
+        }
+    }
+
+    /// Forgets everything (the client was closed).
+    mutating func removeAll() {
         documents.removeAll()
         documentsWrittenByMethod.removeAll()
     }

@@ -4,34 +4,42 @@ import EJSON
 // MARK: - Data and method messages of the established session
 
 extension DDPClient {
-    /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`).
+    /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the
+    /// session waits for quiescence, data messages are held back, in order, before any routing.
     func handleSessionMessage(_ message: ServerMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
+        if case .result(let id, let result, let error) = message {
+            methodResultReceived(id, result: result, error: error)
+        } else if session.quiescence != nil {
+            holdUntilQuiescence(message)
+        } else {
+            processDataMessage(message)
+        }
+    }
+
+    /// Routes one data message: to the cache, or to the server's version of a stub-written document
+    /// (LC `_processOneDataMessage`).
+    func processDataMessage(_ message: ServerMessage) {
         switch message {
         case .added(let collection, let id, let fields):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            route(session.serverDocuments.serverAdded(key, fields: fields), key: key, message: message) {
-                .added(key, fields)
-            }
+            route(session.serverDocuments.serverAdded(key, fields: fields), key: key) { .added(key, fields) }
         case .changed(let collection, let id, let fields, let cleared):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            route(session.serverDocuments.serverChanged(key, fields: fields, cleared: cleared), key: key, message: message) {
+            route(session.serverDocuments.serverChanged(key, fields: fields, cleared: cleared), key: key) {
                 .changed(key, fields, cleared: cleared)
             }
         case .removed(let collection, let id):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            route(session.serverDocuments.serverRemoved(key), key: key, message: message) { .removed(key) }
+            route(session.serverDocuments.serverRemoved(key), key: key) { .removed(key) }
         case .ready(let ids):
             subscriptionsBecameReady(ids)
         case .nosub(let id, let error):
             subscriptionEnded(id, error: error)
         case .updated(let ids):
             for id in ids { methodUpdated(id) }
-            endQuiescenceIfPossible()
-        case .result(let id, let result, let error):
-            methodResultReceived(id, result: result, error: error)
-        case .connected, .failed, .ping, .pong, .error:
-            preconditionFailure("Internal inconsistency: \(message.name) is not a session message")
+        case .result, .connected, .failed, .ping, .pong, .error:
+            preconditionFailure("Internal inconsistency: \(message.name) is not a data message")
         }
     }
 
@@ -42,7 +50,7 @@ extension DDPClient {
         return id
     }
 
-    private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, message: ServerMessage, update: () -> DataUpdate) {
+    private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> DataUpdate) {
         switch routing {
         case .toCache:
             store.enqueue(update())
@@ -53,44 +61,61 @@ extension DDPClient {
         }
     }
 
-    /// Runs `block` on the client queue once every document tracked for pending stubs now has been flushed and the
-    /// store has applied everything queued before (LC `_runWhenAllServerDocsAreFlushed`).
+    /// Runs `block` on the client queue once every document written by stubs of sent methods has been flushed and the
+    /// cache has applied everything queued before, behind every callback queued earlier
+    /// (LC `_runWhenAllServerDocsAreFlushed`).
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        // Nothing kept aside and nothing on its way into the cache: it is all visible already.
-        // (Only the client queue enqueues, and we are on it, so nothing can arrive in between.)
-        if session.serverDocuments.isEmpty, store.isIdle {
+        let methods = session.methods
+        let waiting = session.serverDocuments.runWhenAllFlushed(countingMethods: { methods.invocations[$0]?.sentMessage == true }) {
+            [weak self] in self?.runAfterUpdate(block)
+        }
+        if !waiting { runAfterUpdate(block) }
+    }
+
+    /// Runs `block` on the client queue once the cache has applied everything queued before it, after every callback
+    /// queued before it (LC `_afterUpdateCallbacks`): at once when nothing is pending or queued.
+    func runAfterUpdate(_ block: @escaping @Sendable () -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let idle = store.isIdle
+        if idle, session.afterUpdate.isEmpty {
             block()
             return
         }
-        let afterFlush: @Sendable () -> Void = { [weak self] in
+        guard let ticket = session.afterUpdate.append(block, needsFlush: !idle) else { return }
+        store.performAfterFlush { [weak self] in
             guard let self else { return }
-            self.store.performAfterFlush { self.queue.async(execute: block) }
+            self.queue.async { self.afterUpdateFlushed(ticket) }
         }
-        if !session.serverDocuments.runWhenAllFlushed(afterFlush) {
-            afterFlush()
-        }
+    }
+
+    private func afterUpdateFlushed(_ ticket: Int) {
+        session.afterUpdate.flushed(ticket)
+        while let callback = session.afterUpdate.popDue() { callback() }
     }
 
     // MARK: - Methods
 
+    /// `updated` (LC `_process_updated`): the documents only this method's stub still held get the server's version,
+    /// and the method's data is visible once that is applied.
     private func methodUpdated(_ id: String) {
-        let (replacements, callbacks) = session.serverDocuments.methodUpdated(id)
-        for replacement in replacements {
-            store.enqueue(.replaced(replacement.key, replacement.fields))
-        }
-        if !callbacks.isEmpty {
-            store.performAfterFlush { [weak self] in
-                self?.queue.async { for callback in callbacks { callback() } }
-            }
-        }
+        releaseDocumentsWritten(byMethod: id)
         session.methodsBlockingQuiescence.remove(id)
         runWhenAllServerDocumentsAreFlushed { [weak self] in self?.methodDataBecameVisible(id) }
     }
 
+    /// The documents that no other pending method's stub wrote get the server's version.
+    func releaseDocumentsWritten(byMethod id: String) {
+        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id)
+        for replacement in replacements {
+            store.enqueue(.replaced(replacement.key, replacement.fields))
+        }
+        for callback in flushCallbacks { callback() }
+    }
+
     func methodDataBecameVisible(_ id: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        handle(session.methods.dataBecameVisible(id: id), id: id)
+        handle(session.methods.dataBecameVisible(id: id), id: id, message: "updated")
     }
 
     private func methodResultReceived(_ id: String, result: EJSONValue?, error: MeteorError?) {
@@ -102,7 +127,7 @@ extension DDPClient {
         } else if case .completed(let invocation, _) = handled {
             notifyResultReceived(invocation)
         }
-        handle(handled, id: id)
+        handle(handled, id: id, message: "result")
     }
 
     private func notifyResultReceived(_ invocation: MethodCoordinator.Invocation) {
@@ -112,10 +137,10 @@ extension DDPClient {
         callbackQueue.async { callback(result) }
     }
 
-    private func handle(_ outcome: MethodCoordinator.ResultOutcome, id: String) {
+    private func handle(_ outcome: MethodCoordinator.ResultOutcome, id: String, message: String) {
         switch outcome {
         case .unknown:
-            report(.protocolViolation(DDPProtocolViolation(.unexpected(message: "result", reason: "no outstanding method has id \(id)"), frame: id)))
+            report(.protocolViolation(DDPProtocolViolation(.unexpected(message: message, reason: "no outstanding method has id \(id)"), frame: id)))
         case .recorded:
             break
         case .completed(let invocation, let next):
@@ -142,7 +167,7 @@ extension DDPClient {
             send(invocation.message)
             if invocation.options.wait {
                 session.methodsBlockingQuiescence.insert(invocation.id)
-                beginQuiescence(resetting: false)
+                beginQuiescence()
             }
         }
     }
@@ -158,13 +183,11 @@ extension DDPClient {
             let shared = record.shared
             runWhenAllServerDocumentsAreFlushed { shared.update(.ready) }
         }
-        endQuiescenceIfPossible()
     }
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
         guard let record = session.subscriptions.nosub(id) else {
             logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
-            endQuiescenceIfPossible()
             return
         }
         if let error {
@@ -173,6 +196,5 @@ extension DDPClient {
         } else {
             record.shared.update(.stopped)
         }
-        endQuiescenceIfPossible()
     }
 }

@@ -43,9 +43,9 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
         buffer.hold(resetting: resetting)
     }
 
-    func release() {
+    func release(keeping: Set<DocumentKey>) {
         push()
-        buffer.release()
+        buffer.release(keeping: keeping)
     }
 
     func runStub<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)]) {

@@ -15,11 +15,11 @@ protocol LocalStore: Sendable {
     func performAfterFlush(_ block: @escaping @Sendable () -> Void)
     /// Whether everything queued so far has been applied (so an after-flush block could run now).
     var isIdle: Bool { get }
-    /// Holds updates back until ``release()``; with `resetting`, the release makes the cache exactly what arrived
-    /// while held (reported as a diff).
+    /// Holds updates back until ``release(keeping:)``; with `resetting`, updates not applied yet are dropped and the
+    /// release makes the cache exactly what arrived while held (reported as a diff).
     func hold(resetting: Bool)
-    /// Applies everything held in one transaction.
-    func release()
+    /// Applies everything held in one transaction; a resetting hold keeps the documents in `keeping` as they are.
+    func release(keeping: Set<DocumentKey>)
     /// Runs a stub inside one write transaction and returns the documents it wrote with their versions from before.
     func runStub<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)])
 }

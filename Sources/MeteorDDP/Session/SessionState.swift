@@ -2,7 +2,7 @@ import EJSON
 
 /// Everything the client tracks about its DDP session beyond the connection itself: subscriptions, method calls,
 /// stub-written documents, and quiescence (LC `_subsBeingRevived`, `_methodsBlockingQuiescence`,
-/// `_afterUpdateCallbacks`, `_resetStores`). Confined to the client queue.
+/// `_messagesBufferedUntilQuiescence`, `_afterUpdateCallbacks`, `_resetStores`). Confined to the client queue.
 struct SessionState {
     /// Confined to the client queue.
     var subscriptions = SubscriptionManager()
@@ -12,14 +12,28 @@ struct SessionState {
     var serverDocuments = ServerDocumentBuffer()
     /// Wait methods (and methods re-sent after a reconnect) whose `updated` has not arrived. Confined to the client queue.
     var methodsBlockingQuiescence: Set<String> = []
-    /// Whether the store is held for quiescence, and whether its release resets it. Confined to the client queue.
-    var holding: (resetting: Bool, since: Int)?
-    /// Work to do once quiescence ends and its batch was applied. Confined to the client queue.
-    var afterQuiescence: [@Sendable () -> Void] = []
+    /// While waiting for quiescence: the data messages held back. Confined to the client queue.
+    var quiescence: QuiescenceHold?
+    /// Work to run once the cache has applied what was queued before it, in order. Confined to the client queue.
+    var afterUpdate = AfterUpdateCallbacks()
     /// Hooks run on every new socket, before old methods are re-sent (accounts' resume login). Confined to the client queue.
     var reconnectHooks: [String: () -> Void] = [:]
 
     var isWaitingForQuiescence: Bool {
         subscriptions.isReviving || !methodsBlockingQuiescence.isEmpty
     }
+}
+
+/// Data messages held until quiescence (LC `_messagesBufferedUntilQuiescence`), processed in arrival order once no
+/// revived subscription and no blocking method is outstanding. Holding the raw messages, before any routing, means a
+/// stub that runs meanwhile takes the cache as it is as the server's version, and the held messages then update that
+/// version: it is never older than what the server sent.
+struct QuiescenceHold {
+    /// Whether processing the messages replaces the cache (after a reconnect: the new session re-sends everything).
+    let resetting: Bool
+    /// The held messages, in arrival order.
+    var messages: [ServerMessage] = []
+    /// Methods that had their result but not their data when the connection was lost: they are not re-sent, so their
+    /// data counts as visible once the held messages are applied (LC `_livedata_connected`).
+    var methodsVisibleAtQuiescence: [String] = []
 }

@@ -126,6 +126,11 @@ struct SubscriptionManager {
         return beingRevived
     }
 
+    /// `ready` or `nosub` arrived (and is held until quiescence): these subscriptions no longer block it.
+    mutating func stopReviving(_ ids: [String]) {
+        beingRevived.subtract(ids)
+    }
+
     var isReviving: Bool { !beingRevived.isEmpty }
 
     private mutating func remove(_ id: String) {
