@@ -22,17 +22,17 @@ public struct Collection: Sendable {
 
     /// Every document, in no particular order.
     public var documents: [Document] {
-        database.snapshot.documents(in: name).documents
+        database.snapshot.allDocuments(in: name)
     }
 
     /// How many documents there are.
     public var count: Int {
-        database.snapshot.documents(in: name).count
+        database.snapshot.documentCount(in: name)
     }
 
     /// The documents matching a query, sorted and limited as it says.
     public func find(_ query: Query) -> [Document] {
-        query.evaluate(database.snapshot.documents(in: name).documents)
+        query.evaluate(database.snapshot.allDocuments(in: name))
     }
 
     /// Observes a query: an initial snapshot, then a new one with a diff after every transaction that changes the

@@ -43,6 +43,38 @@ final class DatabaseConcurrencyTests: XCTestCase {
         XCTAssertEqual(database.document(a)?["n"], .number(Double(writes)))
     }
 
+    func testWholeCollectionReadsKeepTheirSnapshotAliveWhileWritersReplaceIt() {
+        // A read of a whole collection walks a table after taking it from the current snapshot: the snapshot (which
+        // owns the table's memory) must live until the walk ends, or a commit frees the buckets under the reader.
+        let database = Database()
+        let keys = (0..<64).map { DocumentKey(collectionName: "c", documentID: "d\($0)") }
+        database.apply(keys.map { .added($0, ["n": 0]) })
+        let writerDone = ManagedFlag()
+        let finished = DispatchSemaphore(value: 0)
+        let reads = ManagedCounter()
+        let collection = database.collection("c")
+        for _ in 0..<2 {
+            Thread {
+                while !writerDone.isSet {
+                    XCTAssertEqual(collection.documents.count, 64)
+                    XCTAssertEqual(collection.find(Query()).count, 64)
+                    XCTAssertEqual(collection.count, 64)
+                    reads.increment()
+                }
+                finished.signal()
+            }.start()
+        }
+        Thread {
+            for i in 1...20_000 {
+                database.apply(.changed(keys[i % keys.count], ["n": .number(Double(i))], cleared: []))
+            }
+            writerDone.set()
+            finished.signal()
+        }.start()
+        for _ in 0..<3 { XCTAssertEqual(finished.wait(timeout: .now() + 60), .success) }
+        XCTAssertGreaterThan(reads.value, 0)
+    }
+
     func testWritersOnManyThreadsAreSerialisedAndNothingIsLost() {
         let database = Database()
         DispatchQueue.concurrentPerform(iterations: 8) { thread in

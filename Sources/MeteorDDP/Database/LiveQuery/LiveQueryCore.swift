@@ -75,7 +75,7 @@ final class LiveQueryCore: @unchecked Sendable {
     }
 
     func seed(_ snapshot: DatabaseSnapshot) {
-        var all = snapshot.documents(in: collection).documents.filter(query.matches)
+        var all = snapshot.allDocuments(in: collection).filter(query.matches)
         all.sort(by: query.areInIncreasingOrder)
         sorted = all
         seeded = true

@@ -20,8 +20,21 @@ struct DatabaseSnapshot: Sendable {
         collections[key.collectionName]?[key.documentID]
     }
 
+    /// The table of a collection. Its memory is owned by this snapshot's generation: read it only while the snapshot
+    /// is alive (a temporary snapshot may be released as soon as this returns). ``allDocuments(in:)`` and
+    /// ``documentCount(in:)`` read within the snapshot's lifetime.
     func documents(in collection: String) -> DocumentTable {
         collections[collection] ?? DocumentTable()
+    }
+
+    /// Every document of a collection (the table is walked while `self`, the caller's snapshot, keeps it alive).
+    func allDocuments(in collection: String) -> [Document] {
+        withExtendedLifetime(self) { documents(in: collection).documents }
+    }
+
+    /// How many documents a collection has.
+    func documentCount(in collection: String) -> Int {
+        withExtendedLifetime(self) { documents(in: collection).count }
     }
 
     mutating func setTable(_ name: String, _ table: DocumentTable) {
