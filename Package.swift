@@ -87,7 +87,13 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            dependencies: [
+                "MeteorDDP", "DDPTestServer", "EJSON",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             path: "IntegrationTests",
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]

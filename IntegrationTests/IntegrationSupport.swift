@@ -9,37 +9,34 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
-/// Runs `body` and fails with ``TimedOut`` if it has not finished within `seconds`.
+/// Runs `body` and fails with ``TimedOut`` if it has not finished within `seconds`. On a timeout the body's task is
+/// cancelled and not waited for, so a hang that ignores cancellation still fails its test instead of stalling the suite.
 @discardableResult
 func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask { try await deadline(after: seconds, what) }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
-
-/// Throws ``TimedOut`` after `seconds` (a timer, not a synchronisation); ends at once with `CancellationError` when
-/// the race it guards is over.
-private func deadline<T>(after seconds: Double, _ what: String) async throws -> T {
     let pending = Locked<CheckedContinuation<T, any Error>?>(nil)
-    let finish: @Sendable (any Error) -> Void = { error in
+    let finish: @Sendable (Result<T, any Error>) -> Void = { result in
         var continuation: CheckedContinuation<T, any Error>?
         pending.mutate { stored in
             continuation = stored
             stored = nil
         }
-        continuation?.resume(throwing: error)
+        continuation?.resume(with: result)
     }
+    let work = Locked<Task<Void, Never>?>(nil)
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             pending.mutate { $0 = continuation }
-            if Task.isCancelled { finish(CancellationError()) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { finish(TimedOut(what: what)) }
+            let task = Task {
+                do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+            }
+            work.mutate { $0 = task }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                task.cancel()
+                finish(.failure(TimedOut(what: what)))
+            }
         }
     } onCancel: {
-        finish(CancellationError())
+        work.value?.cancel()
     }
 }
 

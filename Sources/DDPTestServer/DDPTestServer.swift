@@ -96,6 +96,8 @@ public final class DDPTestServer: @unchecked Sendable {
     var publications: [String: PublicationHandler] = [:]
     /// Method handlers by name. Confined to `queue`.
     var methods: [String: MethodHandler] = [:]
+    /// Observers of every document change. Confined to `queue`.
+    var documentChangeObservers: [@Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void] = []
     /// Users' password hashes and login tokens. Confined to `queue`.
     var accounts = ServerAccounts()
     /// Extra delay before every method runs (for the demo's `--latency`).
@@ -149,12 +151,19 @@ public final class DDPTestServer: @unchecked Sendable {
         queue.sync { methods[name] = handler }
     }
 
+    /// Calls `observer` on the server queue after every change of a document of any collection, with the document's
+    /// new fields (`nil`: removed), before the change goes out to the sessions. Call from any thread.
+    public func observeDocumentChanges(_ observer: @escaping @Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void) {
+        queue.sync { documentChangeObservers.append(observer) }
+    }
+
     func publicationHandler(_ name: String) -> PublicationHandler? { publications[name] }
     func methodHandler(_ name: String) -> MethodHandler? { methods[name] }
 
     /// A document changed: every session's cursor publications follow.
     func documentChanged(collection: String, id: String, before: EJSONObject?, after: EJSONObject?) {
         dispatchPrecondition(condition: .onQueue(queue))
+        for observer in documentChangeObservers { observer(collection, id, after) }
         for session in state.withLockedValue({ Array($0.sessions.values) }) {
             session.collectionChanged(collection: collection, id: id, before: before, after: after)
         }

@@ -100,8 +100,10 @@ struct ServerDocumentBuffer {
     // MARK: - Methods finishing
 
     /// `updated` for `methodID`: the documents no other pending method wrote are released. Returns their
-    /// replacements (to apply to the cache in one batch) and the flush callbacks to run once applied.
-    mutating func methodUpdated(_ methodID: String) -> (replacements: [Replacement], callbacks: [@Sendable () -> Void]) {
+    /// replacements (to apply to the cache in one batch) and the flush callbacks to run once applied. A document
+    /// still written by methods that are not sent (queued behind a wait method) stays, but its flush callbacks run
+    /// too: those methods cannot go out before the callers' block is done, so waiting for them would never end.
+    mutating func methodUpdated(_ methodID: String, isSent: (String) -> Bool) -> (replacements: [Replacement], callbacks: [@Sendable () -> Void]) {
         guard let keys = documentsWrittenByMethod.removeValue(forKey: methodID) else { return ([], []) }
         var replacements: [Replacement] = []
         var callbacks: [@Sendable () -> Void] = []
@@ -113,6 +115,10 @@ struct ServerDocumentBuffer {
                 replacements.append(Replacement(key: key, fields: document.fields))
                 callbacks += document.flushCallbacks
             } else {
+                if !document.writtenByMethods.contains(where: isSent) {
+                    callbacks += document.flushCallbacks
+                    document.flushCallbacks = []
+                }
                 documents[key] = document
             }
         }

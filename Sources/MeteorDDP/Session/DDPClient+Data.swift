@@ -106,7 +106,8 @@ extension DDPClient {
 
     /// The documents that no other pending method's stub wrote get the server's version.
     func releaseDocumentsWritten(byMethod id: String) {
-        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id)
+        let methods = session.methods
+        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id) { methods.invocations[$0]?.sentMessage == true }
         for replacement in replacements {
             store.enqueue(.replaced(replacement.key, replacement.fields))
         }

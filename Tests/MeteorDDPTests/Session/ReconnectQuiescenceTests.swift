@@ -261,4 +261,26 @@ final class ReconnectQuiescenceTests: XCTestCase {
         XCTAssertEqual(order.value, ["1"], "method 2 is not sent yet: its stub's document does not hold the wait method")
         XCTAssertTrue(harness.sent.contains { if case .method("2", "touch", _, _) = $0 { true } else { false } })
     }
+
+    func testADocumentAlsoWrittenByAMethodQueuedBehindAWaitMethodDoesNotHoldTheFirstBlock() throws {
+        // Method 1 waits for Ada, written by method 2 (sent) and method 4 (queued behind the wait method 3). Once
+        // method 2 is done, only an unsent method holds her: waiting for it would never end, since it goes out only
+        // after the first block (with method 1) is done.
+        let (harness, _) = connectedWithReadyPlayers()
+        let order = Locked<[String]>([])
+        try call(harness, "plain", recordingIn: order, as: "1")
+        try call(harness, "touch", recordingIn: order, as: "2")
+        try call(harness, "login", options: MethodOptions(wait: true), recordingIn: order, as: "3")
+        try call(harness, "touch", recordingIn: order, as: "4")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["t": 1], cleared: []))
+        harness.receive(.updated(methodIDs: ["2"]))
+        harness.receive(.result(id: "2", result: nil, error: nil))
+        harness.flushData()
+        harness.client.callbackQueue.sync {}
+        XCTAssertEqual(order.value, ["1", "2"])
+        XCTAssertTrue(harness.sent.contains { if case .method("3", "login", _, _) = $0 { true } else { false } }, "the wait method goes out")
+        XCTAssertEqual(fields(harness, lovelace)?["t"], 1, "Ada keeps method 4's stub value until its updated")
+    }
 }
