@@ -70,9 +70,13 @@ final class ChaosSoakTests: XCTestCase {
         _ = try await withTimeout(60, "the final call") { try await client.call("sync") }
 
         let cache = Dictionary(uniqueKeysWithValues: client.database.collection(collection).documents.map { ($0.id, ChaosLedger.canonical($0.fields)) })
-        let onServer: [String: String?] = server.perform {
-            Dictionary(uniqueKeysWithValues: server.collection(collection).documents.map { ($0.key, ChaosLedger.canonical($0.value)) })
+        let (onServer, texts): ([String: String?], [String]) = server.perform {
+            let documents = server.collection(collection).documents
+            return (Dictionary(uniqueKeysWithValues: documents.map { ($0.key, ChaosLedger.canonical($0.value)) }),
+                    documents.values.compactMap { $0["text"]?.stringValue })
         }
+        // Each client insert carries its call's label: a label twice would be one call inserted twice.
+        let duplicates = Dictionary(grouping: texts, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
         client.database.notificationQueue.sync {}
         let verdict = ledger.verdict(collection: collection)
         let figures = proxy.figures
@@ -87,13 +91,14 @@ final class ChaosSoakTests: XCTestCase {
             chaos soak (seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; proxy: \(figures); \
             sessions established: \(reconnects.value)
             outcomes: \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-            documents: server \(onServer.count), cache \(cache.count), differing \(differing.count); \
+            documents: server \(onServer.count), cache \(cache.count), differing \(differing.count), inserted twice \(duplicates.count); \
             notifications \(verdict.notifications), wrong \(verdict.wrongNotifications.count); \
             errors: \(verdict.errorsByCode.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             """)
         XCTAssertTrue(verdict.notHanging, "every call completed")
         XCTAssertEqual(verdict.completedTwice, [], "no call completed twice")
         XCTAssertEqual(differing.prefix(10).map { "\($0): cache \(cache[$0].map { $0 ?? "?" } ?? "absent") server \(onServer[$0].map { $0 ?? "?" } ?? "absent")" }, [], "cache == server")
+        XCTAssertEqual(duplicates, [], "no insert made twice on the server")
         XCTAssertEqual(Array(verdict.wrongNotifications.prefix(10)), [], "\(verdict.wrongNotifications.count) wrong notifications")
         XCTAssertEqual(Array(verdict.unexpectedErrors.prefix(10)), [], "no error the faults did not cause")
         XCTAssertGreaterThan(figures.drops, 0, "the faults happened")
