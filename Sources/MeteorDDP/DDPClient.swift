@@ -73,7 +73,7 @@ public final class DDPClient: @unchecked Sendable {
     let randomGenerator = SecureRandomGenerator()
     /// The account and login progress, readable from any thread. Protected by its lock.
     let accountState = NIOLockedValueBox(AccountState())
-    let accountBroadcaster = Broadcaster<Account?>(bufferLimit: 16)
+    let accountBroadcaster = Broadcaster<Account?>(bufferLimit: 16, current: nil)
     /// Identifies the client queue, so work already on it runs inline instead of deadlocking.
     static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -85,7 +85,7 @@ public final class DDPClient: @unchecked Sendable {
     var deferredCompletions: [@Sendable () -> Void]?
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
-    let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64)
+    let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64, current: ConnectionStatus(state: .offline))
     let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: 256)
 
     enum TimerPurpose: Hashable {
@@ -133,14 +133,14 @@ public final class DDPClient: @unchecked Sendable {
 
     /// The status now and every change after it.
     public var statusUpdates: ConnectionStatusUpdates {
-        ConnectionStatusUpdates(stream: statusBroadcaster.makeStream(initial: status))
+        ConnectionStatusUpdates(stream: statusBroadcaster.makeStream())
     }
 
     /// Errors the client reported and survived, from now on.
     public var errors: DDPErrors { DDPErrors(stream: errorBroadcaster.makeStream()) }
 
     /// The DDP version negotiated for the current session, if connected.
-    public var negotiatedVersion: DDPVersion? { queue.sync { machine.version } }
+    public var negotiatedVersion: DDPVersion? { onClientQueue { machine.version } }
 
     /// Waits until everything already handed to the client queue has run (a deterministic hook for tests).
     func waitUntilIdle() {

@@ -20,7 +20,7 @@ extension DDPClient {
     public var loggingIn: Bool { accountState.withLockedValue { $0.loggingIn } }
 
     /// The account now and every change after it (a consumer that falls behind keeps the newest 16).
-    public var accountUpdates: AsyncStream<Account?> { accountBroadcaster.makeStream(initial: .some(account)) }
+    public var accountUpdates: AsyncStream<Account?> { accountBroadcaster.makeStream() }
 
     /// Logs in with an email address and password. The password leaves the process only as Meteor's SHA-256 digest.
     ///
@@ -94,6 +94,7 @@ extension DDPClient {
         do {
             guard let stored = try store.load() else { return }
             accountState.withLockedValue { $0.account = stored }
+            accountBroadcaster.yield(stored)
             queue.async { self.installResumeHook(token: stored.token) }
         } catch {
             logger.debug("stored account unusable; starting logged out", metadata: ["error": "\(error)"])

@@ -44,6 +44,9 @@ struct ConnectionStateMachine {
     private(set) var lastSession: String?
     /// Whether the network is reachable; when it is not, a lost connection goes offline instead of waiting.
     private(set) var networkReachable = true
+    /// Whether the client is offline only because the network was unreachable when the connection was lost (then
+    /// reachability coming back connects again; after ``disconnectRequested()`` it does not).
+    private(set) var offlineUntilReachable = false
 
     init(supportedVersions: [DDPVersion]) {
         precondition(!supportedVersions.isEmpty, "at least one DDP version must be supported")
@@ -81,6 +84,7 @@ struct ConnectionStateMachine {
     }
 
     mutating func disconnectRequested() -> [Action] {
+        offlineUntilReachable = false
         switch state {
         case .offline:
             return []
@@ -103,8 +107,14 @@ struct ConnectionStateMachine {
     mutating func networkReachabilityChanged(reachable: Bool) -> [Action] {
         networkReachable = reachable
         guard reachable else { return [] }
-        if case .waiting = state { return connectRequested() }
-        return []
+        switch state {
+        case .waiting:
+            return connectRequested()
+        case .offline where offlineUntilReachable:
+            return connectRequested()
+        default:
+            return []
+        }
     }
 
     // MARK: - Transport events
@@ -177,6 +187,7 @@ struct ConnectionStateMachine {
     // MARK: - Helpers
 
     private mutating func startAttempt(retryCount: Int) -> [Action] {
+        offlineUntilReachable = false
         state = .connecting(retryCount: retryCount, socketOpen: false, proposed: proposal)
         return [.openTransport, .scheduleConnectTimeout, .publishStatus(ConnectionStatus(state: .connecting, retryCount: retryCount))]
     }
@@ -187,6 +198,7 @@ struct ConnectionStateMachine {
             return actions + [.scheduleRetry(retryCount: retryCount, reason: error)]
         }
         state = .offline
+        offlineUntilReachable = true
         return actions + [.publishStatus(ConnectionStatus(state: .offline, retryCount: retryCount, reason: error))]
     }
 }

@@ -20,7 +20,8 @@ extension DDPClient {
         queue.async { self.perform(self.machine.reconnectRequested()) }
     }
 
-    /// Tells the client the network is reachable again: a client waiting for its back-off retries at once.
+    /// Tells the client the network is reachable again: a client waiting for its back-off, or offline because the
+    /// connection was lost while the network was unreachable, connects at once (not after ``disconnect()``).
     public func networkDidBecomeReachable() {
         queue.async { self.perform(self.machine.networkReachabilityChanged(reachable: true)) }
     }

@@ -95,7 +95,7 @@ final class SubscriptionState: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
-    private let broadcaster = Broadcaster<SubscriptionStatus>(bufferLimit: 16)
+    private let broadcaster = Broadcaster<SubscriptionStatus>(bufferLimit: 16, current: .pending)
 
     init(name: String) {
         self.name = name
@@ -103,11 +103,7 @@ final class SubscriptionState: Sendable {
 
     var status: SubscriptionStatus { state.withLockedValue { $0.status } }
 
-    var statusUpdates: AsyncStream<SubscriptionStatus> {
-        let current = status
-        let stream = broadcaster.makeStream(initial: current)
-        return stream
-    }
+    var statusUpdates: AsyncStream<SubscriptionStatus> { broadcaster.makeStream() }
 
     /// Runs `callback` once ready, failed or stopped (at once if already so); never under the lock.
     func whenSettled(_ callback: @escaping @Sendable (Result<Void, any Error>) -> Void) {

@@ -100,7 +100,18 @@ final class ConnectionStateMachineTests: XCTestCase {
         _ = machine.networkReachabilityChanged(reachable: false)
         let lost = DDPError.connectionLost("down")
         XCTAssertEqual(machine.transportClosed(lost), [.stopHeartbeat, .connectionLost(lost), .publishStatus(.init(state: .offline, reason: lost))])
-        XCTAssertEqual(machine.networkReachabilityChanged(reachable: true), [], "offline waits for an explicit connect")
+        XCTAssertEqual(
+            machine.networkReachabilityChanged(reachable: true),
+            [.openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting, retryCount: 0))],
+            "offline only for want of a network: reachable again connects at once")
+    }
+
+    func testReachabilityDoesNotUndoADisconnect() {
+        connect(session: "s")
+        _ = machine.networkReachabilityChanged(reachable: false)
+        _ = machine.transportClosed(.connectionLost("down"))
+        _ = machine.disconnectRequested()
+        XCTAssertEqual(machine.networkReachabilityChanged(reachable: true), [], "the user asked to be offline")
     }
 
     func testBecomingReachableWhileWaitingRetriesAtOnceWithoutCountingARetry() {

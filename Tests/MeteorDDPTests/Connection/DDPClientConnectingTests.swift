@@ -120,12 +120,11 @@ final class DDPClientConnectingTests: XCTestCase {
         harness.transport.fail()
         harness.settle()
         XCTAssertEqual(harness.status, .offline)
+        XCTAssertEqual(harness.transport.connectionAttempts, 1)
         harness.client.networkDidBecomeReachable()
         harness.settle()
-        XCTAssertEqual(harness.status, .offline, "offline after losing the network stays offline until connect()")
-        harness.client.connect()
-        harness.settle()
-        XCTAssertEqual(harness.status, .connecting)
+        XCTAssertEqual(harness.status, .connecting, "reachable again: it retries now")
+        XCTAssertEqual(harness.transport.connectionAttempts, 2)
     }
 
     func testNetworkBecomingReachableWhileWaitingRetriesAtOnce() {
@@ -220,5 +219,15 @@ final class DDPClientConnectingTests: XCTestCase {
         let error = await errors.next()
         XCTAssertEqual(error?.code, .serverError)
         XCTAssertEqual(error?.message, "server error: bla")
+    }
+
+    func testAReconnectHookMayReadTheNegotiatedVersion() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let versions = Locked<[DDPVersion?]>([])
+        let client = harness.client
+        client.onReconnect("version") { versions.mutate { $0.append(client.negotiatedVersion) } }
+        harness.dropAndReopen()
+        XCTAssertEqual(versions.value, [nil], "read on the client queue itself: no deadlock, no trap")
     }
 }
