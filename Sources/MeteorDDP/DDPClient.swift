@@ -167,8 +167,12 @@ extension DDPClient {
         /// Whether server pings are answered (Meteor: yes).
         public var respondToPings = true
         /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries at `.info`.
-        /// Secrets (passwords, tokens) are never logged. Default: discards everything.
+        /// Secrets (passwords, tokens) are never logged: method parameters are redacted at every level unless the
+        /// method is in ``methodsWithLoggableParams``. Default: discards everything.
         public var logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Methods whose parameters may appear in the log (in sent frames, at `.trace`), for debugging. Empty by
+        /// default: every method's parameters are redacted, since any of them may carry a secret.
+        public var methodsWithLoggableParams: Set<String> = []
         /// How long incoming data waits for more before it is applied as one batch (Meteor: 5 ms); zero applies it
         /// as soon as the client gets to it.
         public var bufferedWritesInterval: Duration = .milliseconds(5)

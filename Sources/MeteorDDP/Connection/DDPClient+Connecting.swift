@@ -56,7 +56,7 @@ extension DDPClient {
             return
         }
         let frame = EJSON.stringify(message.ejsonValue)
-        logger.trace("sent", metadata: ["frame": "\(DDPClient.loggable(frame, message: message))"])
+        logger.trace("sent", metadata: ["frame": "\(loggable(frame, message: message))"])
         connection.send(frame)
     }
 
@@ -66,12 +66,14 @@ extension DDPClient {
         errorBroadcaster.yield(error)
     }
 
-    /// Frames of login methods carry secrets: they are logged without their params.
-    static func loggable(_ frame: String, message: ClientMessage) -> String {
-        if case .method(let id, let method, _, _) = message, method == "login" || method == "createUser" {
-            return #"{"msg":"method","id":"\#(id)","method":"\#(method)","params":"<redacted>"}"#
+    /// A method's parameters may carry secrets (passwords, resume and reset tokens, custom login handlers' data):
+    /// method frames are logged without them, unless the method is listed in
+    /// ``Configuration/methodsWithLoggableParams``.
+    func loggable(_ frame: String, message: ClientMessage) -> String {
+        guard case .method(let id, let method, _, _) = message, !configuration.methodsWithLoggableParams.contains(method) else {
+            return frame
         }
-        return frame
+        return EJSON.stringify(["msg": "method", "id": .string(id), "method": .string(method), "params": "<redacted>"])
     }
 
     // MARK: - Driving the state machine

@@ -255,3 +255,23 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         await harness.transport.waitUntilSent(count: count) { if case .method = $0 { true } else { false } }
     }
 }
+
+/// Method parameters may carry secrets: they never reach the log unless a method is opted in for debugging.
+final class MethodParameterLoggingTests: XCTestCase {
+    func testMethodParametersAreRedactedAtEveryLevelUnlessOptedIn() {
+        let log = LogRecorder()
+        let harness = ClientHarness { configuration in
+            configuration.logger = log.logger
+            configuration.methodsWithLoggableParams = ["todos.add"]
+        }
+        harness.establishConnection()
+        _ = try? harness.client.call("resetPassword", params: ["reset-token-s3cret", ["digest": "pw-s3cret", "algorithm": "sha-256"]]) { _ in }
+        _ = try? harness.client.call("login", params: [["resume": "resume-s3cret"]]) { _ in }
+        _ = try? harness.client.call("todos.add", params: ["buy milk"]) { _ in }
+        harness.settle()
+        XCTAssertEqual(harness.sent.count, 4, "connect and three methods went out")
+        XCTAssertEqual(log.lines.filter { $0.contains("s3cret") }, [])
+        XCTAssertTrue(log.lines.contains { $0.contains(#""method":"resetPassword""#) && $0.contains("<redacted>") })
+        XCTAssertTrue(log.lines.contains { $0.contains("buy milk") }, "an opted-in method's parameters are logged")
+    }
+}

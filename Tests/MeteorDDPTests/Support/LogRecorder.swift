@@ -1,0 +1,36 @@
+import Foundation
+import Logging
+
+/// Records every line logged through its ``logger`` (at every level), with its metadata, for tests that check what
+/// is and is not logged.
+final class LogRecorder: @unchecked Sendable {
+    // @unchecked because `recorded` is protected by `lock`.
+    private let lock = NSLock()
+    private var recorded: [String] = []
+
+    /// A logger at `.trace` that records here.
+    var logger: Logger {
+        Logger(label: "test", factory: { [self] _ in RecordingLogHandler(recorder: self) })
+    }
+
+    /// Each line: the message, then its metadata as `key=value`, sorted by key.
+    var lines: [String] { lock.withLock { recorded } }
+
+    fileprivate func append(_ line: String) { lock.withLock { recorded.append(line) } }
+}
+
+private struct RecordingLogHandler: LogHandler {
+    let recorder: LogRecorder
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        recorder.append(([String(describing: event.message)] + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " "))
+    }
+}
