@@ -58,12 +58,13 @@ extension DDPClient {
     }
 
     /// Calls any login method (Meteor's `Accounts.callLoginMethod`): a wait method, so nothing runs beside it and
-    /// later calls wait for it. On success the account is stored and resumed first on every reconnect.
+    /// later calls wait for it. On success the account is stored and resumed first on every reconnect. A cancelled
+    /// task returns at once with `CancellationError` (the login itself goes on).
     @discardableResult
     public func login(method: String = "login", params: EJSONValue) async throws -> Account {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withCancellableContinuation { resume in
             queue.async {
-                self.callLoginMethod(method, params: params) { continuation.resume(with: $0) }
+                self.callLoginMethod(method, params: params) { resume($0) }
             }
         }
     }

@@ -57,12 +57,8 @@ public struct DDPCollection: Sendable {
     /// Inserts a document and returns its id once the server confirmed it and its data is visible.
     @discardableResult
     public func insert(_ fields: EJSONObject) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            do {
-                try insert(fields) { continuation.resume(with: $0) }
-            } catch {
-                continuation.resume(throwing: error)
-            }
+        try await withCancellableContinuation { resume in
+            try insert(fields) { resume($0.mapError { $0 }) }
         }
     }
 

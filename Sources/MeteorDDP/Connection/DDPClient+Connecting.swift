@@ -32,7 +32,8 @@ extension DDPClient {
         queue.async { self.perform(self.machine.networkReachabilityChanged(reachable: false)) }
     }
 
-    /// Disconnects for good and ends ``statusUpdates`` and ``errors``.
+    /// Disconnects for good: pending calls fail with ``MethodError/Kind/clientClosed``, subscriptions stop (their
+    /// `ready()` throws ``SubscriptionStoppedError``), and ``statusUpdates``, ``errors`` and ``accountUpdates`` end.
     public func close() {
         queue.async {
             guard !self.isClosed else { return }
@@ -42,6 +43,7 @@ extension DDPClient {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
                 self.callbackQueue.async { invocation.completion(.failure(failure)) }
             }
+            for record in self.session.subscriptions.removeAll() { record.shared.update(.stopped) }
             self.statusBroadcaster.finish()
             self.errorBroadcaster.finish()
             self.accountBroadcaster.finish()

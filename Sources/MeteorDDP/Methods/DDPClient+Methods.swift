@@ -24,18 +24,15 @@ extension DDPClient {
     /// let id = try await client.call("todos.add", params: ["milk"])
     /// ```
     /// Inside a stub, a call runs only the other method's stub, sends nothing and returns its value.
-    /// - Throws: ``MethodError``.
+    /// A cancelled task returns at once with `CancellationError`; the call itself goes on as Meteor's would.
+    /// - Throws: ``MethodError``, or `CancellationError`.
     @discardableResult
     public func call(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions()) async throws -> EJSONValue? {
         if let enclosing = MethodInvocationContext.current {
             return try runNestedStub(name, params: params, enclosing: enclosing)
         }
-        return try await withCheckedThrowingContinuation { continuation in
-            do {
-                _ = try call(name, params: params, options: options, completesInline: true) { continuation.resume(with: $0) }
-            } catch {
-                continuation.resume(throwing: error)
-            }
+        return try await withCancellableContinuation { (resume: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void) in
+            _ = try call(name, params: params, options: options, completesInline: true) { resume($0.mapError { $0 }) }
         }
     }
 

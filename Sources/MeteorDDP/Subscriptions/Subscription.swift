@@ -52,10 +52,10 @@ public final class Subscription: Sendable {
     /// Returns once the subscription is ready.
     ///
     /// - Throws: ``SubscriptionError`` when the server ends it with an error, ``SubscriptionStoppedError`` when it is
-    ///   stopped first.
+    ///   stopped first (or the client is closed), `CancellationError` at once when the task is cancelled.
     public func ready() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            shared.whenSettled { result in continuation.resume(with: result) }
+        try await withCancellableContinuation { resume in
+            shared.whenSettled { resume($0) }
         }
     }
 

@@ -133,6 +133,16 @@ struct SubscriptionManager {
 
     var isReviving: Bool { !beingRevived.isEmpty }
 
+    /// Removes every record (the client was closed) and returns them, to be stopped.
+    mutating func removeAll() -> [Record] {
+        defer {
+            records.removeAll()
+            order.removeAll()
+            beingRevived.removeAll()
+        }
+        return order.compactMap { records[$0] }
+    }
+
     private mutating func remove(_ id: String) {
         records.removeValue(forKey: id)
         order.removeAll { $0 == id }

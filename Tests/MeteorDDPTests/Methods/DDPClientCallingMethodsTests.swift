@@ -275,3 +275,53 @@ final class MethodParameterLoggingTests: XCTestCase {
         XCTAssertTrue(log.lines.contains { $0.contains("buy milk") }, "an opted-in method's parameters are logged")
     }
 }
+
+/// Awaiting APIs honour task cancellation; closing the client settles everything.
+final class CancellationAndCloseTests: XCTestCase {
+    func testACancelledCallReturnsAtOnceAndTheCallItselfGoesOn() async throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let task = Task { try await harness.client.call("slow") }
+        await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
+        task.cancel()
+        do {
+            _ = try await value(of: task)
+            XCTFail("must throw")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+        harness.receive(.result(id: "1", result: 1, error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertEqual(harness.sent.filter { if case .method = $0 { true } else { false } }.count, 1, "sent once, completed quietly")
+    }
+
+    func testACancelledReadyReturnsAtOnce() async throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let sub = harness.client.subscribe("players")
+        let task = Task { try await sub.ready() }
+        task.cancel()
+        do {
+            try await value(of: task)
+            XCTFail("must throw")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+    }
+
+    func testClosingTheClientStopsSubscriptionsSoReadyThrows() async throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let sub = harness.client.subscribe("players")
+        let task = Task { try await sub.ready() }
+        harness.client.close()
+        do {
+            try await value(of: task)
+            XCTFail("must throw")
+        } catch {
+            XCTAssertTrue(error is SubscriptionStoppedError, "\(error)")
+        }
+        XCTAssertEqual(sub.status, .stopped)
+    }
+}
