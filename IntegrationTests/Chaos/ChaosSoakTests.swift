@@ -154,12 +154,11 @@ final class ChaosSoakTests: XCTestCase {
 /// Makes calls at a steady rate from a timer: 35 % stub inserts, 35 % stub updates of a document in the cache,
 /// 30 % plain calls that write on the server; 10 % of all with `noRetry`, 5 % with `wait`.
 private final class LoadGenerator: @unchecked Sendable {
-    // @unchecked because `random` and `count` are confined to `queue`.
+    // @unchecked because `random` and `count` are confined to the timer's queue.
     private let client: DDPClient
     private let ledger: ChaosLedger
     private let collection: String
-    private let queue = DispatchQueue(label: "chaos.load")
-    private var timer: (any DispatchSourceTimer)?
+    private let timer = RepeatingTimer(queue: DispatchQueue(label: "chaos.load"))
     private var random: SplitMix64
     private var count = 0
 
@@ -170,20 +169,9 @@ private final class LoadGenerator: @unchecked Sendable {
         self.random = SplitMix64(seed: seed &* 31)
     }
 
-    func start(interval: DispatchTimeInterval) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: interval)
-        timer.setEventHandler { [self] in makeCall() }
-        self.timer = timer
-        timer.activate()
-    }
+    func start(interval: DispatchTimeInterval) { timer.start(interval: interval) { [self] in makeCall() } }
 
-    func stop() {
-        queue.sync {
-            timer?.cancel()
-            timer = nil
-        }
-    }
+    func stop() { timer.stop() }
 
     private func makeCall() {
         count += 1
@@ -211,10 +199,10 @@ private final class LoadGenerator: @unchecked Sendable {
 
 /// Writes on the server from a timer: updates of any document, inserts and removals of its own documents.
 private final class ServerWriter: @unchecked Sendable {
-    // @unchecked because `random`, `count` and `timer` are confined to the server queue.
+    // @unchecked because `random` and `count` are confined to the server queue.
     private let server: DDPTestServer
     private let collection: String
-    private var timer: (any DispatchSourceTimer)?
+    private let timer: RepeatingTimer
     private var random: SplitMix64
     private var count = 0
 
@@ -222,22 +210,12 @@ private final class ServerWriter: @unchecked Sendable {
         self.server = server
         self.collection = collection
         self.random = SplitMix64(seed: seed)
+        self.timer = RepeatingTimer(queue: server.queue)
     }
 
-    func start(interval: DispatchTimeInterval) {
-        let timer = DispatchSource.makeTimerSource(queue: server.queue)
-        timer.schedule(deadline: .now(), repeating: interval)
-        timer.setEventHandler { [self] in write() }
-        self.timer = timer
-        timer.activate()
-    }
+    func start(interval: DispatchTimeInterval) { timer.start(interval: interval) { [self] in write() } }
 
-    func stop() {
-        server.perform {
-            timer?.cancel()
-            timer = nil
-        }
-    }
+    func stop() { timer.stop() }
 
     private func write() {
         count += 1
@@ -251,6 +229,34 @@ private final class ServerWriter: @unchecked Sendable {
             if !own.isEmpty { items.remove(own[Int(random.next() % UInt64(own.count))]) }
         } else {
             _ = try? items.update(ids[Int(random.next() % UInt64(ids.count))], ["$inc": ["s": 1]])
+        }
+    }
+}
+
+/// A repeating timer on a serial queue; `stop()` returns once no firing can run any more.
+private final class RepeatingTimer: @unchecked Sendable {
+    // @unchecked because `timer` is confined to `queue`.
+    private let queue: DispatchQueue
+    private var timer: (any DispatchSourceTimer)?
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    func start(interval: DispatchTimeInterval, _ fire: @escaping @Sendable () -> Void) {
+        queue.sync {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now(), repeating: interval)
+            timer.setEventHandler(handler: fire)
+            self.timer = timer
+            timer.activate()
+        }
+    }
+
+    func stop() {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
         }
     }
 }

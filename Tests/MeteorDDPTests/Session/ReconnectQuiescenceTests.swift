@@ -42,6 +42,21 @@ final class ReconnectQuiescenceTests: XCTestCase {
         _ = try harness.client.call(name, options: options) { _ in order.mutate { $0.append(label) } }
     }
 
+    /// Calls 1 (plain) and 2 (a stub touching Ada); method 1's data waits for Ada, and method 2's `updated`
+    /// releases her while the data buffer is stalled, so both methods have their results and wait for a flush that
+    /// has not happened. Returns the gate that lets the buffer go on.
+    private func twoMethodsWaitingForAStalledFlush(_ harness: ClientHarness, recordingIn order: Locked<[String]>) throws -> DispatchSemaphore {
+        try call(harness, "plain", recordingIn: order, as: "1")
+        try call(harness, "touch", recordingIn: order, as: "2")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        let bufferGate = DispatchSemaphore(value: 0)
+        harness.client.updateBuffer.queue.async { bufferGate.wait() }
+        harness.receive(.updated(methodIDs: ["2"]))
+        harness.receive(.result(id: "2", result: nil, error: nil))
+        return bufferGate
+    }
+
     // MARK: - Defect 1: a stub during a hold takes the server's version from before the held data
 
     func testAStubRunWhileReconnectDataIsHeldEndsWithTheFreshServerVersion() throws {
@@ -109,17 +124,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
     func testACompletionWaitingForAFlushIsNotOvertakenByALaterMethod() throws {
         let (harness, _) = connectedWithReadyPlayers()
         let order = Locked<[String]>([])
-        try call(harness, "plain", recordingIn: order, as: "1")
-        try call(harness, "touch", recordingIn: order, as: "2")
+        let bufferGate = try twoMethodsWaitingForAStalledFlush(harness, recordingIn: order)
         try call(harness, "plain", recordingIn: order, as: "3")
-        // Method 1's data waits for Ada, written by method 2's stub.
-        harness.receive(.updated(methodIDs: ["1"]))
-        harness.receive(.result(id: "1", result: nil, error: nil))
-        // Method 2's `updated` releases Ada while the buffer is stalled: 1 and 2 wait for that flush.
-        let bufferGate = DispatchSemaphore(value: 0)
-        harness.client.updateBuffer.queue.async { bufferGate.wait() }
-        harness.receive(.updated(methodIDs: ["2"]))
-        harness.receive(.result(id: "2", result: nil, error: nil))
         // Method 3's messages are handled after the flush but before anything the flush hands back to the client.
         let clientGate = DispatchSemaphore(value: 0)
         harness.client.queue.async { clientGate.wait() }
@@ -209,14 +215,7 @@ final class ReconnectQuiescenceTests: XCTestCase {
         let (harness, _) = connectedWithReadyPlayers()
         var errors = harness.client.errors.makeAsyncIterator()
         let order = Locked<[String]>([])
-        try call(harness, "plain", recordingIn: order, as: "1")
-        try call(harness, "touch", recordingIn: order, as: "2")
-        harness.receive(.updated(methodIDs: ["1"]))
-        harness.receive(.result(id: "1", result: nil, error: nil))
-        let bufferGate = DispatchSemaphore(value: 0)
-        harness.client.updateBuffer.queue.async { bufferGate.wait() }
-        harness.receive(.updated(methodIDs: ["2"]))
-        harness.receive(.result(id: "2", result: nil, error: nil))
+        let bufferGate = try twoMethodsWaitingForAStalledFlush(harness, recordingIn: order)
         // The flush that makes 1 and 2 complete is still to come when the connection drops and comes back.
         harness.transport.fail()
         harness.settle()
