@@ -1,0 +1,42 @@
+import EJSON
+import FuzzSupport
+import MeteorDDP
+
+/// Any sequence of server frames (one per input line) driven into a connected client over the in-memory transport:
+/// no trap, and the client still handles a well-formed exchange afterwards (a `ping` is answered with a `pong`).
+@_cdecl("FuzzClientSession_main")
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer { data, size in fuzzClientSession(data, size) }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data else { return 0 }
+    let input = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    let transport = InMemoryTransport()
+    var configuration = DDPClient.Configuration()
+    configuration.scheduler = ManualScheduler()
+    configuration.bufferedWritesInterval = .zero
+    let client = DDPClient(transport: transport, configuration: configuration)
+    client.defineStub("touch") { context in
+        _ = context.collection("c").insert(["n": 1])
+        return nil
+    }
+    client.connect()
+    _ = client.negotiatedVersion  // runs on the client queue, after `connect()` opened the transport
+    transport.open()
+    transport.receive(#"{"msg":"connected","session":"s"}"#)
+    let subscription = client.subscribe("c")
+    _ = try? client.call("touch") { _ in }
+    _ = try? client.call("wait", options: MethodOptions(wait: true)) { _ in }
+    for line in input.split(separator: "\n", omittingEmptySubsequences: true).prefix(64) {
+        transport.receive(String(line).replacing("$SUB", with: subscription.id))
+    }
+    // Frames are handled on the delivering thread when the client queue is idle: the pong is out when this returns.
+    transport.receive(#"{"msg":"ping","id":"fuzz-check"}"#)
+    if client.status.isConnected, !transport.sentFrames.contains(where: { $0.contains("fuzz-check") }) {
+        fatalError("a connected client stopped answering pings after: \(input.prefix(500))")
+    }
+    client.close()
+    return 0
+}

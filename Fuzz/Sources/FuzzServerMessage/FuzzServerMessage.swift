@@ -1,0 +1,23 @@
+import EJSON
+import FuzzSupport
+import MeteorDDP
+
+/// Any frame: it is either a valid server message, whose serialised form reads back to a message that serialises the
+/// same (serialising fills in defaults such as an error's `message`, so the first form may differ), or a typed
+/// `DDPProtocolViolation` (malformed JSON, wrong shape); never a trap.
+@_cdecl("FuzzServerMessage_main")
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer { data, size in fuzzServerMessage(data, size) }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzServerMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data else { return 0 }
+    guard let value = try? EJSON.parse(bytes: UnsafeBufferPointer(start: data, count: size)) else { return 0 }
+    guard let message = try? ServerMessage(ejson: value) else { return 0 }
+    let text = EJSON.stringify(message.ejsonValue)
+    guard let again = try? ServerMessage(ejson: message.ejsonValue), EJSON.stringify(again.ejsonValue) == text else {
+        fatalError("a server message does not read back: \(text)")
+    }
+    return 0
+}
