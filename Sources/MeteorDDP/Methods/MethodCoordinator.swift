@@ -110,7 +110,8 @@ struct MethodCoordinator {
     // MARK: - Reconnecting (LC onReset, steps 2–5)
 
     /// A new socket: fails sent `noRetry` calls of the first block (their result is set; they complete when their
-    /// data is visible, at reconnect quiescence) and marks everything unsent. Returns the failed calls and the blocks
+    /// data is visible, at reconnect quiescence) and marks everything unsent; calls still waiting for their result
+    /// wait for their data again (the `updated` of their next run). Returns the failed calls and the blocks
     /// to put back after the reconnect hooks ran (pass them to ``requeue(_:)``).
     mutating func socketReset() -> (failed: [Invocation], savedBlocks: [Block]) {
         var failed: [Invocation] = []
@@ -124,7 +125,12 @@ struct MethodCoordinator {
             blocks[0] = first
             if first.methodIDs.isEmpty { blocks.removeFirst() }
         }
-        for id in invocations.keys { invocations[id]?.sentMessage = false }
+        for (id, invocation) in invocations {
+            invocations[id]?.sentMessage = false
+            // A call without its result is sent again: the new session's run brings its own `updated`, and the data
+            // the old run made visible is replaced by the new session's anyway.
+            if invocation.result == nil { invocations[id]?.dataVisible = false }
+        }
         let saved = blocks
         blocks = []
         return (failed, saved)

@@ -227,14 +227,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.flushData()
         harness.client.callbackQueue.sync {}
         XCTAssertEqual(order.value, ["1", "2"], "each completes once")
-        // A marker the client must report: everything reported before it came from this scenario.
-        harness.receive(.result(id: "marker", result: nil, error: nil))
-        var reported: [DDPError] = []
-        while let error = await errors.next() {
-            if error.message.contains("marker") { break }
-            if error.code == .protocolViolation { reported.append(error) }
-        }
-        XCTAssertEqual(reported.map(\.message), [])
+        let violations = await protocolViolations(before: harness, &errors)
+        XCTAssertEqual(violations, [])
     }
 
     func testAnUpdatedForAnUnknownMethodIsReportedAsUpdated() async {
@@ -281,5 +275,41 @@ final class ReconnectQuiescenceTests: XCTestCase {
         XCTAssertEqual(order.value, ["1", "2"])
         XCTAssertTrue(harness.sent.contains { if case .method("3", "login", _, _) = $0 { true } else { false } }, "the wait method goes out")
         XCTAssertEqual(fields(harness, lovelace)?["t"], 1, "Ada keeps method 4's stub value until its updated")
+    }
+
+    func testACallWhoseDataWasVisibleBeforeADropWaitsForItsNewRunsUpdated() async throws {
+        // Method 1's `updated` arrived, then the connection dropped before its result: it is sent again, and the new
+        // run's `updated` (held until quiescence) must be what completes it, not the old session's.
+        let (harness, _) = connectedWithReadyPlayers()
+        var errors = harness.client.errors.makeAsyncIterator()
+        let order = Locked<[String]>([])
+        try call(harness, "plain", recordingIn: order, as: "1")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        harness.dropAndReopen()
+        XCTAssertTrue(harness.sent.contains { if case .method("1", "plain", _, _) = $0 { true } else { false } }, "sent again")
+        harness.receive(.connected(session: "SESSION-2"))
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        harness.flushData()
+        harness.client.callbackQueue.sync {}
+        XCTAssertEqual(order.value, [], "its new run's data is not visible yet")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        harness.client.callbackQueue.sync {}
+        XCTAssertEqual(order.value, ["1"])
+        let violations = await protocolViolations(before: harness, &errors)
+        XCTAssertEqual(violations, [])
+    }
+
+    /// The protocol violations reported before a marker frame that the client must report (so everything before it
+    /// came from the test's scenario).
+    private func protocolViolations(before harness: ClientHarness, _ errors: inout DDPErrors.AsyncIterator) async -> [String] {
+        harness.receive(.result(id: "marker", result: nil, error: nil))
+        var reported: [String] = []
+        while let error = await errors.next() {
+            if error.message.contains("marker") { break }
+            if error.code == .protocolViolation { reported.append(error.message) }
+        }
+        return reported
     }
 }
