@@ -5,13 +5,10 @@ import MeteorDDP
 /// Any sequence of server frames (one per input line) driven into a connected client over the in-memory transport:
 /// no trap, and the client still handles a well-formed exchange afterwards (a `ping` is answered with a `pong`).
 @_cdecl("FuzzClientSession_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    runFuzzer { data, size in fuzzClientSession(data, size) }
-}
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzClientSession) }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data else { return 0 }
     let input = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
     let transport = InMemoryTransport()
     var configuration = DDPClient.Configuration()

@@ -4,13 +4,10 @@ import FuzzSupport
 /// Any bytes: `EJSON.parse` returns a value or throws an `EJSONError`, never traps; a value it returns serialises and
 /// parses back to an equal value.
 @_cdecl("FuzzEJSONParse_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    runFuzzer { data, size in fuzzEJSONParse(data, size) }
-}
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzEJSONParse) }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzEJSONParse(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data else { return 0 }
     let bytes = UnsafeBufferPointer(start: data, count: size)
     guard let value = try? EJSON.parse(bytes: bytes) else { return 0 }
     let text = EJSON.stringify(value)

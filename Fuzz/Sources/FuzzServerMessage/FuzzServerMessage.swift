@@ -6,13 +6,10 @@ import MeteorDDP
 /// same (serialising fills in defaults such as an error's `message`, so the first form may differ), or a typed
 /// `DDPProtocolViolation` (malformed JSON, wrong shape); never a trap.
 @_cdecl("FuzzServerMessage_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    runFuzzer { data, size in fuzzServerMessage(data, size) }
-}
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzServerMessage) }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzServerMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data else { return 0 }
     guard let value = try? EJSON.parse(bytes: UnsafeBufferPointer(start: data, count: size)) else { return 0 }
     guard let message = try? ServerMessage(ejson: value) else { return 0 }
     let text = EJSON.stringify(message.ejsonValue)
