@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 // Fuzz targets for libFuzzer, in a package of their own so that the main package's `swift build` never builds them
 // (each target's entry point runs libFuzzer's driver, which links only with `-sanitize=fuzzer`). Build and run with
 // `Fuzz/run` (it passes `-sanitize=fuzzer,address -parse-as-library`).
