@@ -57,6 +57,11 @@ struct MethodCoordinator {
         return blocks.count == 1 ? markSent([invocation.id]) : []
     }
 
+    /// Whether the call went out on the current socket (or was "sent" while it was down).
+    func isSent(_ id: String) -> Bool {
+        invocations[id]?.sentMessage == true
+    }
+
     private mutating func markSent(_ ids: [String]) -> [Invocation] {
         ids.compactMap { id in
             invocations[id]?.sentMessage = true

@@ -152,12 +152,6 @@ struct ServerDocumentBuffer {
             documents[key]!.flushCallbacks.removeAll()
         }
     }
-
-    /// Forgets everything (the client was closed).
-    mutating func removeAll() {
-        documents.removeAll()
-        documentsWrittenByMethod.removeAll()
-    }
 }
 
 /// Calls its callback when decremented `count` times.

@@ -67,7 +67,7 @@ extension DDPClient {
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
         let methods = session.methods
-        let waiting = session.serverDocuments.runWhenAllFlushed(countingMethods: { methods.invocations[$0]?.sentMessage == true }) {
+        let waiting = session.serverDocuments.runWhenAllFlushed(countingMethods: methods.isSent) {
             [weak self] in self?.runAfterUpdate(block)
         }
         if !waiting { runAfterUpdate(block) }
@@ -107,7 +107,7 @@ extension DDPClient {
     /// The documents that no other pending method's stub wrote get the server's version.
     func releaseDocumentsWritten(byMethod id: String) {
         let methods = session.methods
-        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id) { methods.invocations[$0]?.sentMessage == true }
+        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: methods.isSent)
         for replacement in replacements {
             store.enqueue(.replaced(replacement.key, replacement.fields))
         }
