@@ -32,6 +32,7 @@ enum IngestBenchmarks {
             transport.waitUntilOpenable(client)
             transport.open()
             transport.receive(#"{"msg":"connected","session":"bench"}"#)
+            _ = client.collection(BenchDocuments.collection)
             let sub = client.subscribe("bench")
             let marker = client.subscribe("marker")
             let start = DispatchTime.now()
@@ -83,6 +84,7 @@ enum IngestBenchmarks {
                 client.connect()
                 for await status in client.statusUpdates where status.isConnected { break }
                 let start = DispatchTime.now()
+                _ = client.collection(BenchDocuments.collection)
                 let sub = client.subscribe("bench")
                 try await sub.ready()
                 let ours = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9

@@ -67,7 +67,22 @@ extension DDPClient {
         case .updated(let ids): session.methodsBlockingQuiescence.subtract(ids)
         default: break
         }
+        if session.quiescence!.messages.count >= configuration.maxMessagesHeldForQuiescence, session.isWaitingForQuiescence {
+            stopWaitingForQuiescence()
+        }
         endQuiescenceIfPossible()
+    }
+
+    /// The hold reached its limit: the subscriptions and methods it waits for no longer count, so the held messages
+    /// are applied now and later ones as they come.
+    private func stopWaitingForQuiescence() {
+        let subscriptions = session.subscriptions.stopRevivingAll()
+        let methods = session.methodsBlockingQuiescence
+        session.methodsBlockingQuiescence = []
+        report(.limitReached(
+            "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
+                + "(subscriptions not ready: \(subscriptions.count), methods without updated: \(methods.count)); applying them now"
+        ))
     }
 
     /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
@@ -76,7 +91,10 @@ extension DDPClient {
         guard let hold = session.quiescence, !session.isWaitingForQuiescence else { return }
         session.quiescence = nil
         store.hold(resetting: hold.resetting)
-        if hold.resetting { session.serverDocuments.sessionReset() }
+        if hold.resetting {
+            session.serverDocuments.sessionReset()
+            session.undeclaredCollections.reset()
+        }
         for id in hold.methodsVisibleAtQuiescence {
             runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }
         }

@@ -57,7 +57,7 @@ public final class DDPClient: @unchecked Sendable {
     /// Whether `close()` was called. Confined to `queue`.
     var isClosed = false
     /// Subscriptions, methods, stub-written documents and quiescence. Confined to `queue`.
-    var session = SessionState()
+    var session: SessionState
 
     /// Method stubs by name, readable from any thread. Protected by its lock.
     let stubs = NIOLockedValueBox<[String: MethodStub]>([:])
@@ -109,6 +109,7 @@ public final class DDPClient: @unchecked Sendable {
         self.scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
         self.logger = configuration.logger
         self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
+        self.session = SessionState(maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections)
         self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
         let database = Database(logger: configuration.logger)
         self.database = database
@@ -183,6 +184,19 @@ extension DDPClient {
         public var accountStore: (any AccountStore)?
         /// The scheduler for timers; `nil` uses real time on the client queue. Tests pass a ``ManualScheduler``.
         public var scheduler: (any DDPScheduler)?
+        /// Most data messages held while waiting for quiescence (after a reconnect, until every revived subscription
+        /// is ready and every re-sent method has its `updated`; or while a `wait` method runs). Default 50,000.
+        /// A server that never sends `ready` or `updated` would otherwise make the hold grow forever. At the limit the
+        /// client stops waiting: it applies what it holds at once, as if quiescence had come, reports
+        /// ``DDPError/Code/limitReached`` on ``DDPClient/errors``, and processes later data as it comes. The cache
+        /// still ends equal to the server's data; documents sent after the limit may be removed and added back
+        /// (notifications a complete hold would have spared).
+        public var maxMessagesHeldForQuiescence = 50_000
+        /// Most documents cached, in all, for collections the app never declared with ``DDPClient/collection(_:)``.
+        /// Default 100,000. Past it, the server's new documents for undeclared collections are dropped and
+        /// ``DDPError/Code/limitReached`` is reported once per collection; declared collections have no limit (their
+        /// data is the app's). See ``DDPClient/collection(_:)``.
+        public var maxDocumentsInUndeclaredCollections = 100_000
 
         /// Creates the default configuration.
         public init() {}

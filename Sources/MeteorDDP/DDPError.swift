@@ -25,6 +25,9 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
         case heartbeatTimedOut
         /// The client was closed or disconnected while the operation was pending.
         case clientClosed
+        /// A limit that bounds what a server can make the client hold was reached; the message says which, and what
+        /// the client did (see the limits in ``DDPClient/Configuration``).
+        case limitReached
     }
 
     /// What kind of error this is.
@@ -67,6 +70,10 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
 
     static func heartbeatTimedOut() -> DDPError {
         DDPError(.heartbeatTimedOut, "DDP heartbeat timed out")
+    }
+
+    static func limitReached(_ message: String) -> DDPError {
+        DDPError(.limitReached, message)
     }
 
     static func clientClosed() -> DDPError {

@@ -80,8 +80,14 @@ public struct DDPCollection: Sendable {
 
 extension DDPClient {
     /// The collection named `name`, with Meteor's built-in `/<name>/insert|update|remove` stubs defined.
+    ///
+    /// This *declares* the collection (Meteor's `new Mongo.Collection(name)`): all the server's data for it is cached.
+    /// Data for collections never declared is cached too, but only up to
+    /// ``Configuration/maxDocumentsInUndeclaredCollections`` documents in all, so a server cannot fill memory with
+    /// collections nobody reads. Declare collections before subscribing to them.
     public func collection(_ name: String) -> DDPCollection {
         defineCollectionStubs(name)
+        queue.async { self.session.undeclaredCollections.declare(name) }
         return DDPCollection(name: name, client: self)
     }
 

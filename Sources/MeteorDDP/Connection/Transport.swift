@@ -44,8 +44,15 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case tlsFailed
         /// The server closed the WebSocket with an error code.
         case closedByServer(code: Int)
-        /// A message larger than the configured limit arrived.
+        /// A message larger than the configured limit arrived; the client closed the socket with code 1009.
         case messageTooLarge
+        /// A text message was not valid UTF-8; the client closed the socket with code 1007.
+        case invalidUTF8
+        /// The server broke the WebSocket framing rules; the client closed the socket with code 1002.
+        case protocolError
+        /// The server stopped reading while the client had more to send than the configured limit
+        /// (`WebSocketTransport.Configuration.maxBufferedOutboundBytes`); the client dropped the connection.
+        case sendBufferFull
         /// The URL cannot be used (scheme, host, or a `wss` IP literal without a TLS server name).
         case invalidURL
         /// Anything else.
@@ -61,6 +68,19 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
+    }
+
+    /// The WebSocket close code of the close that ended the connection, if one is known: the server's for
+    /// ``Kind/closedByServer(code:)``, the client's for ``Kind/messageTooLarge`` (1009), ``Kind/invalidUTF8`` (1007)
+    /// and ``Kind/protocolError`` (1002).
+    public var closeCode: Int? {
+        switch kind {
+        case .closedByServer(let code): code
+        case .messageTooLarge: 1009
+        case .invalidUTF8: 1007
+        case .protocolError: 1002
+        case .connectFailed, .tlsFailed, .invalidURL, .sendBufferFull, .other: nil
+        }
     }
 
     public var description: String { "transport error (\(kind)): \(message)" }

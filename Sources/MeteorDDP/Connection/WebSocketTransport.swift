@@ -30,6 +30,13 @@ public struct WebSocketTransport: Transport {
         public var compression = true
         /// Largest decompressed frame accepted with permessage-deflate. Default 64 MiB.
         public var maxDecompressedFrameSize: Int = 64 << 20
+        /// Most bytes of frames waiting to be written. Default 8 MiB. A server that stops reading while the client
+        /// has more to send (for example pongs for a flood of pings) makes the connection fail with
+        /// ``TransportError/Kind/sendBufferFull`` rather than let the queue grow; the client reconnects.
+        public var maxBufferedOutboundBytes: Int = 8 << 20
+        /// How long a close handshake may wait for the server's close frame before the socket is dropped.
+        /// Default 2 s. The client reports the connection closed at once either way.
+        public var closeTimeout: Duration = .seconds(2)
         /// Extra trust roots for `wss` (for example a development CA); `nil` uses the system's.
         public var trustRoots: NIOSSLTrustRoots?
         /// A complete TLS configuration, overriding ``trustRoots``; verification stays on unless you turn it off here.
@@ -57,139 +64,9 @@ public struct WebSocketTransport: Transport {
     }
 
     public func connect(onEvent: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        let connection = WebSocketConnection(onEvent: onEvent)
+        let connection = WebSocketConnection(maxBufferedOutboundBytes: configuration.maxBufferedOutboundBytes, onEvent: onEvent)
         connection.start(url: url, configuration: configuration, logger: logger)
         return connection
-    }
-}
-
-/// One WebSocket connection attempt: a task running swift-websocket's client, fed by an ordered send stream.
-final class WebSocketConnection: TransportConnection, @unchecked Sendable {
-    // @unchecked because `task` and `closedEventSent` are protected by `lock`; `outgoing` is thread-safe.
-    private let onEvent: @Sendable (TransportEvent) -> Void
-    private let outgoing: AsyncStream<String>.Continuation
-    private let outgoingStream: AsyncStream<String>
-    private let lock = NIOLock()
-    /// Protected by `lock`.
-    private var task: Task<Void, Never>?
-    /// Protected by `lock`.
-    private var closedEventSent = false
-
-    init(onEvent: @escaping @Sendable (TransportEvent) -> Void) {
-        self.onEvent = onEvent
-        (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
-    }
-
-    func start(url: URL, configuration: WebSocketTransport.Configuration, logger: Logger) {
-        // One event loop for the socket and for the tasks that read and write it (see EventLoopTaskExecutor).
-        let eventLoop = configuration.eventLoopGroup.next()
-        let body: @Sendable () async -> Void = { [outgoingStream] in
-            let error = await Self.run(url: url, configuration: configuration, eventLoop: eventLoop, logger: logger, outgoing: outgoingStream, onEvent: self.onEvent)
-            self.sendClosed(error)
-        }
-        let task: Task<Void, Never>
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
-            task = Task(executorPreference: EventLoopTaskExecutor(eventLoop), operation: body)
-        } else {
-            task = Task(operation: body)
-        }
-        lock.withLock { self.task = task }
-    }
-
-    func send(_ frame: String) {
-        outgoing.yield(frame)
-    }
-
-    func close() {
-        outgoing.finish()
-        let task = lock.withLock { self.task }
-        task?.cancel()
-        sendClosed(nil)
-    }
-
-    private func sendClosed(_ error: TransportError?) {
-        let first: Bool = lock.withLock {
-            defer { closedEventSent = true }
-            return !closedEventSent
-        }
-        if first { onEvent(.closed(error)) }
-    }
-
-    private static func run(
-        url: URL,
-        configuration: WebSocketTransport.Configuration,
-        eventLoop: any EventLoop,
-        logger: Logger,
-        outgoing: AsyncStream<String>,
-        onEvent: @escaping @Sendable (TransportEvent) -> Void
-    ) async -> TransportError? {
-        guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme), let host = url.host else {
-            return TransportError(.invalidURL, "not a ws:// or wss:// URL: \(url)")
-        }
-        let secure = scheme == "wss" || scheme == "https"
-        var wsConfiguration = WebSocketClientConfiguration(
-            maxFrameSize: configuration.maxFrameSize,
-            extensions: configuration.compression ? [.perMessageDeflate(maxDecompressedFrameSize: configuration.maxDecompressedFrameSize)] : [],
-            sniHostname: configuration.tlsServerName
-        )
-        wsConfiguration.validateUTF8 = true
-        var tls: TLSConfiguration?
-        if secure {
-            if configuration.tlsServerName == nil, host.isIPAddressLiteral {
-                return TransportError(.invalidURL, "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName (SNI cannot carry an IP address)")
-            }
-            var base = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
-            if configuration.tlsConfiguration == nil, let roots = configuration.trustRoots { base.trustRoots = roots }
-            tls = base
-        }
-        let maxMessageSize = configuration.maxMessageSize
-        do {
-            let closeFrame = try await WebSocketClient.connect(
-                url: url.absoluteString,
-                configuration: wsConfiguration,
-                tlsConfiguration: tls,
-                eventLoopGroup: eventLoop,
-                logger: logger
-            ) { inbound, outbound, _ in
-                onEvent(.opened)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await frame in outgoing {
-                            try await outbound.write(.text(frame))
-                        }
-                        try? await outbound.close(.normalClosure, reason: nil)
-                    }
-                    group.addTask {
-                        for try await message in inbound.messages(maxSize: maxMessageSize) {
-                            switch message {
-                            case .text(let text): onEvent(.text(text))
-                            case .binary(let buffer): onEvent(.binary(byteCount: buffer.readableBytes))
-                            }
-                        }
-                    }
-                    _ = try await group.next()
-                    group.cancelAll()
-                }
-            }
-            if let closeFrame, closeFrame.closeCode != .normalClosure, closeFrame.closeCode != .goingAway {
-                return TransportError(.closedByServer(code: Int(UInt16(webSocketErrorCode: closeFrame.closeCode))), "closed with code \(closeFrame.closeCode) \(closeFrame.reason ?? "")")
-            }
-            return nil
-        } catch is CancellationError {
-            return nil
-        } catch let error as NIOSSLError {
-            return TransportError(.tlsFailed, "\(error)")
-        } catch let error as BoringSSLError {
-            return TransportError(.tlsFailed, "\(error)")
-        } catch let error as WebSocketClientError where error == .serverSentMessageTooLarge {
-            return TransportError(.messageTooLarge, "\(error)")
-        } catch {
-            let text = String(describing: error)
-            if text.contains("SSL") || text.contains("certificate") || text.contains("handshake") {
-                return TransportError(.tlsFailed, text)
-            }
-            return TransportError(.connectFailed, text)
-        }
     }
 }
 

@@ -23,14 +23,17 @@ extension DDPClient {
         switch message {
         case .added(let collection, let id, let fields):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
+            guard admit(session.undeclaredCollections.added(collection, key.documentID), collection) else { return }
             route(session.serverDocuments.serverAdded(key, fields: fields), key: key) { .added(key, fields) }
         case .changed(let collection, let id, let fields, let cleared):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
+            guard admit(session.undeclaredCollections.changed(collection, key.documentID), collection) else { return }
             route(session.serverDocuments.serverChanged(key, fields: fields, cleared: cleared), key: key) {
                 .changed(key, fields, cleared: cleared)
             }
         case .removed(let collection, let id):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
+            guard admit(session.undeclaredCollections.removed(collection, key.documentID), collection) else { return }
             route(session.serverDocuments.serverRemoved(key), key: key) { .removed(key) }
         case .ready(let ids):
             subscriptionsBecameReady(ids)
@@ -40,6 +43,20 @@ extension DDPClient {
             for id in ids { methodUpdated(id) }
         case .result, .connected, .failed, .ping, .pong, .error:
             preconditionFailure("Internal inconsistency: \(message.name) is not a data message")
+        }
+    }
+
+    /// Whether a data message for `collection` goes on (see ``UndeclaredCollections``).
+    private func admit(_ admission: UndeclaredCollections.Admission, _ collection: String) -> Bool {
+        switch admission {
+        case .apply: return true
+        case .drop: return false
+        case .dropAndReport:
+            report(.limitReached(
+                "\(configuration.maxDocumentsInUndeclaredCollections) documents cached for collections the app never declared; "
+                    + "new documents of \"\(collection)\" are dropped (declare it with DDPClient.collection(_:))"
+            ))
+            return false
         }
     }
 

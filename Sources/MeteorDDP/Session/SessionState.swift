@@ -16,8 +16,14 @@ struct SessionState {
     var quiescence: QuiescenceHold?
     /// Work to run once the cache has applied what was queued before it, in order. Confined to the client queue.
     var afterUpdate = AfterUpdateCallbacks()
+    /// Documents cached for collections the app never declared, bounded. Confined to the client queue.
+    var undeclaredCollections: UndeclaredCollections
     /// Hooks run on every new socket, before old methods are re-sent (accounts' resume login). Confined to the client queue.
     var reconnectHooks: [String: () -> Void] = [:]
+
+    init(maxDocumentsInUndeclaredCollections: Int) {
+        undeclaredCollections = UndeclaredCollections(limit: maxDocumentsInUndeclaredCollections)
+    }
 
     var isWaitingForQuiescence: Bool {
         subscriptions.isReviving || !methodsBlockingQuiescence.isEmpty

@@ -131,6 +131,12 @@ struct SubscriptionManager {
         beingRevived.subtract(ids)
     }
 
+    /// The quiescence hold reached its limit: no subscription blocks it any more. Returns those that did.
+    mutating func stopRevivingAll() -> Set<String> {
+        defer { beingRevived = [] }
+        return beingRevived
+    }
+
     var isReviving: Bool { !beingRevived.isEmpty }
 
     /// Removes every record (the client was closed) and returns them, to be stopped.

@@ -55,12 +55,21 @@ final class DDPClientBadInputTests: XCTestCase {
         }
     }
 
-    func testLoneSurrogateEscapeIsReportedOrDecodedWithoutCrashing() async {
+    func testLoneSurrogateEscapeIsReportedAsAnInvalidEscape() async {
+        // The README's row: `.malformedJSON` (`invalidEscape`), the frame skipped, the connection kept.
+        let frame = #"{"msg":"added","collection":"c","id":"1","fields":{"s":"\ud800"}}"#
+        await assertReportedAndSurvived(frame) {
+            if case .malformedJSON(let reason) = $0 { reason.hasPrefix("invalid escape sequence") } else { false }
+        }
+    }
+
+    func testLoneSurrogateEscapeAddsNoDocument() async {
         let harness = ClientHarness()
         harness.establishConnection()
         harness.receive(frame: #"{"msg":"added","collection":"c","id":"1","fields":{"s":"\ud800"}}"#)
-        harness.receive(frame: #"{"msg":"ping","id":"x"}"#)
-        XCTAssertEqual(harness.transport.sentFrames.last, #"{"msg":"pong","id":"x"}"#)
+        harness.receive(frame: #"{"msg":"added","collection":"c","id":"2","fields":{"s":"ok"}}"#)
+        harness.flushData()
+        XCTAssertEqual(harness.client.database.snapshot.documentCount(in: "c"), 1)
     }
 
     func testBinaryFrameIsReportedAndIgnored() async {
