@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "MeteorDDP", targets: ["MeteorDDP"]),
         .library(name: "EJSON", targets: ["EJSON"]),
+        .library(name: "MeteorDDPTesting", targets: ["MeteorDDPTesting"]),
         .library(name: "DDPTestServer", targets: ["DDPTestServer"]),
         .executable(name: "todos", targets: ["Todos"]),
         .executable(name: "leaderboard", targets: ["Leaderboard"]),
@@ -45,6 +46,18 @@ let package = Package(
             ]
         ),
         .target(
+            name: "MeteorDDPTesting",
+            dependencies: [
+                "EJSON",
+                "MeteorDDP",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport"
+        ),
+        .target(
             name: "DDPTestServer",
             dependencies: [
                 "EJSON",
@@ -72,7 +85,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["MeteorDDP", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Benchmarks"
         ),
         .testTarget(
@@ -82,13 +95,13 @@ let package = Package(
         ),
         .testTarget(
             name: "MeteorDDPTests",
-            dependencies: ["MeteorDDP", "EJSON"],
+            dependencies: ["MeteorDDP", "MeteorDDPTesting", "TestSupport", "EJSON"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "DDPTestServer", "EJSON",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -3,6 +3,7 @@ import EJSON
 import Foundation
 import Logging
 import MeteorDDP
+import MeteorDDPTesting
 import WSClient
 
 /// Ingest: `added` frames → parsed → applied to the cache → subscription ready; in process and over loopback.

@@ -3,6 +3,7 @@ import EJSON
 import Foundation
 import Logging
 import MeteorDDP
+import MeteorDDPTesting
 import NIOPosix
 import WSClient
 

@@ -16,6 +16,9 @@ let package = Package(
             dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
         .executableTarget(
             name: "FuzzClientSession",
-            dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
+            dependencies: [
+                "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP"),
+                .product(name: "MeteorDDPTesting", package: "MeteorDDP"),
+            ]),
     ]
 )

@@ -136,7 +136,7 @@ final class SessionIntegrationTests: XCTestCase {
         // A call sent after the reconnect completes only once its data is visible, which is after the revived
         // subscription's documents were applied (same socket, in order): then every notification has been posted.
         _ = try await withTimeout(10, "noop") { try await client.call("noop") }
-        client.database.notificationQueue.sync {}
+        client.database.notificationQueue.sync {}; client.database.observerQueue.sync {}
         XCTAssertEqual(notifications.count, 0, "unchanged data after a reconnect posts nothing")
         XCTAssertEqual(sub.status, .ready)
         XCTAssertEqual(client.database.collection("players").count, 100)
@@ -208,7 +208,7 @@ final class NotificationCounter: @unchecked Sendable {
     private var observer: (any NSObjectProtocol)?
 
     init(database: Database) {
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) { [weak self] _ in
             self?.lock.withLock { self?.counted += 1 }
         }

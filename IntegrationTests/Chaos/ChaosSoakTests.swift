@@ -77,7 +77,7 @@ final class ChaosSoakTests: XCTestCase {
         }
         // Each client insert carries its call's label: a label twice would be one call inserted twice.
         let duplicates = Dictionary(grouping: texts, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
-        client.database.notificationQueue.sync {}
+        client.database.notificationQueue.sync {}; client.database.observerQueue.sync {}
         let verdict = ledger.verdict(collection: collection)
         let figures = proxy.figures
         client.close()

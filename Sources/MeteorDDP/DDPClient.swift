@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 
 extension Notification.Name {
     /// Posted by a ``DDPClient`` (the notification's `object`) whenever its ``ConnectionStatus`` changes;
-    /// the status is in `userInfo[DDPClient.statusUserInfoKey]`. Posted on the client queue.
+    /// the status is in `userInfo[DDPClient.statusUserInfoKey]`. Posted on the client's callback queue, in order.
     public static let ddpClientStatusDidChange = Notification.Name("MeteorDDP.DDPClient.statusDidChange")
 }
 
@@ -24,8 +24,9 @@ extension Notification.Name {
 ///   method may be called from any thread or task and hops onto it.
 /// - **Parsing off the queue**: frames are parsed on the transport's thread, then handed to the client queue
 ///   in arrival order.
-/// - **Callbacks**: ``statusUpdates`` and ``errors`` are async sequences; ``Notification/Name/ddpClientStatusDidChange``
-///   is posted on the client queue. No lock is held while user code runs.
+/// - **Callbacks**: ``statusUpdates`` and ``errors`` are async sequences; ``Notification/Name/ddpClientStatusDidChange``,
+///   method completions and subscription waiters run on the client's serial *callback queue*, never on the client
+///   queue or under a lock, so they may call back into the client. docs/ARCHITECTURE.md lists where each callback runs.
 public final class DDPClient: @unchecked Sendable {
     // @unchecked because all mutable state below is confined to `queue` (checked with dispatchPrecondition),
     // except `publishedStatus`, which is protected by its own lock.
@@ -85,6 +86,9 @@ public final class DDPClient: @unchecked Sendable {
     var deferredCompletions: [@Sendable () -> Void]?
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
+    /// The negotiated DDP version, published after every connection event so any thread reads it without waiting
+    /// for the client queue.
+    let publishedVersion = NIOLockedValueBox<DDPVersion?>(nil)
     let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64, current: ConnectionStatus(state: .offline))
     let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: 256)
 
@@ -141,7 +145,7 @@ public final class DDPClient: @unchecked Sendable {
     public var errors: DDPErrors { DDPErrors(stream: errorBroadcaster.makeStream()) }
 
     /// The DDP version negotiated for the current session, if connected.
-    public var negotiatedVersion: DDPVersion? { onClientQueue { machine.version } }
+    public var negotiatedVersion: DDPVersion? { publishedVersion.withLockedValue { $0 } }
 
     /// Waits until everything already handed to the client queue has run (a deterministic hook for tests).
     func waitUntilIdle() {

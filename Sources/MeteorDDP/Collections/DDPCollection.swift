@@ -45,10 +45,12 @@ public struct DDPCollection: Sendable {
         let id = fields["_id"]?.stringValue ?? SecureRandomGenerator().id()
         document["_id"] = .string(id)
         for (key, value) in fields where key != "_id" { document[key] = value }
+        // Inside the app's own transaction the call is made after it commits (see `DDPClient.call`): no stub value yet.
+        let deferred = client.database.isInTransactionOnCurrentThread
         let stubValue = try client.call("/\(name)/insert", params: [.object(document)], options: MethodOptions(returnStubValue: true)) { result in
             completion(result.map { _ in id })
         }
-        guard stubValue?.stringValue == id else {
+        guard deferred || stubValue?.stringValue == id else {
             throw MethodError(methodName: "/\(name)/insert", kind: .stubFailed, stubErrorDescription: "a document with id \(id) already exists")
         }
         return id

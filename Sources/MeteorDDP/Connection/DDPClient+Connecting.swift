@@ -121,9 +121,14 @@ extension DDPClient {
                 publish(status)
             }
         }
+        let version = machine.version
+        publishedVersion.withLockedValue { $0 = version }
     }
 
     private func publish(_ status: ConnectionStatus) {
+        // The version first: whoever sees the new status reads the version that goes with it.
+        let version = machine.version
+        publishedVersion.withLockedValue { $0 = version }
         let changed: Bool = publishedStatus.withLockedValue { current in
             guard current != status else { return false }
             current = status
@@ -132,7 +137,10 @@ extension DDPClient {
         guard changed else { return }
         logger.debug("status", metadata: ["status": "\(status)"])
         statusBroadcaster.yield(status)
-        NotificationCenter.default.post(name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
+        // Observers run on the callback queue, never on the client queue (they may call back into the client).
+        callbackQueue.async {
+            NotificationCenter.default.post(name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
+        }
     }
 
     private func openTransport() {

@@ -8,7 +8,8 @@ import OrderedCollections
 extension Notification.Name {
     /// Posted by a ``Database`` (the notification's `object`) once per outermost write transaction that changed
     /// something; `userInfo[DatabaseChanges.userInfoKey]` holds the ``DatabaseChanges``. Posted on the database's
-    /// notification queue, in commit order.
+    /// ``Database/observerQueue``, in commit order (never on the notification queue: an observer may take its time
+    /// and call the database or the client).
     public static let databaseDidChange = Notification.Name("MeteorDDP.Database.didChange")
 }
 
@@ -53,14 +54,18 @@ public final class Database: @unchecked Sendable {
     /// Live queries to update after each commit. Protected by its lock.
     let liveQueries = NIOLockedValueBox<[ObjectIdentifier: LiveQueryCore]>([:])
 
-    /// Where change notifications are delivered, in commit order.
+    /// Where change sets are computed and handed to consumers and live queries, in commit order. No user code runs
+    /// on it.
     public let notificationQueue: DispatchQueue
+    /// Where ``Foundation/Notification/Name/databaseDidChange`` is posted, in commit order (serial).
+    public let observerQueue: DispatchQueue
     let logger: Logger
 
     /// Creates an empty database.
     public init(logger: Logger = Logger(label: "MeteorDDP.Database", factory: { _ in SwiftLogNoOpLogHandler() })) {
         self.published = ManagedAtomic(SnapshotGeneration(collections: [:]))
         self.notificationQueue = DispatchQueue(label: "MeteorDDP.Database.notifications")
+        self.observerQueue = DispatchQueue(label: "MeteorDDP.Database.observers")
         self.logger = logger
     }
 
@@ -198,7 +203,28 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// Waits until every change set committed so far was handed to consumers and live queries and posted to
+    /// observers (a deterministic hook for tests and benchmarks).
+    func waitUntilDelivered() {
+        notificationQueue.sync {}
+        observerQueue.sync {}
+    }
+
     // MARK: - Transactions
+
+    /// Whether the calling thread is inside a write transaction (``performUpdates(_:)``, a stub, a batch).
+    var isInTransactionOnCurrentThread: Bool {
+        writerThread.load(ordering: .acquiring) == currentThreadID()
+    }
+
+    /// Runs `work` on this thread once its write transaction has committed and released the write lock.
+    /// Only valid inside a transaction (``isInTransactionOnCurrentThread``).
+    func afterCurrentTransaction(_ work: @escaping () -> Void) {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        precondition(transaction != nil && isInTransactionOnCurrentThread, "afterCurrentTransaction outside a transaction")
+        transaction!.afterCommit.append(work)
+    }
 
     private func begin() {
         writeLock.lock()
@@ -221,6 +247,7 @@ public final class Database: @unchecked Sendable {
         let retired = transaction!.retired
         let changes = DatabaseChanges(
             uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }))
+        let afterCommit = transaction!.afterCommit
         transaction = nil
         // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
         let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil
@@ -231,6 +258,7 @@ public final class Database: @unchecked Sendable {
             notificationQueue.async { self.deliver(committed) }
         }
         writeLock.unlock()
+        for work in afterCommit { work() }
         // The replaced generation is let go here, after the lock: unless a reader still holds it, what only it used
         // is freed on the thread that allocated it (freeing on another thread contends for the allocator's lock).
         withExtendedLifetime(replaced) {}
@@ -245,7 +273,9 @@ public final class Database: @unchecked Sendable {
     }
 
     private func deliver(_ changes: DatabaseChanges) {
-        NotificationCenter.default.post(name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
+        observerQueue.async {
+            NotificationCenter.default.post(name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
+        }
         for subscriber in subscribers.withLockedValue({ Array($0.values) }) { subscriber.receive(changes) }
         let snapshot = published.load(ordering: .acquiring).snapshot
         for query in liveQueries.withLockedValue({ Array($0.values) }) { query.update(with: changes, snapshot: snapshot) }
@@ -266,6 +296,8 @@ struct WriteTransaction {
     /// The table written last, kept out of `tables` (successive writes mostly go to one collection: no lookup).
     var currentTable: (name: String, table: DocumentTable)?
     var depth = 0
+    /// Work to run on the writer's thread once the outermost transaction has committed and released the lock.
+    var afterCommit: [() -> Void] = []
     /// Each written document's version from before the transaction and its latest version, in first-write order
     /// (one entry per document: the table keeps each stored document's position here).
     var changeList = ContiguousArray<DocumentChangeDetails>()

@@ -16,21 +16,27 @@ extension Database {
 
     /// Calls `handler` on the main actor with the changes of every transaction (merged when the main actor is busy).
     /// Keep the returned token; observation stops when it is cancelled or released.
+    /// Commits made after it returns are all delivered: the consumer is registered before it returns.
     @MainActor
     public func observeChangesOnMainActor(_ handler: @escaping @MainActor (DatabaseChanges) -> Void) -> ObservationToken {
+        let iterator = changes.makeAsyncIterator()
         let task = Task { @MainActor in
-            for await changes in self.changes { handler(changes) }
+            var iterator = iterator
+            while let changes = await iterator.next() { handler(changes) }
         }
         return ObservationToken { task.cancel() }
     }
 }
 
-/// Cancels an observation when cancelled or deinitialised. Idempotent.
+/// Cancels an observation when cancelled, and when deinitialised unless it was made not to (see
+/// ``LiveQuery/onChange(on:_:)``). Idempotent.
 public final class ObservationToken: Sendable {
     private let cancellation: NIOLockedValueBox<(@Sendable () -> Void)?>
+    private let cancelsOnDeinit: Bool
 
-    init(_ cancel: @escaping @Sendable () -> Void) {
+    init(cancelsOnDeinit: Bool = true, _ cancel: @escaping @Sendable () -> Void) {
         cancellation = NIOLockedValueBox(cancel)
+        self.cancelsOnDeinit = cancelsOnDeinit
     }
 
     /// Stops the observation.
@@ -42,7 +48,9 @@ public final class ObservationToken: Sendable {
         cancel?()
     }
 
-    deinit { cancel() }
+    deinit {
+        if cancelsOnDeinit { cancel() }
+    }
 }
 
 /// The change sets of a ``Database`` as an `AsyncSequence` (see ``Database/changes``).
@@ -50,30 +58,48 @@ public struct DatabaseChangesSequence: AsyncSequence, Sendable {
     public typealias Element = DatabaseChanges
     let database: Database
 
+    /// Registers a consumer at once: it receives every commit made from now on.
     public func makeAsyncIterator() -> AsyncIterator {
-        let subscriber = DatabaseChangesSubscriber()
-        database.subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
-        return AsyncIterator(subscriber: subscriber, database: database)
+        AsyncIterator(registration: DatabaseChangesRegistration(database: database))
     }
 
-    /// Iterates the change sets; ends when the task is cancelled.
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        let subscriber: DatabaseChangesSubscriber
-        let database: Database
+    /// Iterates the change sets; ends when the task is cancelled. An iterator that is dropped (a `for await` left
+    /// with `break`) unregisters its consumer, so it costs nothing on later commits.
+    public struct AsyncIterator: AsyncIteratorProtocol, Sendable {
+        let registration: DatabaseChangesRegistration
 
         public mutating func next() async -> DatabaseChanges? {
-            let subscriber = self.subscriber
-            let database = self.database
+            let subscriber = registration.subscriber
             let next = await withTaskCancellationHandler {
                 await subscriber.next()
             } onCancel: {
                 subscriber.finish()
             }
-            if next == nil {
-                _ = database.subscribers.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(subscriber)) }
-            }
+            if next == nil { registration.unregister() }
             return next
         }
+    }
+}
+
+/// Keeps one consumer registered with the database for as long as its iterator exists.
+final class DatabaseChangesRegistration: Sendable {
+    let subscriber = DatabaseChangesSubscriber()
+    private let database: Database
+
+    init(database: Database) {
+        self.database = database
+        let subscriber = self.subscriber
+        database.subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
+    }
+
+    func unregister() {
+        let subscriber = self.subscriber
+        _ = database.subscribers.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(subscriber)) }
+    }
+
+    deinit {
+        unregister()
+        subscriber.finish()
     }
 }
 

@@ -42,6 +42,10 @@ extension DDPClient {
     /// - Returns: The stub's value when `options.returnStubValue` is set (Meteor's `returnStubValue`), else `nil`.
     /// - Throws: ``MethodError`` of kind ``MethodError/Kind/stubFailed`` when the stub throws and
     ///   `options.throwStubExceptions` is set (nothing is sent then).
+    ///
+    /// Called inside ``Database/performUpdates(_:)``, the call is made when that transaction commits, on the same
+    /// thread (the client would otherwise wait for the write lock the caller holds); it returns `nil` then, and a
+    /// stub failure goes to `completion`.
     @discardableResult
     public func call(
         _ name: String,
@@ -63,6 +67,22 @@ extension DDPClient {
             let value = try runNestedStub(name, params: params, enclosing: enclosing)
             callbackQueue.async { completion(.success(value)) }
             return value
+        }
+        if database.isInTransactionOnCurrentThread {
+            // Called inside the app's own `database.performUpdates`: the client queue may be waiting for the very
+            // write lock this thread holds (to flush or to run another stub), so waiting for the client queue here
+            // would deadlock. The call is made once the transaction commits, on this thread; its stub value is not
+            // returned (nil).
+            database.afterCurrentTransaction { [self] in
+                do {
+                    _ = try call(name, params: params, options: options, completesInline: completesInline, completion: completion)
+                } catch let error as MethodError {
+                    completion(.failure(error))
+                } catch {
+                    completion(.failure(MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: String(describing: error))))
+                }
+            }
+            return nil
         }
         let stub = stubs.withLockedValue { $0[name] }
         return try onClientQueue {

@@ -1,3 +1,4 @@
+import Dispatch
 import EJSON
 import NIOConcurrencyHelpers
 
@@ -13,7 +14,8 @@ import NIOConcurrencyHelpers
 ///
 /// ## Concurrency
 /// A handle may be used from any thread. ``stop()`` is idempotent and also happens when the handle is deinitialised.
-/// Completion handlers run on an unspecified thread, never on the client queue while it holds state.
+/// Completion handlers run on the client's callback queue (at once on the calling thread when already settled), never on
+/// the client queue: they may subscribe, call or stop again.
 public final class Subscription: Sendable {
     /// The publication's name.
     public let name: String
@@ -96,9 +98,13 @@ final class SubscriptionState: Sendable {
 
     private let state = NIOLockedValueBox(State())
     private let broadcaster = Broadcaster<SubscriptionStatus>(bufferLimit: 16, current: .pending)
+    /// Where waiters run when the status settles (the client's callback queue): never on the client queue, which
+    /// settles it, so a waiter may subscribe, call or stop again.
+    private let callbackQueue: DispatchQueue
 
-    init(name: String) {
+    init(name: String, callbackQueue: DispatchQueue) {
         self.name = name
+        self.callbackQueue = callbackQueue
     }
 
     var status: SubscriptionStatus { state.withLockedValue { $0.status } }
@@ -129,7 +135,9 @@ final class SubscriptionState: Sendable {
         case .failed, .stopped: broadcaster.finish()
         case .pending, .ready: break
         }
-        if let result { for waiter in waiters { waiter(result) } }
+        if let result, !waiters.isEmpty {
+            callbackQueue.async { for waiter in waiters { waiter(result) } }
+        }
     }
 
     private static func result(_ status: SubscriptionStatus, name: String) -> Result<Void, any Error>? {

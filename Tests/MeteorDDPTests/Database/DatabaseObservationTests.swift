@@ -29,7 +29,7 @@ final class DatabaseObservationTests: XCTestCase {
         database.apply(.changed(key("a"), ["n": 2], cleared: []))
         database.apply(.added(key("b"), ["n": 1]))
         database.apply(.removed(key("b")))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         let merged = await iterator.next()
         XCTAssertEqual(merged?.affectedDocumentKeys, [key("a")], "b was added and removed: nothing")
         XCTAssertEqual(merged?.changeDetails(for: key("a"))?.changeType, .add)
@@ -68,7 +68,7 @@ final class DatabaseObservationTests: XCTestCase {
         }
         // The observing task starts on the main actor; give it a turn before writing.
         await Task.yield()
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         database.apply(.added(key("a"), [:]))
         await fulfillment(of: [delivered], timeout: 5)
         token.cancel()

@@ -10,15 +10,20 @@ final class LiveQueryTests: XCTestCase {
     private final class Recorder: @unchecked Sendable {
         private let lock = NSLock()
         private var snapshots: [LiveQuerySnapshot] = []
+        /// Where the handler runs (a test waits for it after the notification queue).
+        let queue = DispatchQueue(label: "LiveQueryTests.handler")
         func record(_ snapshot: LiveQuerySnapshot) { lock.withLock { snapshots.append(snapshot) } }
-        var all: [LiveQuerySnapshot] { lock.withLock { snapshots } }
+        var all: [LiveQuerySnapshot] {
+            queue.sync {}
+            return lock.withLock { snapshots }
+        }
     }
 
     private func observe(_ database: Database, _ query: Query) -> (LiveQuery, Recorder) {
         let live = database.collection("players").observe(query)
         let recorder = Recorder()
-        live.onChange { recorder.record($0) }
-        database.notificationQueue.sync {}
+        live.onChange(on: recorder.queue) { recorder.record($0) }
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         return (live, recorder)
     }
 
@@ -35,7 +40,7 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.added(key("shannon"), ["score": 20]))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["lovelace", "shannon", "turing", "gauss"])
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(inserted: [1]))
         withExtendedLifetime(live) {}
@@ -45,7 +50,7 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.removed(key("turing")))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(removed: [1]))
         withExtendedLifetime(live) {}
     }
@@ -54,7 +59,7 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.changed(key("gauss"), ["score": 30], cleared: []))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["gauss", "lovelace", "turing"])
         let diff = recorder.all.last?.diff
         XCTAssertEqual(diff?.inserted, [])
@@ -68,7 +73,7 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.changed(key("turing"), ["name": "Alan Turing"], cleared: []))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(updated: [1]))
         withExtendedLifetime(live) {}
     }
@@ -78,7 +83,7 @@ final class LiveQueryTests: XCTestCase {
         let (live, recorder) = observe(database, Query(sort: [.descending("score")], limit: 2))
         XCTAssertEqual(recorder.all.first?.documents.map(\.id), ["lovelace", "turing"])
         database.apply(.removed(key("lovelace")))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["turing", "gauss"])
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(inserted: [1], removed: [0]))
         withExtendedLifetime(live) {}
@@ -90,7 +95,7 @@ final class LiveQueryTests: XCTestCase {
         let before = recorder.all.count
         database.apply(.added(DocumentKey(collectionName: "other", documentID: "x"), [:]))
         database.apply(.added(key("low"), ["score": 1]))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.count, before)
         withExtendedLifetime(live) {}
     }
@@ -101,7 +106,7 @@ final class LiveQueryTests: XCTestCase {
         live.stop()
         let before = recorder.all.count
         database.apply(.added(key("shannon"), ["score": 20]))
-        database.notificationQueue.sync {}
+        database.notificationQueue.sync {}; database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.count, before)
     }
 }

@@ -64,7 +64,7 @@ final class ClientHarness: Sendable {
     func flushData() {
         settle()
         client.updateBuffer.flush()
-        client.database.notificationQueue.sync {}
+        client.database.notificationQueue.sync {}; client.database.observerQueue.sync {}
         settle()
     }
 

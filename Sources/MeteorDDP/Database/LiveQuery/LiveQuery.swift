@@ -63,10 +63,33 @@ public final class LiveQuery: Sendable {
     /// The current result (empty until the first snapshot was computed).
     public var documents: [Document] { core.current }
 
-    /// Calls `handler` with every snapshot, starting with the current one (empty diff), on the database's
-    /// notification queue, in commit order.
-    public func onChange(_ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void) {
-        register(LiveQueryCore.Receiver(receive: handler, finish: nil), token: core.makeToken())
+    /// Calls `handler` with every snapshot, starting with the current one (empty diff), in commit order, on `queue`
+    /// (by default a serial queue of its own): never on the database's notification queue, so a slow handler delays
+    /// no one else and the handler may use the database and the client freely.
+    ///
+    /// - Returns: A token; ``ObservationToken/cancel()`` stops the handler (no call starts after it returns).
+    ///   Releasing the token does not stop it: the handler lives as long as the live query.
+    @discardableResult
+    public func onChange(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void) -> ObservationToken {
+        let queue = queue ?? DispatchQueue(label: "MeteorDDP.LiveQuery.onChange")
+        let cancelled = NIOLockedValueBox(false)
+        let token = core.makeToken()
+        register(
+            LiveQueryCore.Receiver(
+                receive: { snapshot in
+                    queue.async {
+                        guard !cancelled.withLockedValue({ $0 }) else { return }
+                        handler(snapshot)
+                    }
+                },
+                finish: nil
+            ),
+            token: token
+        )
+        return ObservationToken(cancelsOnDeinit: false) { [weak self] in
+            cancelled.withLockedValue { $0 = true }
+            self?.unregister(token: token)
+        }
     }
 
     /// The snapshots as an async sequence: the current one, then one per change. Each iteration is an independent

@@ -1,4 +1,5 @@
 import EJSON
+import MeteorDDP
 import NIOConcurrencyHelpers
 
 /// A ``Transport`` double for tests: records what the client sends and lets a test inject what the server says.

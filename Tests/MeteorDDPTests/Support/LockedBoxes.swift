@@ -2,23 +2,8 @@ import EJSON
 import Foundation
 
 @testable import MeteorDDP
-
-/// A value shared between a test and the threads it observes, protected by a lock.
-final class Locked<Value>: @unchecked Sendable {
-    // @unchecked because `stored` is protected by `lock`.
-    private let lock = NSLock()
-    private var stored: Value
-
-    init(_ value: Value) {
-        stored = value
-    }
-
-    var value: Value { lock.withLock { stored } }
-
-    func mutate(_ body: (inout Value) -> Void) {
-        lock.withLock { body(&stored) }
-    }
-}
+@_exported import TestSupport
+@_exported import MeteorDDPTesting
 
 /// Counts events (completions, torn reads, reads).
 typealias CountBox = Locked<Int>
