@@ -220,7 +220,8 @@ final class HostileServerTests: XCTestCase {
     }
 }
 
-/// The errors a client reported, with a way to wait until they include what a test expects.
+/// The errors a client reported (the first 1,000, so a flood of reports does not weigh on the memory measured), with
+/// a way to wait until they include what a test expects.
 final class ErrorLog: Sendable {
     private let state = Locked<(errors: [DDPError], waiters: [(predicate: @Sendable ([DDPError]) -> Bool, continuation: CheckedContinuation<[DDPError], Never>)])>(([], []))
 
@@ -229,6 +230,7 @@ final class ErrorLog: Sendable {
     func append(_ error: DDPError) {
         var ready: [(CheckedContinuation<[DDPError], Never>, [DDPError])] = []
         state.mutate { state in
+            guard state.errors.count < 1000 else { return }
             state.errors.append(error)
             let errors = state.errors
             state.waiters.removeAll { waiter in

@@ -117,7 +117,12 @@ public final class DDPClient: @unchecked Sendable {
         self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
         let database = Database(logger: configuration.logger)
         self.database = database
-        self.updateBuffer = DataUpdateBuffer(database: database, interval: configuration.bufferedWritesInterval, maxAge: configuration.bufferedWritesMaxAge)
+        self.updateBuffer = DataUpdateBuffer(
+            database: database,
+            interval: configuration.bufferedWritesInterval,
+            maxAge: configuration.bufferedWritesMaxAge,
+            scheduler: configuration.scheduler
+        )
         self.store = DatabaseLocalStore(database: database, buffer: updateBuffer)
         queue.setSpecific(key: DDPClient.queueKey, value: ObjectIdentifier(self))
         restoreStoredAccount()

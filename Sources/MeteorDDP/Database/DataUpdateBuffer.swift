@@ -39,8 +39,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         /// Whether the current hold resets the cache on release. Protected by `state`'s lock.
         var holdResets = false
         /// When the current batch's first and latest updates arrived. Protected by `state`'s lock.
-        var firstEnqueue: DispatchTime?
-        var lastEnqueue: DispatchTime?
+        var firstEnqueue: Date?
+        var lastEnqueue: Date?
         /// Whether the next flush must not wait for the debounce interval. Protected by `state`'s lock.
         var flushRequested = false
         /// Whether a debounce timer is pending. Protected by `state`'s lock.
@@ -57,8 +57,10 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     /// Where batches are applied and after-flush callbacks run (internal: tests stall it to choose interleavings).
     let queue: DispatchQueue
     private let source: any DispatchSourceUserDataAdd
-    private let interval: DispatchTimeInterval
-    private let maxAge: DispatchTimeInterval
+    private let interval: TimeInterval
+    private let maxAge: TimeInterval
+    /// The clock and timers of the debounce (tests pass a ``ManualScheduler``-like scheduler: no real waiting).
+    private let scheduler: any DDPScheduler
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// Creates a buffer for `database`.
@@ -66,12 +68,15 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     ///   - interval: How long a batch waits for more updates (Meteor's `bufferedWritesInterval`, 5 ms); zero applies
     ///     every batch as soon as the queue gets to it.
     ///   - maxAge: The longest a batch waits after its first update (Meteor's `bufferedWritesMaxAge`, 500 ms).
-    public init(database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500)) {
+    ///   - scheduler: The clock and timers of the debounce; `nil` uses real time.
+    public init(database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), scheduler: (any DDPScheduler)? = nil) {
         self.database = database
-        self.queue = DispatchQueue(label: "MeteorDDP.DataUpdateBuffer")
+        let queue = DispatchQueue(label: "MeteorDDP.DataUpdateBuffer")
+        self.queue = queue
         self.source = DispatchSource.makeUserDataAddSource(queue: queue)
-        self.interval = .nanoseconds(Int(interval.nanoseconds))
-        self.maxAge = .nanoseconds(Int(maxAge.nanoseconds))
+        self.interval = interval.timeInterval
+        self.maxAge = maxAge.timeInterval
+        self.scheduler = scheduler ?? DispatchScheduler(queue: queue)
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         source.setEventHandler { [weak self] in self?.flushIfDue() }
         source.activate()
@@ -91,7 +96,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     /// Queues updates for the next batch.
     public func enqueue<Updates: Swift.Collection<DataUpdate>>(contentsOf updates: Updates) {
         guard !updates.isEmpty else { return }
-        let now = DispatchTime.now()
+        let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
             state.pending.append(contentsOf: updates)
             if state.firstEnqueue == nil { state.firstEnqueue = now }
@@ -160,24 +165,27 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     // MARK: - Flushing
 
     private func flushIfDue() {
-        let now = DispatchTime.now()
-        let decision: (flush: Bool, rearmAt: DispatchTime?) = state.withLockedValue { state in
+        let now = scheduler.now
+        let decision: (flush: Bool, rearmAt: Date?) = state.withLockedValue { state in
             defer { state.wakeScheduled = state.timerPending }
             guard !state.holding else { return (false, nil) }
             if state.flushRequested || state.pending.isEmpty { return (true, nil) }
             guard let first = state.firstEnqueue, let last = state.lastEnqueue else { return (true, nil) }
-            if now >= last + interval || now >= first + maxAge { return (true, nil) }
+            if now >= last.addingTimeInterval(interval) || now >= first.addingTimeInterval(maxAge) { return (true, nil) }
             guard !state.timerPending else { return (false, nil) }
             state.timerPending = true
-            return (false, min(last + interval, first + maxAge))
+            return (false, min(last.addingTimeInterval(interval), first.addingTimeInterval(maxAge)))
         }
         if decision.flush {
             flushNow()
         } else if let deadline = decision.rearmAt {
-            queue.asyncAfter(deadline: deadline) { [weak self] in
+            let delay = max(deadline.timeIntervalSince(now), 0)
+            _ = scheduler.schedule(after: .nanoseconds(Int64(delay * 1e9))) { [weak self] in
                 guard let self else { return }
-                self.state.withLockedValue { $0.timerPending = false }
-                self.flushIfDue()
+                self.queue.async {
+                    self.state.withLockedValue { $0.timerPending = false }
+                    self.flushIfDue()
+                }
             }
         }
     }

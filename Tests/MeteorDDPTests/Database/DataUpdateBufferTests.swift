@@ -25,12 +25,22 @@ final class DataUpdateBufferTests: XCTestCase {
     }
 
     func testABatchFlushesByItselfOnceItsMaxAgeHasPassed() {
+        // The debounce runs on the scheduler's clock: nothing waits in real time.
         let database = Database()
-        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .milliseconds(20))
-        let posted = expectation(forNotification: .databaseDidChange, object: database)
+        let scheduler = ManualScheduler()
+        let buffer = DataUpdateBuffer(database: database, interval: .milliseconds(5), maxAge: .milliseconds(20), scheduler: scheduler)
         buffer.enqueue(.added(key("a"), [:]))
-        wait(for: [posted], timeout: 5)
+        buffer.queue.sync {}
+        for _ in 0..<3 {
+            scheduler.advance(by: .milliseconds(4))  // a new update every 4 ms keeps the 5 ms interval from passing
+            buffer.enqueue(.added(key("b"), [:]))
+            buffer.queue.sync {}
+            XCTAssertNil(database.document(key("a")), "still waiting for more")
+        }
+        scheduler.advance(by: .milliseconds(8))  // 20 ms since the first update: its max age
+        buffer.queue.sync {}
         XCTAssertNotNil(database.document(key("a")))
+        XCTAssertNotNil(database.document(key("b")))
     }
 
     func testWhileHeldNothingIsAppliedAndTheReleaseAppliesEverythingAtOnce() {

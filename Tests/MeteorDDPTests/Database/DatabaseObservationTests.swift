@@ -66,9 +66,6 @@ final class DatabaseObservationTests: XCTestCase {
             MainActor.assertIsolated()
             if changes.affectedDocumentKeys == [DocumentKey(collectionName: "players", documentID: "a")] { delivered.fulfill() }
         }
-        // The observing task starts on the main actor; give it a turn before writing.
-        await Task.yield()
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
         database.apply(.added(key("a"), [:]))
         await fulfillment(of: [delivered], timeout: 5)
         token.cancel()

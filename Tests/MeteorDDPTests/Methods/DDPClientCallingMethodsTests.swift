@@ -36,10 +36,10 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.establishConnection()
         let (done, box) = callAndRecord(harness, "a")
         harness.receive(.result(id: "1", result: "someResult", error: nil))
-        let notYet = expectation(description: "not completed on result alone")
-        notYet.isInverted = true
-        harness.client.callbackQueue.async { if box.result != nil { notYet.fulfill() } }
-        wait(for: [notYet], timeout: 0.2)
+        // Everything the result could have caused has run: the data flushed, the callback queue drained.
+        harness.flushData()
+        harness.client.callbackQueue.sync {}
+        XCTAssertNil(box.result, "not completed on the result alone")
         harness.receive(.updated(methodIDs: ["1"]))
         wait(for: [done], timeout: 5)
         XCTAssertEqual(try box.result?.get(), "someResult")
