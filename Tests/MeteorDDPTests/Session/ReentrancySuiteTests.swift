@@ -1,0 +1,150 @@
+import EJSON
+import Foundation
+import XCTest
+
+@testable import MeteorDDP
+
+/// From inside every kind of callback, every public client API may be called: nothing traps, nothing deadlocks, and
+/// the client still works afterwards, also after `close()`.
+final class ReentrancySuiteTests: XCTestCase {
+    /// Calls every public API of the client (the ones that wait for the server are started in tasks that the test
+    /// cancels). Connection-changing calls are limited to `reconnect()`, which does nothing while connected.
+    static func exerciseEveryAPI(_ client: DDPClient, tasks: Locked<[Task<Void, Never>]>) {
+        _ = client.status
+        _ = client.negotiatedVersion
+        _ = client.account
+        _ = client.loggingIn
+        _ = client.statusUpdates
+        _ = client.errors
+        _ = client.accountUpdates
+        let sub = client.subscribe("reentrant", notInUseTimeout: .zero)
+        _ = sub.status
+        sub.whenReady { _ in client.subscribe("reentrantAgain", notInUseTimeout: .zero).stop() }
+        sub.stop()
+        _ = try? client.call("reentrant") { _ in }
+        client.defineStub("reentrantStub") { _ in .string("stubbed") }
+        _ = try? client.call("reentrantStub", options: MethodOptions(returnStubValue: true)) { _ in }
+        let collection = client.collection("reentrant")
+        _ = collection.documents
+        _ = collection.count
+        _ = collection.find(Query())
+        _ = try? collection.insert(["n": 1])
+        let live = collection.observe()
+        live.onChange { _ in }
+        live.stop()
+        _ = client.database.snapshot.documentCount(in: "reentrant")
+        client.onReconnect("reentrant") {}
+        client.reconnect()
+        client.networkDidBecomeReachable()
+        let started: [Task<Void, Never>] = [
+            Task { _ = try? await client.call("reentrantAsync") },
+            Task { _ = try? await client.login(username: "ada", password: "secret") },
+            Task { try? await client.logout() },
+            Task { try? await client.subscribe("reentrantReady").ready() },
+            Task { _ = try? await client.collection("reentrant").insert(["n": 2]) },
+        ]
+        tasks.mutate { $0.append(contentsOf: started) }
+    }
+
+    func testEveryCallbackMayCallEveryPublicAPI() async throws {
+        let harness = ClientHarness()
+        let client = harness.client
+        let tasks = Locked<[Task<Void, Never>]>([])
+        let exercised = Locked<Set<String>>([])
+        let expected: Set<String> = [
+            "statusUpdates", "errors", "accountUpdates", "statusNotification", "databaseNotification", "whenReady",
+            "completion", "onResultReceived", "stub", "onReconnect", "changes", "onChange", "snapshots",
+        ]
+        let all = expectation(description: "every callback kind called every API")
+        let exercise: @Sendable (String) -> Void = { kind in
+            guard !exercised.value.contains(kind) else { return }
+            Self.exerciseEveryAPI(client, tasks: tasks)
+            var complete = false
+            exercised.mutate {
+                let isNew = $0.insert(kind).inserted
+                complete = isNew && $0 == expected
+            }
+            if complete { all.fulfill() }
+        }
+
+        // Streams and observers, registered before anything happens.
+        let statusUpdates = client.statusUpdates, errors = client.errors, accountUpdates = client.accountUpdates
+        let changes = client.database.changes
+        let consumers = [
+            Task { for await status in statusUpdates where status.isConnected { exercise("statusUpdates"); break } },
+            Task { for await _ in errors { exercise("errors"); break } },
+            Task { for await _ in accountUpdates { exercise("accountUpdates"); break } },
+            Task { for await _ in changes { exercise("changes"); break } },
+        ]
+        let statusObserver = NotificationCenter.default.addObserver(forName: .ddpClientStatusDidChange, object: client, queue: nil) { _ in
+            exercise("statusNotification")
+        }
+        let databaseObserver = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) { _ in
+            exercise("databaseNotification")
+        }
+        defer {
+            NotificationCenter.default.removeObserver(statusObserver)
+            NotificationCenter.default.removeObserver(databaseObserver)
+        }
+        let live = client.collection("players").observe()
+        live.onChange { snapshot in if !snapshot.documents.isEmpty { exercise("onChange") } }
+        let snapshots = live.snapshots
+        let snapshotConsumer = Task { for await snapshot in snapshots where !snapshot.documents.isEmpty { exercise("snapshots"); break } }
+        client.onReconnect("suite") { exercise("onReconnect") }
+        client.defineStub("stubbed") { _ in
+            exercise("stub")
+            return nil
+        }
+
+        harness.establishConnection()
+        let sub = client.subscribe("players")
+        sub.whenReady { _ in exercise("whenReady") }
+        var options = MethodOptions()
+        options.onResultReceived = { _ in exercise("onResultReceived") }
+        _ = try client.call("plain", options: options) { _ in exercise("completion") }
+        _ = try client.call("stubbed") { _ in }
+        harness.receive(frame: "not json")  // an error for the errors stream
+        harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25]))
+        harness.flushData()
+        harness.dropAndReopen()  // the reconnect hook
+        harness.receive(.connected(session: "SESSION-2"))
+        // The server answers whatever the callbacks started, round after round (a login is a `wait` method: it goes
+        // out once the methods before it are done): every method succeeds (logins with an account), every
+        // subscription is ready.
+        var answered: Set<String> = []
+        for _ in 0..<20 where exercised.value != expected || client.account == nil {
+            for message in harness.sent {
+                switch message {
+                case .method(let id, let name, _, _) where answered.insert(id).inserted:
+                    let result: EJSONValue? = name == "login" ? ["id": "ada", "token": "token"] : nil
+                    harness.receive(.result(id: id, result: result, error: nil))
+                    harness.receive(.updated(methodIDs: [id]))
+                case .sub(let id, _, _) where answered.insert(id).inserted:
+                    harness.receive(.ready(subscriptionIDs: [id]))
+                default:
+                    break
+                }
+            }
+            harness.flushData()
+            client.callbackQueue.sync {}
+        }
+        XCTAssertNotNil(client.account, "logged in")
+
+        await fulfillment(of: [all], timeout: 10)
+        XCTAssertEqual(exercised.value, expected)
+
+        // The client still answers.
+        harness.transport.clearSentFrames()
+        harness.receive(frame: #"{"msg":"ping","id":"still"}"#)
+        XCTAssertTrue(harness.transport.sentFrames.contains(#"{"msg":"pong","id":"still"}"#))
+
+        // After close, every API is still safe, and everything waiting settles.
+        client.close()
+        Self.exerciseEveryAPI(client, tasks: tasks)
+        for task in tasks.value { task.cancel() }
+        for task in tasks.value { try await value(of: task, within: 5) }
+        for consumer in consumers { consumer.cancel() }
+        snapshotConsumer.cancel()
+        live.stop()
+    }
+}
