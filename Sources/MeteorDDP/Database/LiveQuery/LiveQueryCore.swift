@@ -16,6 +16,10 @@ final class LiveQueryCore: @unchecked Sendable {
 
     /// Every matching document in query order (before the limit). Confined to the notification queue.
     private var sorted: [Document] = []
+    /// The version of each document in `sorted`, by id: finds a document's place by binary search (the order is
+    /// total: ties are broken by id), so a commit of k changes costs O(k log n), not O(k·n). Confined to the
+    /// notification queue.
+    private var byID: [String: Document] = [:]
     /// Whether the initial result was computed. Confined to the notification queue.
     private var seeded = false
 
@@ -78,6 +82,7 @@ final class LiveQueryCore: @unchecked Sendable {
         var all = snapshot.allDocuments(in: collection).filter(query.matches)
         all.sort(by: query.areInIncreasingOrder)
         sorted = all
+        byID = Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         seeded = true
         publish(visible(), diff: LiveQueryDiff())
     }
@@ -87,20 +92,40 @@ final class LiveQueryCore: @unchecked Sendable {
         let keys = changes.affectedDocumentKeys.filter { $0.collectionName == collection }
         guard !keys.isEmpty else { return }
         let old = visible()
+        var previous: [String: Document] = [:]
+        var current: [Document] = []
         for key in keys {
-            if let index = sorted.firstIndex(where: { $0.id == key.documentID }) { sorted.remove(at: index) }
+            if let version = byID.removeValue(forKey: key.documentID) { previous[key.documentID] = version }
             if let document = snapshot.document(key), query.matches(document) {
-                let index = insertionIndex(for: document)
-                sorted.insert(document, at: index)
+                current.append(document)
+                byID[key.documentID] = document
             }
         }
+        if keys.count <= 64 || keys.count * 32 < sorted.count {
+            // A few changes: each is found and placed by binary search (O(k log n), plus moving the array's tail).
+            for version in previous.values { sorted.remove(at: index(of: version)) }
+            for document in current { sorted.insert(document, at: insertionIndex(for: document)) }
+        } else {
+            // Many: one pass drops the changed documents, one merge adds their new versions (O(n + k log k)).
+            let changedIDs = Set(keys.map(\.documentID))
+            sorted.removeAll { changedIDs.contains($0.id) }
+            current.sort(by: query.areInIncreasingOrder)
+            sorted = Self.merge(sorted, current, by: query.areInIncreasingOrder)
+        }
         let new = visible()
-        let diff = Self.diff(from: old, to: new, changed: Set(keys.map(\.documentID)))
+        // Updated: changed documents in both results, found by binary search (O(k log n)).
+        let oldIDs: Set<String>? = query.limit != nil ? Set(old.lazy.map(\.id)) : nil
+        var updated: [Int] = []
+        for (id, before) in previous {
+            guard let after = byID[id], after != before, oldIDs?.contains(id) ?? true else { continue }
+            let index = index(of: after)
+            if index < new.count { updated.append(index) }
+        }
+        let diff = Self.diff(from: old, to: new, updated: updated.sorted())
         guard !diff.isEmpty else { return }
         publish(new, diff: diff)
     }
 
-    /// Stops delivery and finishes every receiver that asked to be told (outside the lock).
     func finish() {
         let receivers: [Receiver] = shared.withLockedValue { state in
             state.finished = true
@@ -113,6 +138,33 @@ final class LiveQueryCore: @unchecked Sendable {
     private func visible() -> [Document] {
         guard let limit = query.limit, sorted.count > limit else { return sorted }
         return Array(sorted.prefix(limit))
+    }
+
+    /// Where `version` (a version in `sorted`) is.
+    private func index(of version: Document) -> Int {
+        let index = insertionIndex(for: version)
+        if index < sorted.count, sorted[index].id == version.id { return index }
+        // Not where the order says (cannot happen with a total order); fall back to a search.
+        return sorted.firstIndex { $0.id == version.id }!
+    }
+
+    private static func merge(_ a: [Document], _ b: [Document], by areInIncreasingOrder: (Document, Document) -> Bool) -> [Document] {
+        var merged: [Document] = []
+        merged.reserveCapacity(a.count + b.count)
+        var i = 0
+        var j = 0
+        while i < a.count, j < b.count {
+            if areInIncreasingOrder(b[j], a[i]) {
+                merged.append(b[j])
+                j += 1
+            } else {
+                merged.append(a[i])
+                i += 1
+            }
+        }
+        merged.append(contentsOf: a[i...])
+        merged.append(contentsOf: b[j...])
+        return merged
     }
 
     private func insertionIndex(for document: Document) -> Int {
@@ -137,6 +189,16 @@ final class LiveQueryCore: @unchecked Sendable {
     /// The index diff between two results: removals and insertions by id, moves inferred, updates for documents in
     /// both that the transaction changed.
     static func diff(from old: [Document], to new: [Document], changed: Set<String>) -> LiveQueryDiff {
+        let oldByID = Dictionary(old.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var updated: [Int] = []
+        for (index, document) in new.enumerated() where changed.contains(document.id) {
+            if let before = oldByID[document.id], before != document { updated.append(index) }
+        }
+        return diff(from: old, to: new, updated: updated)
+    }
+
+    /// The index diff between two results, with the indexes (in `new`) of the documents updated in place.
+    static func diff(from old: [Document], to new: [Document], updated: [Int]) -> LiveQueryDiff {
         let difference = new.map(\.id).difference(from: old.map(\.id)).inferringMoves()
         var diff = LiveQueryDiff()
         for change in difference {
@@ -147,10 +209,7 @@ final class LiveQueryCore: @unchecked Sendable {
                 if associated == nil { diff.inserted.append(offset) }
             }
         }
-        let oldByID = Dictionary(old.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        for (index, document) in new.enumerated() where changed.contains(document.id) {
-            if let before = oldByID[document.id], before != document { diff.updated.append(index) }
-        }
+        diff.updated = updated
         diff.removed.sort()
         diff.inserted.sort()
         diff.moved.sort { $0.from < $1.from }
