@@ -56,8 +56,23 @@ public final class Subscription: Sendable {
     /// - Throws: ``SubscriptionError`` when the server ends it with an error, ``SubscriptionStoppedError`` when it is
     ///   stopped first (or the client is closed), `CancellationError` at once when the task is cancelled.
     public func ready() async throws {
-        try await withCancellableContinuation { resume in
-            shared.whenSettled { resume($0) }
+        // A cancelled wait lets go of its waiter at once: a subscription that never becomes ready does not collect
+        // one per cancelled `ready()`.
+        let shared = self.shared
+        let registration = NIOLockedValueBox<(token: Int?, cancelled: Bool)>((nil, false))
+        try await withCancellableContinuation(onCancel: {
+            let token: Int? = registration.withLockedValue {
+                $0.cancelled = true
+                return $0.token
+            }
+            if let token { shared.removeWaiter(token) }
+        }) { resume in
+            guard let token = shared.whenSettled({ resume($0) }) else { return }
+            let cancelled: Bool = registration.withLockedValue {
+                $0.token = token
+                return $0.cancelled
+            }
+            if cancelled { shared.removeWaiter(token) }
         }
     }
 
@@ -92,8 +107,10 @@ final class SubscriptionState: Sendable {
     private struct State {
         /// Protected by `state`'s lock.
         var status = SubscriptionStatus.pending
+        /// Protected by `state`'s lock; keyed by registration order.
+        var waiters: [Int: @Sendable (Result<Void, any Error>) -> Void] = [:]
         /// Protected by `state`'s lock.
-        var waiters: [@Sendable (Result<Void, any Error>) -> Void] = []
+        var nextToken = 0
     }
 
     private let state = NIOLockedValueBox(State())
@@ -111,15 +128,27 @@ final class SubscriptionState: Sendable {
 
     var statusUpdates: AsyncStream<SubscriptionStatus> { broadcaster.makeStream() }
 
-    /// Runs `callback` once ready, failed or stopped (at once if already so); never under the lock.
-    func whenSettled(_ callback: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        let result: Result<Void, any Error>? = state.withLockedValue { state in
-            if let result = Self.result(state.status, name: name) { return result }
-            state.waiters.append(callback)
-            return nil
+    /// Runs `callback` once ready, failed or stopped (at once if already so); never under the lock. Returns a token
+    /// for ``removeWaiter(_:)`` when it waits.
+    @discardableResult
+    func whenSettled(_ callback: @escaping @Sendable (Result<Void, any Error>) -> Void) -> Int? {
+        let (result, token): (Result<Void, any Error>?, Int?) = state.withLockedValue { state in
+            if let result = Self.result(state.status, name: name) { return (result, nil) }
+            defer { state.nextToken += 1 }
+            state.waiters[state.nextToken] = callback
+            return (nil, state.nextToken)
         }
         if let result { callback(result) }
+        return token
     }
+
+    /// Forgets a waiter (its wait was cancelled).
+    func removeWaiter(_ token: Int) {
+        _ = state.withLockedValue { $0.waiters.removeValue(forKey: token) }
+    }
+
+    /// How many callbacks wait (for tests).
+    var waiterCount: Int { state.withLockedValue { $0.waiters.count } }
 
     /// Sets the status and runs the waiters if it settled.
     func update(_ status: SubscriptionStatus) {
@@ -128,7 +157,7 @@ final class SubscriptionState: Sendable {
             state.status = status
             guard let result = Self.result(status, name: name) else { return (changed, [], nil) }
             defer { state.waiters.removeAll() }
-            return (changed, state.waiters, result)
+            return (changed, state.waiters.sorted { $0.key < $1.key }.map(\.value), result)
         }
         if changed { broadcaster.yield(status) }
         switch status {

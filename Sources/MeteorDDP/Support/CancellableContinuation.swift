@@ -4,7 +4,9 @@ import NIOConcurrencyHelpers
 /// itself goes on (a method call, for instance, still completes as Meteor's would); its later outcome is dropped.
 ///
 /// `start` gets the callback to call with the outcome, exactly once (more calls are ignored); it may throw instead.
+/// `onCancel` runs when the task is cancelled, to let go of what `start` registered (it may run before `start`).
 func withCancellableContinuation<T: Sendable>(
+    onCancel: @escaping @Sendable () -> Void = {},
     _ start: (@escaping @Sendable (Result<T, any Error>) -> Void) throws -> Void
 ) async throws -> T {
     let once = ResumeOnce<T>()
@@ -19,6 +21,7 @@ func withCancellableContinuation<T: Sendable>(
         }
     } onCancel: {
         once.resume(with: .failure(CancellationError()))
+        onCancel()
     }
 }
 

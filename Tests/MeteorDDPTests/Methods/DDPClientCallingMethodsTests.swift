@@ -325,3 +325,19 @@ final class CancellationAndCloseTests: XCTestCase {
         XCTAssertEqual(sub.status, .stopped)
     }
 }
+
+/// A cancelled `ready()` lets go of its waiter at once.
+final class CancelledReadyTests: XCTestCase {
+    func testCancelledReadyWaitsDoNotAccumulate() async throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let sub = harness.client.subscribe("never-ready")
+        for _ in 0..<100 {
+            let waiting = Task { try await sub.ready() }
+            waiting.cancel()
+            _ = await waiting.result
+        }
+        XCTAssertEqual(sub.shared.waiterCount, 0)
+        sub.stop()
+    }
+}
