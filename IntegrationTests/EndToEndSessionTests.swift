@@ -39,7 +39,7 @@ final class EndToEndSessionTests: XCTestCase {
         }
         try await server.start()
         try await withTimeout(20, "every call completed") {
-            while completions.count < 10 { await completions.waitForMore() }
+            while case let seen = completions.count, seen < 10 { await completions.waitForMore(than: seen) }
         }
         _ = try await withTimeout(10, "settled") { try await client.call("/todos/remove", params: [["_id": "none"]]) }
 
@@ -76,8 +76,9 @@ final class CompletionLog: @unchecked Sendable {
         for waiter in waiting { waiter.resume() }
     }
 
-    func waitForMore() async {
-        let seen = count
+    /// Returns once more than `seen` completions were recorded. The caller passes the count it saw: a completion
+    /// recorded between that reading and this call then returns at once instead of being missed.
+    func waitForMore(than seen: Int) async {
         await withCheckedContinuation { continuation in
             let immediate: Bool = lock.withLock {
                 if names.count > seen { return true }
