@@ -121,12 +121,11 @@ extension DDPClient {
                 publish(status)
             }
         }
-        let version = machine.version
-        publishedVersion.withLockedValue { $0 = version }
     }
 
     private func publish(_ status: ConnectionStatus) {
-        // The version first: whoever sees the new status reads the version that goes with it.
+        // The version (derived from the connected state, so it changes only with the status) first: whoever sees the
+        // new status reads the version that goes with it.
         let version = machine.version
         publishedVersion.withLockedValue { $0 = version }
         let changed: Bool = publishedStatus.withLockedValue { current in
