@@ -60,21 +60,18 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
             return $0.bufferedBytes > maxBufferedOutboundBytes
         }
         if overflow {
-            fail(TransportError(.sendBufferFull, "more than \(maxBufferedOutboundBytes) bytes waiting to be sent: the server is not reading"))
+            stop(reporting: TransportError(.sendBufferFull, "more than \(maxBufferedOutboundBytes) bytes waiting to be sent: the server is not reading"))
         } else {
             outgoing.yield(frame)
         }
     }
 
     func close() {
-        outgoing.finish()
-        let task = state.withLockedValue { $0.task }
-        task?.cancel()
-        sendClosed(nil)
+        stop(reporting: nil)
     }
 
-    /// Reports the connection closed with `error` at once and stops it.
-    private func fail(_ error: TransportError) {
+    /// Reports the connection closed (with `error`, if any) at once and stops it.
+    private func stop(reporting error: TransportError?) {
         sendClosed(error)
         outgoing.finish()
         let task = state.withLockedValue { $0.task }
