@@ -4,17 +4,56 @@ import EJSON
 // MARK: - Session hooks for subscriptions, methods and data
 
 extension DDPClient {
-    /// A fresh socket is open and `connect` was just sent (LC `onReset`): unanswered methods go out again (after what
-    /// the reconnect hooks call), then every subscription in use.
+    /// A fresh socket is open and `connect` was just sent (LC `onReset`): the library's hooks run (the resume login),
+    /// then the app's hooks on the callback queue, then unanswered methods go out again behind what the hooks
+    /// called, then every subscription not yet sent. Incoming messages are held while the app's hooks run, so the new
+    /// session is handled in Meteor's order; the socket's thread never waits for them.
     func sessionDidReset() {
         dispatchPrecondition(condition: .onQueue(queue))
-        let (failed, saved) = session.methods.socketReset()
-        for invocation in failed {
+        for invocation in session.methods.socketReset() {
             logger.debug("method failed by the reconnect (noRetry)", metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
         }
+        session.subscriptions.socketReset()
         for (_, hook) in session.reconnectHooks.sorted(by: { $0.key < $1.key }) { hook() }
-        sendInvocations(session.methods.requeue(saved))
-        for record in session.subscriptions.recordsToResend() {
+        let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)
+        guard !hooks.isEmpty else { return reconnectHooksRan() }
+        session.reconnectHooksRuns += 1
+        let run = session.reconnectHooksRuns
+        session.reconnectHooksRunning = run
+        inbox.hold()
+        callbackQueue.async {
+            for hook in hooks { hook() }
+            // Behind every call the hooks made (each one reached the client queue before the hook returned).
+            self.queue.async { self.reconnectHooksFinished(run) }
+        }
+    }
+
+    /// The app's hooks of run `run` returned: the reset goes on and the held messages are handled.
+    private func reconnectHooksFinished(_ run: Int) {
+        guard session.reconnectHooksRunning == run else { return }
+        session.reconnectHooksRunning = nil
+        reconnectHooksRan()
+        inbox.release()
+        drainInbox()
+    }
+
+    /// The inbox held as many messages as ``Configuration/maxMessagesHeldForQuiescence`` while the app's reconnect
+    /// hooks ran: the reset goes on without them (what they call later goes out behind the re-sent methods).
+    func stopWaitingForReconnectHooks() {
+        guard session.reconnectHooksRunning != nil else { return }
+        report(.limitReached(
+            "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
+                + "re-sending methods and subscriptions without waiting for the hooks"
+        ))
+        session.reconnectHooksRunning = nil
+        reconnectHooksRan()
+        inbox.release()
+        drainInbox()
+    }
+
+    private func reconnectHooksRan() {
+        sendInvocations(session.methods.reconnectHooksRan())
+        for record in session.subscriptions.recordsNotSent() {
             send(.sub(id: record.id, name: record.name, params: record.params))
             session.subscriptions.markSent(record.id)
         }
@@ -38,11 +77,15 @@ extension DDPClient {
         endQuiescenceIfPossible()
     }
 
-    /// Runs `hook` on every new socket, right after `connect` and before unanswered methods are re-sent (Meteor's
-    /// `DDP.onReconnect`): methods it calls go out first. A hook with the same name replaces the previous one.
-    /// The hook runs on the client queue; it may call methods.
+    /// Runs `hook` on every new socket, right after `connect` and before unanswered methods and subscriptions are
+    /// sent again (Meteor's `DDP.onReconnect`): methods it calls go out first. A hook with the same name replaces the
+    /// previous one; hooks run in name order, after the resume login.
+    ///
+    /// Hooks run on the callback queue and may call any API. Until they return, the new session's messages wait (in
+    /// order, up to ``Configuration/maxMessagesHeldForQuiescence``; past it the client stops waiting for the hooks and
+    /// reports ``DDPError/Code/limitReached``): keep them short.
     public func onReconnect(_ name: String, _ hook: @escaping @Sendable () -> Void) {
-        queue.async { self.session.reconnectHooks["user." + name] = hook }
+        queue.async { self.session.userReconnectHooks[name] = hook }
     }
 
     /// The session ended (connection lost or disconnected). Everything is kept for the next connection.

@@ -79,7 +79,7 @@ public final class DDPClient: @unchecked Sendable {
     static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// Parsed frames and transport events on their way to the client queue.
-    let inbox = IncomingInbox()
+    let inbox: IncomingInbox
     /// While a transport thread drains the inbox synchronously: completions of awaited calls, resumed by that thread
     /// once it has left the client queue (a resumed caller that calls again at once then finds the queue free).
     /// Confined to the client queue.
@@ -115,6 +115,7 @@ public final class DDPClient: @unchecked Sendable {
         self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
         self.session = SessionState(maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections)
         self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
+        self.inbox = IncomingInbox(holdLimit: configuration.maxMessagesHeldForQuiescence)
         let database = Database(logger: configuration.logger)
         self.database = database
         self.updateBuffer = DataUpdateBuffer(
@@ -153,9 +154,13 @@ public final class DDPClient: @unchecked Sendable {
     public var negotiatedVersion: DDPVersion? { publishedVersion.withLockedValue { $0 } }
 
     /// Waits until everything already handed to the client queue has run (a deterministic hook for tests).
+    /// While a new socket's reconnect hooks run, it also waits for them and for what the client does after them.
     func waitUntilIdle() {
         dispatchPrecondition(condition: .notOnQueue(queue))
-        queue.sync {}
+        dispatchPrecondition(condition: .notOnQueue(callbackQueue))
+        while queue.sync(execute: { session.reconnectHooksRunning != nil }) {
+            callbackQueue.sync {}
+        }
     }
 }
 
@@ -199,7 +204,9 @@ extension DDPClient {
         /// client stops waiting: it applies what it holds at once, as if quiescence had come, reports
         /// ``DDPError/Code/limitReached`` on ``DDPClient/errors``, and processes later data as it comes. The cache
         /// still ends equal to the server's data; documents sent after the limit may be removed and added back
-        /// (notifications a complete hold would have spared).
+        /// (notifications a complete hold would have spared). The same limit bounds the messages held while the app's
+        /// ``DDPClient/onReconnect(_:_:)`` hooks run; at it the client re-sends methods and subscriptions without
+        /// waiting for the hooks (and reports ``DDPError/Code/limitReached``).
         public var maxMessagesHeldForQuiescence = 50_000
         /// Most documents cached, in all, for collections the app never declared with ``DDPClient/collection(_:)``.
         /// Default 100,000. Past it, the server's new documents for undeclared collections are dropped and

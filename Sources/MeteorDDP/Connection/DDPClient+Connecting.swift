@@ -154,7 +154,11 @@ extension DDPClient {
             } else {
                 item = .transport(event, generation: generation)
             }
-            guard self.inbox.append(item) else { return }
+            switch self.inbox.append(item) {
+            case .none: return
+            case .holdLimitReached: return self.queue.async { self.stopWaitingForReconnectHooks() }
+            case .drain: break
+            }
             if self.isOnClientQueue {
                 // Delivered from the client queue itself (a transport closing as the client closes it): later.
                 self.queue.async { self.drainInbox() }
@@ -172,11 +176,20 @@ extension DDPClient {
         }
     }
 
-    private func drainInbox() {
-        for item in inbox.takeAll() {
-            switch item {
+    /// Handles what the inbox holds, in order, until a new socket's reconnect hooks start (the rest then waits for
+    /// them).
+    func drainInbox() {
+        let items = inbox.takeAll()
+        var index = items.startIndex
+        while index < items.endIndex {
+            switch items[index] {
             case .message(let parsed, let generation): handleIncoming(parsed, generation: generation)
             case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
+            }
+            index += 1
+            if session.reconnectHooksRunning != nil {
+                inbox.putBack(items[index...])
+                break
             }
         }
         store.push()

@@ -2,6 +2,10 @@ import NIOConcurrencyHelpers
 
 /// Hands transport events (already parsed frames, opens, closes) from the transport's thread to the client queue in
 /// arrival order, in batches: a burst of frames costs one queue hop, not one per frame.
+///
+/// While the app's reconnect hooks run (on the callback queue), the inbox is *held*: items are kept in order and no
+/// drain is scheduled, so the transport's thread goes on reading without waiting for user code, and the new session's
+/// messages are handled only after the calls the hooks made. A hold keeps at most `holdLimit` items.
 final class IncomingInbox: @unchecked Sendable {
     // @unchecked because `state` is protected by its lock.
 
@@ -10,30 +14,79 @@ final class IncomingInbox: @unchecked Sendable {
         case transport(TransportEvent, generation: Int)
     }
 
+    /// What the thread that appended an item must do.
+    enum AppendOutcome: Equatable {
+        /// Schedule a drain on the client queue.
+        case drain
+        /// Nothing: a drain is already scheduled, or the inbox is held.
+        case none
+        /// The hold just reached its limit: tell the client queue to stop holding (returned once per hold).
+        case holdLimitReached
+    }
+
     private struct State {
         /// Items not yet handed over. Protected by `state`'s lock.
         var items: [Item] = []
         /// Whether a drain is already scheduled on the client queue. Protected by `state`'s lock.
         var drainScheduled = false
+        /// Whether items are held until ``release()``. Protected by `state`'s lock.
+        var held = false
+        /// Whether this hold reported reaching its limit. Protected by `state`'s lock.
+        var holdLimitReported = false
     }
 
     private let state = NIOLockedValueBox(State())
+    private let holdLimit: Int
 
-    /// Adds an item; returns `true` when the caller must schedule a drain.
-    func append(_ item: Item) -> Bool {
+    init(holdLimit: Int = .max) {
+        self.holdLimit = holdLimit
+    }
+
+    /// Adds an item; says whether the caller must schedule a drain.
+    func append(_ item: Item) -> AppendOutcome {
         state.withLockedValue { state in
             state.items.append(item)
+            if state.held {
+                guard !state.holdLimitReported, state.items.count >= holdLimit else { return .none }
+                state.holdLimitReported = true
+                return .holdLimitReached
+            }
             defer { state.drainScheduled = true }
-            return !state.drainScheduled
+            return state.drainScheduled ? .none : .drain
         }
     }
 
-    /// Takes every pending item; the next `append` schedules a new drain.
+    /// Takes every pending item (none while held); the next `append` schedules a new drain.
     func takeAll() -> [Item] {
         state.withLockedValue { state in
+            guard !state.held else { return [] }
             state.drainScheduled = false
             defer { state.items.removeAll(keepingCapacity: true) }
             return state.items
+        }
+    }
+
+    /// Holds what arrives from now on, until ``release()``. Called on the client queue.
+    func hold() {
+        state.withLockedValue { state in
+            state.held = true
+            state.holdLimitReported = false
+        }
+    }
+
+    /// Puts back items taken but not handled (the drain that took them started a hold), ahead of the others.
+    /// Called on the client queue.
+    func putBack(_ unhandled: ArraySlice<Item>) {
+        state.withLockedValue { state in
+            state.items.insert(contentsOf: unhandled, at: 0)
+        }
+    }
+
+    /// Ends the hold; the caller drains what was held (on the client queue).
+    func release() {
+        state.withLockedValue { state in
+            state.held = false
+            state.drainScheduled = false
         }
     }
 }

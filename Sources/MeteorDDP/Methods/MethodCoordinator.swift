@@ -38,6 +38,9 @@ struct MethodCoordinator {
     private(set) var blocks: [Block] = []
     /// The next method id (decimal, from "1", per connection object). Confined to the client queue.
     private var nextID = 1
+    /// After a socket reset, until the reconnect hooks ran: the blocks to put back behind the calls the hooks make.
+    /// Confined to the client queue.
+    private var blocksAwaitingReconnectHooks: [Block] = []
 
     mutating func makeMethodID() -> String {
         defer { nextID += 1 }
@@ -116,9 +119,11 @@ struct MethodCoordinator {
 
     /// A new socket: fails sent `noRetry` calls of the first block (their result is set; they complete when their
     /// data is visible, at reconnect quiescence) and marks everything unsent; calls still waiting for their result
-    /// wait for their data again (the `updated` of their next run). Returns the failed calls and the blocks
-    /// to put back after the reconnect hooks ran (pass them to ``requeue(_:)``).
-    mutating func socketReset() -> (failed: [Invocation], savedBlocks: [Block]) {
+    /// wait for their data again (the `updated` of their next run). The blocks are set aside until
+    /// ``reconnectHooksRan()``, so that the calls the hooks make go first. Returns the failed calls.
+    mutating func socketReset() -> [Invocation] {
+        // Blocks still set aside (a reset before the previous one's hooks ran) go behind the calls made since.
+        _ = reconnectHooksRan()
         var failed: [Invocation] = []
         if var first = blocks.first {
             first.methodIDs.removeAll { id in
@@ -136,20 +141,22 @@ struct MethodCoordinator {
             // the old run made visible is replaced by the new session's anyway.
             if invocation.result == nil { invocations[id]?.dataVisible = false }
         }
-        let saved = blocks
+        blocksAwaitingReconnectHooks = blocks
         blocks = []
-        return (failed, saved)
+        return failed
     }
 
-    /// Puts the saved blocks back behind the calls the reconnect hooks made, merging the last new block with the first
-    /// old one when neither is a wait block. Returns the calls to send now (the new first block).
-    mutating func requeue(_ saved: [Block]) -> [Invocation] {
+    /// The reconnect hooks ran (LC `_callOnReconnectAndSendAppropriateOutstandingMethods`): puts the blocks set aside
+    /// back behind the calls the hooks made, merging the last new block with the first old one when neither is a
+    /// wait block. Returns the calls to send now (the new first block).
+    mutating func reconnectHooksRan() -> [Invocation] {
+        var saved = blocksAwaitingReconnectHooks
+        blocksAwaitingReconnectHooks = []
         guard !saved.isEmpty else { return [] }
         if blocks.isEmpty {
             blocks = saved
             return markSent(blocks[0].methodIDs)
         }
-        var saved = saved
         var toSend: [Invocation] = []
         if let last = blocks.last, !last.wait, !saved[0].wait {
             let merged = saved.removeFirst()
@@ -180,6 +187,7 @@ struct MethodCoordinator {
         defer {
             invocations.removeAll()
             blocks.removeAll()
+            blocksAwaitingReconnectHooks.removeAll()
         }
         return invocations.values.sorted { Self.idOrder($0.id, $1.id) }
     }

@@ -108,8 +108,8 @@ struct SubscriptionManager {
 
     // MARK: - Reconnecting
 
-    /// A new socket: unused records are dropped (their lingering ends), the rest are returned in order to re-send.
-    mutating func recordsToResend() -> [Record] {
+    /// A new socket: unused records are dropped (their lingering ends); the rest count as not sent on it.
+    mutating func socketReset() {
         for id in order {
             records[id]?.sentOnCurrentSocket = false
             if let record = records[id], record.useCount == 0 {
@@ -117,7 +117,12 @@ struct SubscriptionManager {
                 record.shared.update(.stopped)
             }
         }
-        return order.compactMap { records[$0] }
+    }
+
+    /// The records whose `sub` has not gone out on the current socket, in subscription order (after the reconnect
+    /// hooks ran: a subscription a hook made went out already).
+    func recordsNotSent() -> [Record] {
+        order.compactMap { records[$0] }.filter { !$0.sentOnCurrentSocket }
     }
 
     /// `connected` after a reconnect: the subscriptions that were ready must be ready again before data shows.

@@ -228,6 +228,6 @@ final class DDPClientConnectingTests: XCTestCase {
         let client = harness.client
         client.onReconnect("version") { versions.mutate { $0.append(client.negotiatedVersion) } }
         harness.dropAndReopen()
-        XCTAssertEqual(versions.value, [nil], "read on the client queue itself: no deadlock, no trap")
+        XCTAssertEqual(versions.value, [nil], "read before the new session's `connected` is handled: no deadlock, no trap")
     }
 }

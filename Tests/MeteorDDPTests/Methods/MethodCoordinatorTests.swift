@@ -66,14 +66,13 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = call("payment", noRetry: true)
         _ = call("halfDone")
         _ = coordinator.receivedResult(id: "3", .success("H"))
-        let (failed, saved) = coordinator.socketReset()
+        let failed = coordinator.socketReset()
         XCTAssertEqual(failed.map(\.name), ["payment"])
         guard case .failure(let error)? = failed.first?.result else { return XCTFail("no failure result") }
         XCTAssertEqual(error.kind, .invocationFailed)
-        XCTAssertEqual(saved.map(\.methodIDs), [["1"]])
         // A reconnect hook calls "reauth" first; the old non-wait block merges behind it.
         XCTAssertEqual(call("reauth"), ["reauth"])
-        XCTAssertEqual(coordinator.requeue(saved).map(\.name), ["addTodo"])
+        XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), ["addTodo"])
         let quiescence = coordinator.reconnectQuiescence()
         XCTAssertEqual(quiescence.completeAtQuiescence, ["2", "3"], "calls with a result but no data complete at quiescence")
         XCTAssertEqual(quiescence.blocking, ["1", "4"], "calls sent on the new socket block quiescence")
@@ -81,16 +80,26 @@ final class MethodCoordinatorTests: XCTestCase {
 
     func testReconnectPutsOldCallsBehindAWaitCallFromAHook() {
         _ = call("a")
-        let (_, saved) = coordinator.socketReset()
+        _ = coordinator.socketReset()
         XCTAssertEqual(call("login", wait: true), ["login"])
-        XCTAssertEqual(coordinator.requeue(saved).map(\.name), [])
+        XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), [])
         XCTAssertEqual(finish("2"), ["a"])
+    }
+
+    func testAResetBeforeTheHooksRanKeepsTheCallsTheyMadeFirst() {
+        _ = call("a")
+        _ = coordinator.socketReset()
+        XCTAssertEqual(call("reauth"), ["reauth"])
+        // The socket is lost again before the hooks are done: the set-aside block goes behind "reauth", once.
+        _ = coordinator.socketReset()
+        XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), ["reauth", "a"])
+        XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), [], "nothing is put back twice")
     }
 
     func testReconnectWithoutHooksResendsTheFirstBlock() {
         _ = call("a")
         _ = call("w", wait: true)
-        let (_, saved) = coordinator.socketReset()
-        XCTAssertEqual(coordinator.requeue(saved).map(\.name), ["a"])
+        _ = coordinator.socketReset()
+        XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), ["a"])
     }
 }
