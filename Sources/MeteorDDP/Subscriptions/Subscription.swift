@@ -59,20 +59,9 @@ public final class Subscription: Sendable {
         // A cancelled wait lets go of its waiter at once: a subscription that never becomes ready does not collect
         // one per cancelled `ready()`.
         let shared = self.shared
-        let registration = NIOLockedValueBox<(token: Int?, cancelled: Bool)>((nil, false))
-        try await withCancellableContinuation(onCancel: {
-            let token: Int? = registration.withLockedValue {
-                $0.cancelled = true
-                return $0.token
-            }
-            if let token { shared.removeWaiter(token) }
-        }) { resume in
-            guard let token = shared.whenSettled({ resume($0) }) else { return }
-            let cancelled: Bool = registration.withLockedValue {
-                $0.token = token
-                return $0.cancelled
-            }
-            if cancelled { shared.removeWaiter(token) }
+        try await withCancellableContinuation { resume in
+            guard let token = shared.whenSettled({ resume($0) }) else { return nil }
+            return { shared.removeWaiter(token) }
         }
     }
 

@@ -4,24 +4,33 @@ import NIOConcurrencyHelpers
 /// itself goes on (a method call, for instance, still completes as Meteor's would); its later outcome is dropped.
 ///
 /// `start` gets the callback to call with the outcome, exactly once (more calls are ignored); it may throw instead.
-/// `onCancel` runs when the task is cancelled, to let go of what `start` registered (it may run before `start`).
 func withCancellableContinuation<T: Sendable>(
-    onCancel: @escaping @Sendable () -> Void = {},
     _ start: (@escaping @Sendable (Result<T, any Error>) -> Void) throws -> Void
+) async throws -> T {
+    try await withCancellableContinuation { resume in
+        try start(resume)
+        return nil
+    }
+}
+
+/// Awaits a callback-style operation that can be let go of: `start` returns the action that unregisters what it
+/// registered (or `nil`). A cancelled task returns at once with `CancellationError` and runs that action, exactly
+/// once, whether the cancellation comes before `start` returned or after; an operation that completed first drops it.
+func withCancellableContinuation<T: Sendable>(
+    _ start: (@escaping @Sendable (Result<T, any Error>) -> Void) throws -> (@Sendable () -> Void)?
 ) async throws -> T {
     let once = ResumeOnce<T>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             once.install(continuation)
             do {
-                try start { once.resume(with: $0) }
+                if let cancel = try start({ once.resume(with: $0) }) { once.installCancelAction(cancel) }
             } catch {
                 once.resume(with: .failure(error))
             }
         }
     } onCancel: {
-        once.resume(with: .failure(CancellationError()))
-        onCancel()
+        once.cancel()
     }
 }
 
@@ -35,7 +44,17 @@ private final class ResumeOnce<T: Sendable>: Sendable {
         case resumed
     }
 
+    private enum Cancellation {
+        /// Neither an action nor a cancellation yet.
+        case none
+        case action(@Sendable () -> Void)
+        case cancelled
+        /// The action ran, or the operation completed first (the action is not needed any more).
+        case done
+    }
+
     private let state = NIOLockedValueBox(State.waiting)
+    private let cancellation = NIOLockedValueBox(Cancellation.none)
 
     func install(_ continuation: CheckedContinuation<T, any Error>) {
         let early: Result<T, any Error>? = state.withLockedValue { state in
@@ -63,5 +82,49 @@ private final class ResumeOnce<T: Sendable>: Sendable {
             }
         }
         continuation?.resume(with: result)
+        // Completed: what `start` registered is gone, its cancel action is not needed.
+        cancellation.withLockedValue { if case .action = $0 { $0 = .done } }
+    }
+
+    /// `start` returned its cancel action: it runs now if the task was cancelled meanwhile.
+    func installCancelAction(_ action: @escaping @Sendable () -> Void) {
+        let runNow: Bool = cancellation.withLockedValue { cancellation in
+            switch cancellation {
+            case .none:
+                cancellation = isSettled ? .done : .action(action)
+                return false
+            case .cancelled:
+                cancellation = .done
+                return true
+            case .action, .done:
+                return false
+            }
+        }
+        if runNow { action() }
+    }
+
+    func cancel() {
+        let action: (@Sendable () -> Void)? = cancellation.withLockedValue { cancellation in
+            switch cancellation {
+            case .none:
+                cancellation = .cancelled
+                return nil
+            case .action(let action):
+                cancellation = .done
+                return action
+            case .cancelled, .done:
+                return nil
+            }
+        }
+        resume(with: .failure(CancellationError()))
+        action?()
+    }
+
+    private var isSettled: Bool {
+        state.withLockedValue { state in
+            if case .waiting = state { return false }
+            if case .installed = state { return false }
+            return true
+        }
     }
 }
