@@ -21,7 +21,7 @@ extension DDPClient {
         let run = session.reconnectHooksRuns
         session.reconnectHooksRunning = run
         inbox.hold()
-        callbackQueue.async {
+        userCode.run {
             for hook in hooks { hook() }
             // Behind every call the hooks made (each one reached the client queue before the hook returned).
             self.queue.async { self.reconnectHooksFinished(run) }

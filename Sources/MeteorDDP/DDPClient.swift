@@ -69,7 +69,9 @@ public final class DDPClient: @unchecked Sendable {
     /// The local cache as the session feeds it.
     let store: any LocalStore
     /// Where completion handlers and result callbacks run (serial, so they run in completion order).
-    let callbackQueue: DispatchQueue
+    let userCode: UserCodeQueue
+    /// The serial queue ``userCode`` runs on (tests wait for it).
+    var callbackQueue: DispatchQueue { userCode.queue }
     /// Makes subscription ids (Meteor's `Random.id()`), cryptographically secure.
     let randomGenerator = SecureRandomGenerator()
     /// The account and login progress, readable from any thread. Protected by its lock.
@@ -114,7 +116,7 @@ public final class DDPClient: @unchecked Sendable {
         self.logger = configuration.logger
         self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
         self.session = SessionState(maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections)
-        self.callbackQueue = DispatchQueue(label: "MeteorDDP.DDPClient.callbacks")
+        self.userCode = UserCodeQueue(label: "MeteorDDP.DDPClient.callbacks")
         self.inbox = IncomingInbox(holdLimit: configuration.maxMessagesHeldForQuiescence)
         let database = Database(logger: configuration.logger)
         self.database = database

@@ -180,7 +180,7 @@ extension DDPClient {
             do { try store.save(account) } catch { logger.debug("account not stored", metadata: ["error": "\(error)"]) }
         }
         accountBroadcaster.yield(account)
-        callbackQueue.async {
+        userCode.run {
             NotificationCenter.default.post(name: .ddpClientAccountDidChange, object: self, userInfo: [DDPClient.accountUserInfoKey: account as Any])
         }
     }

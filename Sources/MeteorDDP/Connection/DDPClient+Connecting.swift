@@ -41,7 +41,7 @@ extension DDPClient {
             self.isClosed = true
             for invocation in self.session.methods.removeAll() {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
-                self.callbackQueue.async { invocation.completion(.failure(failure)) }
+                self.userCode.run { invocation.completion(.failure(failure)) }
             }
             for record in self.session.subscriptions.removeAll() { record.shared.update(.stopped) }
             self.statusBroadcaster.finish()
@@ -137,7 +137,7 @@ extension DDPClient {
         logger.debug("status", metadata: ["status": "\(status)"])
         statusBroadcaster.yield(status)
         // Observers run on the callback queue, never on the client queue (they may call back into the client).
-        callbackQueue.async {
+        userCode.run {
             NotificationCenter.default.post(name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
         }
     }

@@ -65,7 +65,7 @@ extension DDPClient {
     ) throws -> EJSONValue? {
         if let enclosing = MethodInvocationContext.current {
             let value = try runNestedStub(name, params: params, enclosing: enclosing)
-            callbackQueue.async { completion(.success(value)) }
+            userCode.run { completion(.success(value)) }
             return value
         }
         if database.isInTransactionOnCurrentThread {

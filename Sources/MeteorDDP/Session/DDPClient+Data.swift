@@ -152,7 +152,7 @@ extension DDPClient {
         guard let result = invocation.result else { return }
         invocation.options.onResultReceivedOnClientQueue?(result)
         guard let callback = invocation.options.onResultReceived else { return }
-        callbackQueue.async { callback(result) }
+        userCode.run { callback(result) }
     }
 
     private func handle(_ outcome: MethodCoordinator.ResultOutcome, id: String, message: String) {
@@ -172,7 +172,7 @@ extension DDPClient {
                         completion(result)
                     }
                 } else {
-                    callbackQueue.async { completion(result) }
+                    userCode.run { completion(result) }
                 }
             }
             sendInvocations(next)

@@ -20,7 +20,7 @@ extension DDPClient {
     /// - Returns: A handle; keep it while you need the data and call ``Subscription/stop()`` (or drop it) after.
     public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180)) -> Subscription {
         let (record, isNew) = onClientQueue {
-            let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, callbackQueue: callbackQueue) {
+            let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
                 randomGenerator.id()
             }
             if isNew, machine.isSocketOpen {

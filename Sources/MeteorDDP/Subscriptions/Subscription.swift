@@ -106,11 +106,11 @@ final class SubscriptionState: Sendable {
     private let broadcaster = Broadcaster<SubscriptionStatus>(bufferLimit: 16, current: .pending)
     /// Where waiters run when the status settles (the client's callback queue): never on the client queue, which
     /// settles it, so a waiter may subscribe, call or stop again.
-    private let callbackQueue: DispatchQueue
+    private let userCode: UserCodeQueue
 
-    init(name: String, callbackQueue: DispatchQueue) {
+    init(name: String, userCode: UserCodeQueue) {
         self.name = name
-        self.callbackQueue = callbackQueue
+        self.userCode = userCode
     }
 
     var status: SubscriptionStatus { state.withLockedValue { $0.status } }
@@ -154,7 +154,7 @@ final class SubscriptionState: Sendable {
         case .pending, .ready: break
         }
         if let result, !waiters.isEmpty {
-            callbackQueue.async { for waiter in waiters { waiter(result) } }
+            userCode.run { for waiter in waiters { waiter(result) } }
         }
     }
 

@@ -39,7 +39,7 @@ struct SubscriptionManager {
 
     /// Finds an in-use or lingering record with the same name and EJSON-equal params, or makes a new one.
     /// Returns the record and whether it is new (a new one must be sent).
-    mutating func acquire(name: String, params: [EJSONValue], notInUseTimeout: Duration, callbackQueue: DispatchQueue, makeID: () -> String) -> (Record, isNew: Bool) {
+    mutating func acquire(name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String) -> (Record, isNew: Bool) {
         if let id = order.first(where: { records[$0]?.name == name && records[$0]?.params == params }), var record = records[id] {
             record.useCount += 1
             record.unsubscribeGeneration = nil
@@ -47,7 +47,7 @@ struct SubscriptionManager {
             return (record, false)
         }
         let id = makeID()
-        let record = Record(id: id, name: name, params: params, shared: SubscriptionState(name: name, callbackQueue: callbackQueue), notInUseTimeout: notInUseTimeout, useCount: 1)
+        let record = Record(id: id, name: name, params: params, shared: SubscriptionState(name: name, userCode: userCode), notInUseTimeout: notInUseTimeout, useCount: 1)
         records[id] = record
         order.append(id)
         return (record, true)
