@@ -1,7 +1,7 @@
 import Foundation
 
-/// Meteor's built-in EJSON converters: which JSON objects stand for dates, binary, non-finite numbers, escaped
-/// objects and custom types, and which plain objects must be escaped on output.
+/// Meteor's built-in EJSON converters: which JSON objects stand for dates, binary, non-finite numbers, regular
+/// expressions, escaped objects and custom types, and which plain objects must be escaped on output.
 enum EJSONTypes {
     /// Converts a parsed JSON object that matches a converter (all keys `$`-prefixed, at most two of them);
     /// anything else stays a plain object.
@@ -32,6 +32,12 @@ enum EJSONTypes {
                 return .object(object)
             }
         }
+        if let source = object["$regexp"], let flags = object["$flags"] {
+            guard case .string(let pattern) = source, case .string(let flags) = flags else {
+                throw EJSONError(.invalidEJSONValue("$regexp and $flags must be strings"), at: offset)
+            }
+            return .regularExpression(pattern: pattern, flags: EJSONValue.normalizedRegularExpressionFlags(flags))
+        }
         guard let typeValue = object["$type"], let payload = object["$value"] else { return .object(object) }
         guard case .string(let typeName) = typeValue else { throw EJSONError(.invalidEJSONValue("$type must be a string"), at: offset) }
         guard EJSONTypeRegistry.shared.isRegistered(typeName) else { throw EJSONError(.unknownCustomType(typeName), at: offset) }
@@ -47,7 +53,7 @@ enum EJSONTypes {
             default: return false
             }
         }
-        return object["$type"] != nil && object["$value"] != nil
+        return (object["$type"] != nil && object["$value"] != nil) || (object["$regexp"] != nil && object["$flags"] != nil)
     }
 
     /// Standard base64 with or without `=` padding (Meteor's base64 tolerates missing padding).

@@ -36,6 +36,8 @@ extension EJSONValue: Codable {
         case .date(let ms): try container.encode(["$date": ms])
         case .binary(let data): try container.encode(["$binary": data.base64EncodedString()])
         case .custom(let type, let value): try container.encode(["$type": EJSONValue.string(type), "$value": value])
+        case .regularExpression(let pattern, let flags):
+            try container.encode(["$regexp": pattern, "$flags": EJSONValue.normalizedRegularExpressionFlags(flags)])
         }
     }
 }

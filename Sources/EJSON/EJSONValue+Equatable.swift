@@ -20,8 +20,12 @@ extension EJSONValue: Equatable {
         case (.date(let a), .date(let b)): return a == b
         case (.binary(let a), .binary(let b)): return a == b
         case (.custom(let ta, let va), .custom(let tb, let vb)): return ta == tb && va == vb
+        case (.regularExpression(let pa, let fa), .regularExpression(let pb, let fb)):
+            // Meteor's EJSON.equals finds any two RegExps equal (they have no own keys); comparing source and flags,
+            // as minimongo's matcher does (`toString()`), is what an app expects.
+            return pa == pb && normalizedRegularExpressionFlags(fa) == normalizedRegularExpressionFlags(fb)
         case (.null, _), (.bool, _), (.number, _), (.string, _), (.array, _), (.object, _), (.date, _),
-            (.binary, _), (.custom, _):
+            (.binary, _), (.custom, _), (.regularExpression, _):
             return false
         }
     }
@@ -50,6 +54,8 @@ extension EJSONValue: Hashable {
         case .date(let ms): hasher.combine(6); hasher.combine(ms)
         case .binary(let d): hasher.combine(7); hasher.combine(d)
         case .custom(let type, let value): hasher.combine(8); hasher.combine(type); hasher.combine(value)
+        case .regularExpression(let pattern, let flags):
+            hasher.combine(9); hasher.combine(pattern); hasher.combine(EJSONValue.normalizedRegularExpressionFlags(flags))
         }
     }
 }

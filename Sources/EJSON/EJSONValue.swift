@@ -35,6 +35,20 @@ public enum EJSONValue: Sendable {
     case binary(Data)
     /// A custom type registered with ``EJSONTypeRegistry`` (`{"$type": name, "$value": json}` on the wire).
     indirect case custom(type: String, value: EJSONValue)
+    /// A JavaScript regular expression (`{"$regexp": source, "$flags": flags}` on the wire), as Meteor's EJSON
+    /// carries it. Flags are normalised as Meteor does when parsing and writing: only `g i m u y`, each once, in that
+    /// order (see ``normalizedRegularExpressionFlags(_:)``); the pattern is kept as written (it is compiled only
+    /// when a selector uses it).
+    case regularExpression(pattern: String, flags: String)
+}
+
+extension EJSONValue {
+    /// Meteor's flag normalisation for EJSON regular expressions: the first 50 characters, only `g`, `i`, `m`, `u`
+    /// and `y`, each once, in the order JavaScript's `RegExp.prototype.flags` lists them.
+    public static func normalizedRegularExpressionFlags(_ flags: String) -> String {
+        let kept = Set(flags.unicodeScalars.prefix(50))
+        return String(String.UnicodeScalarView("gimuy".unicodeScalars.filter { kept.contains($0) }))
+    }
 }
 
 // MARK: - Convenience constructors and accessors

@@ -41,6 +41,11 @@ struct EJSONWriter {
             object["$type"] = .string(type)
             object["$value"] = payload
             writeObject(object)
+        case .regularExpression(let pattern, let flags):
+            var object = EJSONObject()
+            object["$regexp"] = .string(pattern)
+            object["$flags"] = .string(EJSONValue.normalizedRegularExpressionFlags(flags))
+            writeObject(object)
         }
     }
 

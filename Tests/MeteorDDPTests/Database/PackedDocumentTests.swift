@@ -31,6 +31,8 @@ final class PackedDocumentTests: XCTestCase {
         "object": ["city": "Berlin", "nested": ["deeper": ["deepest": true]]],
         "emptyObject": [:],
         "custom": .custom(type: "point", value: ["x": 1, "y": 2.5]),
+        "regex": .regularExpression(pattern: "^a.*[b]$", flags: "gi"),
+        "regexInArray": [.regularExpression(pattern: "", flags: ""), "after"],
     ]
 
     func testEveryKindOfValueComesBackExactlyAndInOrder() {

@@ -27,6 +27,8 @@ import Foundation
 enum PackedFields {
     enum Tag: UInt8 {
         case null = 0, `false`, `true`, double, integer, string, array, object, date, binary, custom
+        /// Two strings: the pattern, then the normalised flags (so equal expressions have equal bytes).
+        case regularExpression
     }
 
     /// The largest magnitude written as an integer: every integer up to it is exact in a double.
@@ -81,6 +83,9 @@ enum PackedFields {
         case .custom(let type, let inner):
             let typeCount = type.utf8.count
             return 5 + varintSize(UInt64(typeCount)) + typeCount + valueSize(inner)
+        case .regularExpression(let pattern, let flags):
+            let (patternCount, flagsCount) = (pattern.utf8.count, EJSONValue.normalizedRegularExpressionFlags(flags).utf8.count)
+            return 1 + varintSize(UInt64(patternCount)) + patternCount + varintSize(UInt64(flagsCount)) + flagsCount
         }
     }
 
@@ -184,6 +189,10 @@ struct PackedFieldsWriter {
             string(type)
             self.value(inner)
             close(start)
+        case .regularExpression(let pattern, let flags):
+            byte(PackedFields.Tag.regularExpression.rawValue)
+            string(pattern)
+            string(EJSONValue.normalizedRegularExpressionFlags(flags))
         }
     }
 
@@ -256,6 +265,9 @@ struct PackedFieldsReader {
         case .double, .date: offset += 8
         case .integer: _ = varint()
         case .string, .binary: _ = span()
+        case .regularExpression:
+            _ = span()
+            _ = span()
         case .array, .object, .custom: offset += uint32()
         }
     }
@@ -292,6 +304,9 @@ struct PackedFieldsReader {
             offset += 4
             let type = string()
             return .custom(type: type, value: value())
+        case .regularExpression:
+            let pattern = string()
+            return .regularExpression(pattern: pattern, flags: string())
         }
     }
 
