@@ -33,8 +33,11 @@ enum EJSONOrdering {
         case (.regularExpression(let p, let f), .regularExpression(let q, let g)):
             // minimongo refuses to sort regular expressions; a total order is kinder.
             return "/\(p)/\(f)" < "/\(q)/\(g)" ? -1 : (p == q && f == g ? 0 : 1)
-        default:
+        case (.object, _), (.custom, _):
             return compareElements(keyValueList(a), keyValueList(b))
+        default:
+            // Same type order, nothing to tell apart (null and null).
+            return 0
         }
     }
 

@@ -1,0 +1,61 @@
+import EJSON
+
+/// A Mongo selector, compiled once, with minimongo's semantics: `{listId: id, checked: {$ne: true}}`,
+/// `{score: {$gte: 10}, $or: [{a: 1}, {"b.c": /x/i}]}`, an id string as shorthand for `{_id: id}`.
+///
+/// For example:
+/// ```swift
+/// let open = try MongoSelector(["listId": .string(listID), "checked": ["$ne": true]])
+/// open.matches(document)
+/// ```
+///
+/// Supported: `$eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists $type $regex $options $mod $all $size
+/// $elemMatch $comment`, regular-expression values, dotted paths through arrays and numeric path parts. Not
+/// supported (a ``QueryError``): `$where` (JavaScript), geospatial operators and the `$bits…` operators.
+public struct MongoSelector: Sendable {
+    /// The selector as given.
+    public let selector: EJSONValue
+    private let matcher: DocumentMatcher
+
+    /// Compiles a selector.
+    ///
+    /// - Throws: ``QueryError`` with minimongo's message for a selector it would refuse.
+    public init(_ selector: EJSONValue) throws(QueryError) {
+        self.selector = selector
+        switch selector {
+        case .string, .number, .custom(type: "oid", _):
+            // An id: minimongo's `_selectorIsId`.
+            let id = selector
+            matcher = { root in
+                switch root {
+                case .document(let document): return MongoID.parse(document.id).map { MongoEquality.equal($0, id) } ?? false
+                case .value(let value): return value["_id"].map { MongoEquality.equal($0, id) } ?? false
+                }
+            }
+        case .object(let object):
+            // `{_id: falsy}` is probably a mistake: it matches nothing, as in minimongo.
+            if let id = object["_id"], !id.isTruthy {
+                matcher = { _ in false }
+            } else {
+                matcher = try SelectorCompiler.documentSelector(object)
+            }
+        case .null:
+            matcher = { _ in false }
+        default:
+            throw QueryError("Invalid selector: \(EJSON.stringify(selector))")
+        }
+    }
+
+    /// The selector that matches every document (`{}`).
+    public static let all: MongoSelector = try! MongoSelector([:])
+
+    /// Whether a document matches.
+    public func matches(_ document: Document) -> Bool {
+        matcher(.document(document))
+    }
+
+    /// Whether a document given as EJSON (with its `_id` among the fields) matches.
+    public func matches(_ document: EJSONObject) -> Bool {
+        matcher(.value(.object(document)))
+    }
+}
