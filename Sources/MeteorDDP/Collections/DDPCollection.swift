@@ -32,6 +32,20 @@ public struct DDPCollection: Sendable {
     public func find(_ query: Query) -> [Document] { local.find(query) }
     /// A live query over this collection.
     public func observe(_ query: Query = Query()) -> LiveQuery { local.observe(query) }
+    /// The documents matching a Mongo selector (Meteor's `find(selector, options).fetch()`).
+    public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> [Document] {
+        try local.find(selector, options)
+    }
+    /// The first document matching a Mongo selector (Meteor's `findOne`).
+    public func findOne(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> Document? {
+        try local.findOne(selector, options)
+    }
+    /// How many documents match a Mongo selector.
+    public func count(_ selector: EJSONValue) throws(QueryError) -> Int { try local.count(selector) }
+    /// A live query over the documents matching a Mongo selector.
+    public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery {
+        try local.observe(selector, options)
+    }
 
     // MARK: - Writing
 

@@ -40,4 +40,32 @@ public struct Collection: Sendable {
     public func observe(_ query: Query = Query()) -> LiveQuery {
         LiveQuery(collection: name, query: query, database: database)
     }
+
+    // MARK: - Mongo selectors
+
+    /// The documents matching a Mongo selector, sorted, skipped and limited as `options` say (Meteor's
+    /// `collection.find(selector, options).fetch()`).
+    ///
+    /// - Throws: ``QueryError`` for a selector or sort minimongo would refuse.
+    public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> [Document] {
+        find(try Query(selector, options))
+    }
+
+    /// The first document matching a Mongo selector in the order `options` give (Meteor's `findOne`).
+    public func findOne(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> Document? {
+        var options = options
+        options.limit = 1
+        return try find(selector, options).first
+    }
+
+    /// How many documents match a Mongo selector (Meteor's `find(selector).count()`).
+    public func count(_ selector: EJSONValue) throws(QueryError) -> Int {
+        let selector = try MongoSelector(selector)
+        return database.snapshot.allDocuments(in: name).lazy.filter { selector.matches($0) }.count
+    }
+
+    /// Observes the documents matching a Mongo selector, sorted and windowed as `options` say.
+    public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery {
+        observe(try Query(selector, options))
+    }
 }

@@ -1,11 +1,12 @@
 import EJSON
 
-/// Which documents of a collection, in which order, how many.
+/// Which documents of a collection, in which order, how many: a Mongo selector or a Swift filter, Mongo sort keys,
+/// `skip` and `limit`.
 ///
 /// For example:
 /// ```swift
-/// let open = Query(filter: { $0["done"] != true }, sort: [.ascending("createdAt")], limit: 50)
-/// let lovelace = Query.where("name", equals: "Ada Lovelace")
+/// let open = try Query(["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": -1]))
+/// let swiftOnly = Query(filter: { $0["done"] != true }, sort: [.ascending("createdAt")], limit: 50)
 /// ```
 public struct Query: Sendable {
     /// A sort key: a field path and a direction.
@@ -21,18 +22,37 @@ public struct Query: Sendable {
         public static func descending(_ path: String) -> SortDescriptor { SortDescriptor(path: path, ascending: false) }
     }
 
-    /// Which documents match (`nil`: all).
+    /// Which documents match, as Swift code (`nil`: all). Applied after ``selector``.
     public var filter: (@Sendable (Document) -> Bool)?
-    /// The order; ties are broken by id so the order is total.
-    public var sort: [SortDescriptor]
+    /// Which documents match, as a Mongo selector (`nil`: all).
+    public var selector: MongoSelector?
+    /// The order, compared as Mongo does (type order, arrays by their smallest or largest element); ties are broken
+    /// by id so the order is total.
+    public var sort: [SortDescriptor] {
+        didSet { sorter = MongoSort(unchecked: sort) }
+    }
+    /// How many documents of the sorted result to leave out first.
+    public var skip: Int
     /// At most this many documents (`nil`: no limit).
     public var limit: Int?
+    private var sorter: MongoSort
 
-    /// Creates a query.
-    public init(filter: (@Sendable (Document) -> Bool)? = nil, sort: [SortDescriptor] = [], limit: Int? = nil) {
+    /// Creates a query from Swift code.
+    public init(filter: (@Sendable (Document) -> Bool)? = nil, sort: [SortDescriptor] = [], skip: Int = 0, limit: Int? = nil) {
         self.filter = filter
         self.sort = sort
+        self.skip = max(0, skip)
         self.limit = limit
+        sorter = MongoSort(unchecked: sort)
+    }
+
+    /// Creates a query from a Mongo selector and Meteor's find options, as `collection.find(selector, options)`.
+    ///
+    /// - Throws: ``QueryError`` for a selector or sort specifier minimongo would refuse.
+    public init(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) {
+        let sort = try options.sort.map { specifier throws(QueryError) in try MongoSort(specifier) }
+        self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) }, skip: options.skip, limit: options.limit)
+        self.selector = try MongoSelector(selector)
     }
 
     /// Documents whose field at `path` equals `value`.
@@ -41,22 +61,54 @@ public struct Query: Sendable {
     }
 
     func matches(_ document: Document) -> Bool {
-        filter?(document) ?? true
+        (selector?.matches(document) ?? true) && (filter?(document) ?? true)
     }
 
     /// Whether `a` sorts before `b`.
     func areInIncreasingOrder(_ a: Document, _ b: Document) -> Bool {
-        for descriptor in sort {
-            let order = EJSONOrdering.compare(a.value(at: descriptor.path), b.value(at: descriptor.path))
-            if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
+        if !sort.isEmpty {
+            let order = sorter.compare(a, b)
+            if order != 0 { return order < 0 }
         }
         return a.hasSmallerID(than: b)
+    }
+
+    /// The window `skip` and `limit` leave of `count` sorted documents.
+    func window(count: Int) -> Range<Int> {
+        let start = min(skip, count)
+        let end = limit.map { min(count, start + max(0, $0)) } ?? count
+        return start..<end
     }
 
     func evaluate<S: Sequence>(_ documents: S) -> [Document] where S.Element == Document {
         var result = documents.filter(matches)
         result.sort(by: areInIncreasingOrder)
-        if let limit, result.count > limit { result.removeSubrange(limit...) }
-        return result
+        let window = window(count: result.count)
+        return window.count == result.count ? result : Array(result[window])
+    }
+}
+
+/// Meteor's options of `find` and `findOne`: `sort`, `skip`, `limit`.
+public struct FindOptions: Sendable {
+    /// A Mongo sort specifier (`{createdAt: -1}` or `[["createdAt", "desc"]]`).
+    public var sort: EJSONValue?
+    public var skip: Int
+    public var limit: Int?
+
+    public init(sort: EJSONValue? = nil, skip: Int = 0, limit: Int? = nil) {
+        self.sort = sort
+        self.skip = skip
+        self.limit = limit
+    }
+}
+
+extension MongoSort {
+    /// Sort keys from Swift code: paths are not checked (an empty or `$` path sorts as a missing field).
+    init(unchecked descriptors: [Query.SortDescriptor]) {
+        do {
+            try self.init(keys: descriptors.map { Key(path: $0.path, ascending: $0.ascending) })
+        } catch {
+            try! self.init(keys: descriptors.filter { !$0.path.isEmpty && !$0.path.hasPrefix("$") }.map { Key(path: $0.path, ascending: $0.ascending) })
+        }
     }
 }

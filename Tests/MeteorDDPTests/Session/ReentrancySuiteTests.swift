@@ -89,7 +89,16 @@ final class ReentrancySuiteTests: XCTestCase {
         let live = client.collection("players").observe()
         live.onChange { snapshot in if !snapshot.documents.isEmpty { exercise("onChange") } }
         let snapshots = live.snapshots
-        let snapshotConsumer = Task { for await snapshot in snapshots where !snapshot.documents.isEmpty { exercise("snapshots"); break } }
+        // A snapshot consumer holds only the newest snapshot: it must see "lovelace" before the reconnect resets the
+        // cache (the test server never sends it again).
+        let sawLovelace = expectation(description: "the snapshots consumer saw lovelace")
+        let snapshotConsumer = Task {
+            for await snapshot in snapshots where !snapshot.documents.isEmpty {
+                exercise("snapshots")
+                sawLovelace.fulfill()
+                break
+            }
+        }
         client.onReconnect("suite") { exercise("onReconnect") }
         client.defineStub("stubbed") { _ in
             exercise("stub")
@@ -106,6 +115,7 @@ final class ReentrancySuiteTests: XCTestCase {
         harness.receive(frame: "not json")  // an error for the errors stream
         harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25]))
         harness.flushData()
+        await fulfillment(of: [sawLovelace], timeout: 10)
         harness.dropAndReopen()  // the reconnect hook
         harness.receive(.connected(session: "SESSION-2"))
         let transport = harness.transport

@@ -114,12 +114,13 @@ final class LiveQueryCore: @unchecked Sendable {
         }
         let new = visible()
         // Updated: changed documents in both results, found by binary search (O(k log n)).
-        let oldIDs: Set<String>? = query.limit != nil ? Set(old.lazy.map(\.id)) : nil
+        let windowed = query.limit != nil || query.skip > 0
+        let oldIDs: Set<String>? = windowed ? Set(old.lazy.map(\.id)) : nil
         var updated: [Int] = []
         for (id, before) in previous {
             guard let after = byID[id], after != before, oldIDs?.contains(id) ?? true else { continue }
-            let index = index(of: after)
-            if index < new.count { updated.append(index) }
+            let index = index(of: after) - query.skip
+            if index >= 0, index < new.count { updated.append(index) }
         }
         let diff = Self.diff(from: old, to: new, updated: updated.sorted())
         guard !diff.isEmpty else { return }
@@ -136,8 +137,8 @@ final class LiveQueryCore: @unchecked Sendable {
     }
 
     private func visible() -> [Document] {
-        guard let limit = query.limit, sorted.count > limit else { return sorted }
-        return Array(sorted.prefix(limit))
+        let window = query.window(count: sorted.count)
+        return window.count == sorted.count ? sorted : Array(sorted[window])
     }
 
     /// Where `version` (a version in `sorted`) is.
