@@ -35,6 +35,8 @@ public struct Query: Sendable {
     public var skip: Int
     /// At most this many documents (`nil`: no limit).
     public var limit: Int?
+    /// Which fields the result's documents keep (`nil`: all). Matching and sorting see every field.
+    public var fields: MongoProjection?
     private var sorter: MongoSort
 
     /// Creates a query from Swift code.
@@ -53,6 +55,7 @@ public struct Query: Sendable {
         let sort = try options.sort.map { specifier throws(QueryError) in try MongoSort(specifier) }
         self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) }, skip: options.skip, limit: options.limit)
         self.selector = try MongoSelector(selector)
+        self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
     }
 
     /// Documents whose field at `path` equals `value`.
@@ -84,21 +87,31 @@ public struct Query: Sendable {
         var result = documents.filter(matches)
         result.sort(by: areInIncreasingOrder)
         let window = window(count: result.count)
-        return window.count == result.count ? result : Array(result[window])
+        let visible = window.count == result.count ? result : Array(result[window])
+        return project(visible)
+    }
+
+    /// The documents with only the fields ``fields`` keeps.
+    func project(_ documents: [Document]) -> [Document] {
+        guard let fields else { return documents }
+        return documents.map { fields.apply($0) }
     }
 }
 
-/// Meteor's options of `find` and `findOne`: `sort`, `skip`, `limit`.
+/// Meteor's options of `find` and `findOne`: `sort`, `skip`, `limit`, `fields`.
 public struct FindOptions: Sendable {
     /// A Mongo sort specifier (`{createdAt: -1}` or `[["createdAt", "desc"]]`).
     public var sort: EJSONValue?
     public var skip: Int
     public var limit: Int?
+    /// A projection (`{title: 1}` or `{secret: 0}`).
+    public var fields: EJSONValue?
 
-    public init(sort: EJSONValue? = nil, skip: Int = 0, limit: Int? = nil) {
+    public init(sort: EJSONValue? = nil, skip: Int = 0, limit: Int? = nil, fields: EJSONValue? = nil) {
         self.sort = sort
         self.skip = skip
         self.limit = limit
+        self.fields = fields
     }
 }
 

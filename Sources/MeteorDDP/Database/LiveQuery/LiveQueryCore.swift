@@ -119,6 +119,7 @@ final class LiveQueryCore: @unchecked Sendable {
         var updated: [Int] = []
         for (id, before) in previous {
             guard let after = byID[id], after != before, oldIDs?.contains(id) ?? true else { continue }
+            if let fields = query.fields, fields.apply(after) == fields.apply(before) { continue }
             let index = index(of: after) - query.skip
             if index >= 0, index < new.count { updated.append(index) }
         }
@@ -136,9 +137,10 @@ final class LiveQueryCore: @unchecked Sendable {
         for receiver in receivers { receiver.finish?() }
     }
 
+    /// The window of the result the query shows, projected (a projection costs O(window) per change).
     private func visible() -> [Document] {
         let window = query.window(count: sorted.count)
-        return window.count == sorted.count ? sorted : Array(sorted[window])
+        return query.project(window.count == sorted.count ? sorted : Array(sorted[window]))
     }
 
     /// Where `version` (a version in `sorted`) is.
