@@ -43,7 +43,7 @@ public final class ServerCollection: @unchecked Sendable {
         guard let before = documents[id] else { return 0 }
         let after: EJSONObject
         do {
-            after = try MongoModifier(modifier).apply(to: before)
+            after = try MongoModifier(modifier).applyKeepingID(id, to: before)
         } catch {
             throw MeteorError(error: .number(400), reason: "\(error)")
         }

@@ -18,7 +18,7 @@ enum LocalWrites {
     static func update(id: String, with modifier: MongoModifier, in collection: String, database: Database) throws -> Int {
         let key = DocumentKey(collectionName: collection, documentID: id)
         guard let current = database.document(key) else { return 0 }
-        database.apply(.replaced(key, try modifier.apply(to: current.fields)))
+        database.apply(.replaced(key, try modifier.applyKeepingID(id, to: current.fields)))
         return 1
     }
 

@@ -71,6 +71,10 @@ public struct MongoSort: Sendable {
 
     /// Negative when `a` sorts first, positive when `b` does, zero when their keys are equivalent.
     func compare(_ a: Document, _ b: Document) -> Int {
+        compare(MatchRoot.document(a), .document(b))
+    }
+
+    func compare(_ a: MatchRoot, _ b: MatchRoot) -> Int {
         // Documents whose keys reach no array (the usual case) compare key by key, each looked up only if needed.
         for index in keys.indices {
             guard let x = simpleValue(a, index), let y = simpleValue(b, index) else {
@@ -91,9 +95,14 @@ public struct MongoSort: Sendable {
     }
 
     /// The key's value when the path reaches no array: `.some(value)` (`.some(nil)` for missing); `nil` otherwise.
-    private func simpleValue(_ document: Document, _ index: Int) -> EJSONValue?? {
+    private func simpleValue(_ root: MatchRoot, _ index: Int) -> EJSONValue?? {
         let parts = lookups[index].parts
-        var value: EJSONValue? = parts[0].isID ? MongoID.parse(document.id) : document[parts[0].name]
+        var value: EJSONValue?
+        switch root {
+        case .document(let document): value = parts[0].isID ? MongoID.parse(document.id) : document[parts[0].name]
+        case .value(.object(let object)): value = object[parts[0].name]
+        case .value: return nil
+        }
         for part in parts.dropFirst() {
             switch value {
             case .object(let object)?: value = object[part.name]
@@ -106,10 +115,10 @@ public struct MongoSort: Sendable {
     }
 
     /// minimongo's `_getMinKeyFromDoc`: of the keys the document's arrays give, the one that sorts first.
-    func minKey(_ document: Document) -> [EJSONValue?] {
+    func minKey(_ root: MatchRoot) -> [EJSONValue?] {
         // Per sort key: its values by the array indices that lead to them ([] when no array was used).
         let valuesByPath: [[(indices: [Int], value: EJSONValue?)]] = lookups.map { lookup in
-            var values = lookup.sortBranches(of: .document(document))
+            var values = lookup.sortBranches(of: root)
             if values.isEmpty { values = [([], nil)] }
             return values
         }

@@ -3,56 +3,160 @@ import XCTest
 
 @testable import MeteorDDP
 
+/// Modifiers as minimongo applies them (packages/minimongo `_modify`), written as our own cases: each row is
+/// `(document, modifier, result)` in EJSON text, or the error minimongo raises.
 final class MongoModifierTests: XCTestCase {
-    private let player: EJSONObject = ["name": "Ada Lovelace", "score": 25, "color": "blue", "tags": ["a"]]
-
-    func testSetAndUnsetChangeAndRemoveFields() throws {
-        let modifier = try MongoModifier(["$set": ["score": 30], "$unset": ["color": ""]])
-        XCTAssertEqual(EJSONValue.object(try modifier.apply(to: player)), ["name": "Ada Lovelace", "score": 30, "tags": ["a"]])
+    private func modify(_ rows: [(String, String, String)], file: StaticString = #filePath, line: UInt = #line) throws {
+        for (documentText, modifierText, expectedText) in rows {
+            guard case .object(let document) = try EJSON.parse(documentText), case .object(let expected) = try EJSON.parse(expectedText) else {
+                return XCTFail("not objects", file: file, line: line)
+            }
+            let result = try MongoModifier(EJSON.parse(modifierText)).apply(to: document)
+            XCTAssertEqual(EJSON.stringify(.object(result)), EJSON.stringify(.object(expected)), "\(modifierText) on \(documentText)", file: file, line: line)
+        }
     }
 
-    func testIncAddsToNumbersAndCreatesMissingFields() throws {
-        let result = try MongoModifier(["$inc": ["score": 5, "visits": 1]]).apply(to: player)
-        XCTAssertEqual(result["score"], 30)
-        XCTAssertEqual(result["visits"], 1)
+    private func exception(_ rows: [(String, String, String)], file: StaticString = #filePath, line: UInt = #line) throws {
+        for (documentText, modifierText, message) in rows {
+            guard case .object(let document) = try EJSON.parse(documentText) else { return XCTFail("not an object", file: file, line: line) }
+            XCTAssertThrowsError(try MongoModifier(EJSON.parse(modifierText)).apply(to: document), modifierText, file: file, line: line) { error in
+                XCTAssertEqual((error as? QueryError)?.message, message, "\(modifierText) on \(documentText)", file: file, line: line)
+            }
+        }
     }
 
-    func testIncOnANonNumberIsAnError() {
-        XCTAssertThrowsError(try MongoModifier(["$inc": ["name": 1]]).apply(to: player))
+    func testSetAndUnsetCreateAndRemovePaths() throws {
+        try modify([
+            (#"{"a":1}"#, #"{"$set":{"b":2}}"#, #"{"a":1,"b":2}"#),
+            (#"{"a":1}"#, #"{"$set":{"a":{"c":1}}}"#, #"{"a":{"c":1}}"#),
+            (#"{}"#, #"{"$set":{"a.b.c":1}}"#, #"{"a":{"b":{"c":1}}}"#),
+            (#"{"a":[1,2]}"#, #"{"$set":{"a.1":5}}"#, #"{"a":[1,5]}"#),
+            (#"{"a":[1]}"#, #"{"$set":{"a.3":5}}"#, #"{"a":[1,null,null,5]}"#),
+            (#"{"a":[]}"#, #"{"$set":{"a.0.b":1}}"#, #"{"a":[{"b":1}]}"#),
+            (#"{"a":1,"b":2}"#, #"{"$unset":{"a":""}}"#, #"{"b":2}"#),
+            (#"{"a":{"b":1,"c":2}}"#, #"{"$unset":{"a.b":1}}"#, #"{"a":{"c":2}}"#),
+            (#"{"a":[1,2]}"#, #"{"$unset":{"a.0":1}}"#, #"{"a":[null,2]}"#),
+            (#"{}"#, #"{"$unset":{"a.b":1}}"#, #"{}"#),
+            (#"{"a":1}"#, #"{"$setOnInsert":{"b":1}}"#, #"{"a":1}"#),
+        ])
     }
 
-    func testPushPullAndAddToSetWorkOnArrays() throws {
-        var result = try MongoModifier(["$push": ["tags": "b"]]).apply(to: player)
-        XCTAssertEqual(result["tags"], ["a", "b"])
-        result = try MongoModifier(["$addToSet": ["tags": "a"]]).apply(to: result)
-        XCTAssertEqual(result["tags"], ["a", "b"])
-        result = try MongoModifier(["$addToSet": ["tags": ["$each": ["c", "a"]]]]).apply(to: result)
-        XCTAssertEqual(result["tags"], ["a", "b", "c"])
-        result = try MongoModifier(["$pull": ["tags": "a"]]).apply(to: result)
-        XCTAssertEqual(result["tags"], ["b", "c"])
-        result = try MongoModifier(["$push": ["tags": ["$each": ["d", "e"]]]]).apply(to: result)
-        XCTAssertEqual(result["tags"], ["b", "c", "d", "e"])
+    func testArithmetic() throws {
+        try modify([
+            (#"{"a":1}"#, #"{"$inc":{"a":2}}"#, #"{"a":3}"#),
+            (#"{}"#, #"{"$inc":{"a":2}}"#, #"{"a":2}"#),
+            (#"{"a":3}"#, #"{"$mul":{"a":2}}"#, #"{"a":6}"#),
+            (#"{}"#, #"{"$mul":{"a":2}}"#, #"{"a":0}"#),
+            (#"{"a":3}"#, #"{"$min":{"a":2}}"#, #"{"a":2}"#),
+            (#"{"a":1}"#, #"{"$min":{"a":2}}"#, #"{"a":1}"#),
+            (#"{"a":3}"#, #"{"$max":{"a":5}}"#, #"{"a":5}"#),
+            (#"{}"#, #"{"$max":{"a":5}}"#, #"{"a":5}"#),
+        ])
+        try exception([
+            (#"{"a":1}"#, #"{"$inc":{"a":"x"}}"#, "Modifier $inc allowed for numbers only for field 'a'"),
+            (#"{"a":"x"}"#, #"{"$inc":{"a":1}}"#, "Cannot apply $inc modifier to non-number for field 'a'"),
+            (#"{"a":"x"}"#, #"{"$mul":{"a":1}}"#, "Cannot apply $mul modifier to non-number for field 'a'"),
+        ])
     }
 
-    func testDottedPathsReachIntoNestedObjects() throws {
-        let result = try MongoModifier(["$set": ["location.city": "Paris"]]).apply(to: ["location": ["city": "Berlin", "zip": "10115"]])
-        XCTAssertEqual(result["location"], ["city": "Paris", "zip": "10115"])
+    func testArrays() throws {
+        try modify([
+            (#"{}"#, #"{"$push":{"a":1}}"#, #"{"a":[1]}"#),
+            (#"{"a":[1]}"#, #"{"$push":{"a":[2]}}"#, #"{"a":[1,[2]]}"#),
+            (#"{"a":[1]}"#, #"{"$push":{"a":{"$each":[2,3]}}}"#, #"{"a":[1,2,3]}"#),
+            (#"{"a":[1,4]}"#, #"{"$push":{"a":{"$each":[2,3],"$position":1}}}"#, #"{"a":[1,2,3,4]}"#),
+            (#"{"a":[1,2]}"#, #"{"$push":{"a":{"$each":[3,4],"$slice":-2}}}"#, #"{"a":[3,4]}"#),
+            (#"{"a":[1,2]}"#, #"{"$push":{"a":{"$each":[3],"$slice":0}}}"#, #"{"a":[]}"#),
+            (#"{"a":[{"n":3},{"n":1}]}"#, #"{"$push":{"a":{"$each":[{"n":2}],"$sort":{"n":1},"$slice":2}}}"#, #"{"a":[{"n":1},{"n":2}]}"#),
+            (#"{"a":[1]}"#, #"{"$pushAll":{"a":[2,3]}}"#, #"{"a":[1,2,3]}"#),
+            (#"{"a":[1,2]}"#, #"{"$addToSet":{"a":2}}"#, #"{"a":[1,2]}"#),
+            (#"{"a":[1,2]}"#, #"{"$addToSet":{"a":{"$each":[3,1,4]}}}"#, #"{"a":[1,2,3,4]}"#),
+            (#"{"a":[{"x":1,"y":2}]}"#, #"{"$addToSet":{"a":{"y":2,"x":1}}}"#, #"{"a":[{"x":1,"y":2},{"y":2,"x":1}]}"#),
+            (#"{}"#, #"{"$addToSet":{"a":5}}"#, #"{"a":[5]}"#),
+            (#"{"a":[1,2,3]}"#, #"{"$pop":{"a":1}}"#, #"{"a":[1,2]}"#),
+            (#"{"a":[1,2,3]}"#, #"{"$pop":{"a":-1}}"#, #"{"a":[2,3]}"#),
+            (#"{}"#, #"{"$pop":{"a":1}}"#, #"{}"#),
+            (#"{"a":[2,1,2]}"#, #"{"$pull":{"a":2}}"#, #"{"a":[1]}"#),
+            (#"{"a":[1,null,2]}"#, #"{"$pull":{"a":null}}"#, #"{"a":[1,2]}"#),
+            (#"{"a":[[2],[2,1]]}"#, #"{"$pull":{"a":[2,1]}}"#, #"{"a":[[2]]}"#),
+            (#"{"a":[{"b":1,"c":2},{"b":2,"c":2}]}"#, #"{"$pull":{"a":{"b":1}}}"#, #"{"a":[{"b":2,"c":2}]}"#),
+            (#"{"a":[1,5,7]}"#, #"{"$pull":{"a":{"$gte":5}}}"#, #"{"a":[1]}"#),
+            (#"{"a":[1,2,3,1]}"#, #"{"$pullAll":{"a":[1,3]}}"#, #"{"a":[2]}"#),
+            (#"{}"#, #"{"$pull":{"a":1}}"#, #"{}"#),
+        ])
+        try exception([
+            (#"{"a":1}"#, #"{"$push":{"a":2}}"#, "Cannot apply $push modifier to non-array for field 'a'"),
+            (#"{"a":[]}"#, #"{"$push":{"a":{"$each":1}}}"#, "$each must be an array for field 'a'"),
+            (#"{"a":[]}"#, #"{"$push":{"a":{"$each":[1],"$position":-1}}}"#, "$position in $push must be zero or positive for field 'a'"),
+            (#"{"a":[]}"#, #"{"$push":{"a":{"$each":[{"n":1}],"$sort":{"n":1}}}}"#, "$sort requires $slice to be present for field 'a'"),
+            (#"{"a":[]}"#, #"{"$push":{"a":{"$each":[1],"$sort":{"n":1},"$slice":1}}}"#, "$push like modifiers using $sort require all elements to be objects for field 'a'"),
+            (#"{"a":1}"#, #"{"$addToSet":{"a":2}}"#, "Cannot apply $addToSet modifier to non-array for field 'a'"),
+            (#"{"a":1}"#, #"{"$pop":{"a":1}}"#, "Cannot apply $pop modifier to non-array for field 'a'"),
+            (#"{"a":true}"#, #"{"$pull":{"a":1}}"#, "Cannot apply $pull/pullAll modifier to non-array for field 'a'"),
+            (#"{"a":[]}"#, #"{"$pullAll":{"a":1}}"#, "Modifier $pushAll/pullAll allowed for arrays only for field 'a'"),
+        ])
     }
 
-    func testReplacementDocumentReplacesEveryFieldButTheID() throws {
-        let result = try MongoModifier(["_id": "x", "name": "Grace"]).apply(to: player)
-        XCTAssertEqual(EJSONValue.object(result), ["name": "Grace"])
+    func testRenameAndCurrentDate() throws {
+        try modify([
+            (#"{"a":1,"b":2}"#, #"{"$rename":{"a":"c"}}"#, #"{"b":2,"c":1}"#),
+            (#"{"a":{"b":1}}"#, #"{"$rename":{"a.b":"c.d"}}"#, #"{"a":{},"c":{"d":1}}"#),
+            (#"{"b":2}"#, #"{"$rename":{"a":"c"}}"#, #"{"b":2}"#),
+        ])
+        try exception([
+            (#"{"a":1}"#, #"{"$rename":{"a":"a"}}"#, "$rename source must differ from target for field 'a'"),
+            (#"{"a":1}"#, #"{"$rename":{"a":5}}"#, "$rename target must be a string for field 'a'"),
+            (#"{"a":[{"b":1}]}"#, #"{"$rename":{"a.0.b":"c"}}"#, "$rename source field invalid for field 'b'"),
+            (#"{"a":1,"c":[]}"#, #"{"$rename":{"a":"c.0"}}"#, "$rename target field invalid for field 'a'"),
+            (#"{}"#, #"{"$currentDate":{"a":{"$type":"timestamp"}}}"#, "Minimongo does currently only support the date type in $currentDate modifiers for field 'a'"),
+            (#"{}"#, #"{"$currentDate":{"a":1}}"#, "Invalid $currentDate modifier for field 'a'"),
+        ])
+        let before = Date()
+        let result = try MongoModifier(["$currentDate": ["a": true, "b": ["$type": "date"]]]).apply(to: [:])
+        guard let a = result["a"]?.dateValue, let b = result["b"]?.dateValue else { return XCTFail("no dates: \(result)") }
+        XCTAssertGreaterThanOrEqual(a.timeIntervalSince1970, (before.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+        XCTAssertEqual(a.timeIntervalSince1970, b.timeIntervalSince1970, accuracy: 1)
     }
 
-    func testMixingOperatorsAndFieldsIsRejected() {
-        XCTAssertThrowsError(try MongoModifier(["$set": ["a": 1], "b": 2]))
+    func testReplacementAndTheID() throws {
+        try modify([
+            (#"{"_id":"x","a":1,"b":2}"#, #"{"c":3}"#, #"{"_id":"x","c":3}"#),
+            (#"{"_id":"x","a":1}"#, #"{"_id":"x","c":3}"#, #"{"_id":"x","c":3}"#),
+            (#"{"_id":"x"}"#, #"{"$set":{"_id":"x","a":1}}"#, #"{"_id":"x","a":1}"#),
+        ])
+        try exception([
+            (#"{"_id":"x"}"#, #"{"_id":"y"}"#, #"The _id field cannot be changed from {_id: "x"} to {_id: "y"}"#),
+            (#"{"_id":"x"}"#, #"{"$set":{"_id":"y"}}"#, #"After applying the update to the document {_id: "x", ...}, the (immutable) field '_id' was found to have been altered to _id: "y""#),
+            (#"{}"#, #"{"a":{"$b":1}}"#, "Key $b must not start with '$'"),
+            (#"{}"#, #"{"a":{"b.c":1}}"#, "Key b.c must not contain '.'"),
+            (#"{}"#, #"{"$set":{"a":{"$b":1}}}"#, "Key $b must not start with '$'"),
+        ])
     }
 
-    func testUnsupportedOperatorsAreRejected() {
-        XCTAssertThrowsError(try MongoModifier(["$rename": ["a": "b"]]))
+    func testPathErrors() throws {
+        try exception([
+            (#"{"a":1}"#, #"{"$set":{"a.b":1}}"#, "cannot use the part 'b' to traverse 1"),
+            (#"{"a":[]}"#, #"{"$set":{"a.b":1}}"#, "can't append to array using string field name [b]"),
+            (#"{"a":[1]}"#, #"{"$set":{"a.0.b":1}}"#, "can't modify field 'b' of list value 1"),
+            (#"{}"#, #"{"$set":{"":1}}"#, "An empty update path is not valid."),
+            (#"{}"#, #"{"$set":{"a..b":1}}"#, "The update path 'a..b' contains an empty field name, which is not allowed."),
+            (#"{"a":[1]}"#, #"{"$set":{"a.$":2}}"#, "The positional operator did not find the match needed from the query"),
+            (#"{"a":[]}"#, #"{"$set":{"a.999999999":1}}"#, "The array index 999999999 is too large (at most 100000 past the end)"),
+        ])
+        XCTAssertThrowsError(try MongoModifier(["$set": ["a": 1], "b": 2])) {
+            XCTAssertEqual(($0 as? QueryError)?.message, "Update parameter cannot have both modifier and non-modifier fields.")
+        }
+        XCTAssertThrowsError(try MongoModifier(["$foo": ["a": 1]])) { XCTAssertEqual(($0 as? QueryError)?.message, "Invalid modifier specified $foo") }
+        XCTAssertThrowsError(try MongoModifier(["$bit": ["a": ["and": 1]]]).apply(to: [:])) {
+            XCTAssertEqual(($0 as? QueryError)?.message, "$bit is not supported for field 'a'")
+        }
     }
 
-    func testModifyingTheIDIsRejected() {
-        XCTAssertThrowsError(try MongoModifier(["$set": ["_id": "y"]]).apply(to: player))
+    func testThePositionalOperatorUsesTheMatchedIndex() throws {
+        let result = try MongoModifier(["$set": ["a.$.b": 9]]).apply(to: ["a": [["b": 1], ["b": 2]]], arrayIndices: [1])
+        XCTAssertEqual(result["a"], [["b": 1], ["b": 9]])
+        XCTAssertThrowsError(try MongoModifier(["$set": ["a.$.b.$": 9]]).apply(to: ["a": [["b": [1]]]], arrayIndices: [0])) {
+            XCTAssertEqual(($0 as? QueryError)?.message, "Too many positional (i.e. '$') elements")
+        }
     }
 }
