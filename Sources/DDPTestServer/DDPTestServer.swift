@@ -175,13 +175,24 @@ public final class DDPTestServer: @unchecked Sendable {
             let id = document["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
             return .string(try context.collection(name).insert(document, id: id))
         }
+        // Clients are untrusted code (Meteor's allow-deny): they may update and remove by id only; the collection is
+        // "insecure" otherwise (upserts and modifiers of every kind are allowed).
         methods["/\(name)/update"] = { context in
-            guard let id = MongoModifier.documentID(inSelector: context.params.first), context.params.count > 1 else { throw MeteorError(error: .number(400), reason: "Match failed") }
-            return .number(Double(try context.collection(name).update(id, context.params[1])))
+            guard context.params.count > 1 else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard MongoModifier.documentID(inSelector: context.params[0]) != nil else {
+                throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
+            }
+            let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
+            return .number(Double(try context.collection(name).update(selector: context.params[0], context.params[1], options: options) {
+                context.randomID(forSequence: "/collection/" + name)
+            }))
         }
         methods["/\(name)/remove"] = { context in
-            guard let id = MongoModifier.documentID(inSelector: context.params.first) else { throw MeteorError(error: .number(400), reason: "Match failed") }
-            return .number(Double(context.collection(name).remove(id)))
+            guard let selector = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard MongoModifier.documentID(inSelector: selector) != nil else {
+                throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
+            }
+            return .number(Double(try context.collection(name).remove(selector: selector)))
         }
     }
 

@@ -14,6 +14,17 @@ public struct Cursor: Sendable {
         self.collection = collection
         self.filter = filter
     }
+
+    /// A cursor over the documents matching a Mongo selector (Meteor's `Collection.find(selector)`), matched by the
+    /// client's own ``MongoSelector``.
+    public init(collection: String, selector: EJSONValue) throws(QueryError) {
+        let compiled = try MongoSelector(selector)
+        self.init(collection: collection) { id, fields in
+            var document = fields
+            document["_id"] = MongoID.parse(id) ?? .string(id)
+            return compiled.matches(document)
+        }
+    }
 }
 
 /// What a publication handler sees, and how it publishes by hand (Meteor's `this` in `Meteor.publish`).

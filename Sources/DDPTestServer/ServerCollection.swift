@@ -52,6 +52,63 @@ public final class ServerCollection: @unchecked Sendable {
         return 1
     }
 
+    /// Meteor's `update(selector, modifier, {multi, upsert, insertedId})`: the first matching document (every one with
+    /// `multi`), or an inserted one when none matches and `upsert` is set. Returns how many documents changed.
+    @discardableResult
+    public func update(selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> String) throws -> Int {
+        let compiled: MongoSelector
+        let parsed: MongoModifier
+        do {
+            compiled = try MongoSelector(selector)
+            parsed = try MongoModifier(modifier)
+        } catch {
+            throw MeteorError(error: .number(400), reason: error.message)
+        }
+        var matching: [String] = []
+        for (id, fields) in documents where compiled.matches(withID(id, fields)) {
+            matching.append(id)
+            if !(options["multi"]?.boolValue ?? false) { break }
+        }
+        for id in matching {
+            guard let before = documents[id] else { continue }
+            let after: EJSONObject
+            do {
+                after = try parsed.applyKeepingID(id, to: before, arrayIndices: compiled.arrayIndices(in: withID(id, before)))
+            } catch {
+                throw MeteorError(error: .number(400), reason: error.message)
+            }
+            documents[id] = after
+            server?.documentChanged(collection: name, id: id, before: before, after: after)
+        }
+        guard matching.isEmpty, options["upsert"]?.boolValue == true else { return matching.count }
+        var fields = compiled.upsertFields()
+        let id = options["insertedId"]?.stringValue ?? fields["_id"]?.stringValue ?? newID()
+        fields["_id"] = .string(id)
+        do {
+            fields = parsed.isReplacement ? try parsed.apply(to: ["_id": .string(id)]) : try parsed.apply(to: fields, isInsert: true)
+        } catch {
+            throw MeteorError(error: .number(400), reason: error.message)
+        }
+        try insert(fields, id: id)
+        return 1
+    }
+
+    /// Removes the documents matching a Mongo selector; returns how many.
+    @discardableResult
+    public func remove(selector: EJSONValue) throws -> Int {
+        let compiled: MongoSelector
+        do { compiled = try MongoSelector(selector) } catch { throw MeteorError(error: .number(400), reason: error.message) }
+        let ids = documents.filter { compiled.matches(withID($0.key, $0.value)) }.map(\.key)
+        for id in ids { remove(id) }
+        return ids.count
+    }
+
+    private func withID(_ id: String, _ fields: EJSONObject) -> EJSONObject {
+        var document = fields
+        document["_id"] = MongoID.parse(id) ?? .string(id)
+        return document
+    }
+
     /// Removes the document with `id`; returns how many were removed.
     @discardableResult
     public func remove(_ id: String) -> Int {

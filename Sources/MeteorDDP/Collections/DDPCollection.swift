@@ -80,17 +80,72 @@ public struct DDPCollection: Sendable {
 
     /// Updates the document with `id` with a Mongo modifier; returns how many documents the server changed.
     @discardableResult
-    public func update(_ id: String, _ modifier: EJSONValue) async throws -> Int {
+    public func update(_ id: String, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+        try await update(["_id": .string(id)], modifier, options: options)
+    }
+
+    /// Updates documents with a Mongo modifier (Meteor's `collection.update(selector, modifier, options)`): the stub
+    /// changes the cache at once, the server then does the same. As in Meteor, code outside a method may only name
+    /// one document by id (`"id"` or `{_id: "id"}`); stubs may use any selector through
+    /// ``MethodInvocationContext/collection(_:)``.
+    ///
+    /// - Returns: How many documents the server changed (or inserted, with `upsert`).
+    /// - Throws: `MeteorError` 403 for a selector other than an id (nothing is sent), ``QueryError`` for an invalid
+    ///   modifier, ``MethodError`` for the server's refusal.
+    @discardableResult
+    public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+        guard MongoModifier.documentID(inSelector: selector) != nil else {
+            throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
+        }
         _ = try MongoModifier(modifier)
-        let result = try await client.call("/\(name)/update", params: [["_id": .string(id)], modifier])
+        let id: EJSONValue = selector.objectValue == nil ? ["_id": selector] : selector
+        let result = try await client.call("/\(name)/update", params: [id, modifier, .object(options.ejsonValue)])
         return result?.intValue ?? 0
     }
 
     /// Removes the document with `id`; returns how many documents the server removed.
     @discardableResult
     public func remove(_ id: String) async throws -> Int {
-        let result = try await client.call("/\(name)/remove", params: [["_id": .string(id)]])
+        try await remove(matching: ["_id": .string(id)])
+    }
+
+    /// Removes documents (Meteor's `collection.remove(selector)`); code outside a method may only name one document
+    /// by id, as in Meteor.
+    ///
+    /// - Throws: `MeteorError` 403 for a selector other than an id (nothing is sent).
+    @discardableResult
+    public func remove(matching selector: EJSONValue) async throws -> Int {
+        guard MongoModifier.documentID(inSelector: selector) != nil else {
+            throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
+        }
+        let id: EJSONValue = selector.objectValue == nil ? ["_id": selector] : selector
+        let result = try await client.call("/\(name)/remove", params: [id])
         return result?.intValue ?? 0
+    }
+}
+
+/// Meteor's update options.
+public struct UpdateOptions: Sendable {
+    /// Insert a document when none matches (built from the selector's equality fields and the modifier).
+    public var upsert = false
+    /// Update every matching document, not just the first.
+    public var multi = false
+    /// The id an upsert gives the document it inserts (Meteor's `insertedId`).
+    public var insertedID: String?
+
+    public init(upsert: Bool = false, multi: Bool = false, insertedID: String? = nil) {
+        self.upsert = upsert
+        self.multi = multi
+        self.insertedID = insertedID
+    }
+
+    /// The options as they travel in `/collection/update` params.
+    var ejsonValue: EJSONObject {
+        var object: EJSONObject = [:]
+        if upsert { object["upsert"] = true }
+        if multi { object["multi"] = true }
+        if let insertedID { object["insertedId"] = .string(insertedID) }
+        return object
     }
 }
 
@@ -116,12 +171,16 @@ extension DDPClient {
             return LocalWrites.insert(document, id: id, into: name, database: self.database).map { .string($0) }
         }
         defineStub("/\(name)/update") { [weak self] context in
-            guard let self, let id = MongoModifier.documentID(inSelector: context.params.first), context.params.count > 1 else { return 0 }
-            return .number(Double(try LocalWrites.update(id: id, with: MongoModifier(context.params[1]), in: name, database: self.database)))
+            guard let self, context.params.count > 1 else { return 0 }
+            let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
+            return .number(Double(try LocalWrites.update(
+                selector: context.params[0], modifier: MongoModifier(context.params[1]), options: options,
+                newID: { context.randomID(forSequence: "/collection/" + name) }, in: name, database: self.database
+            )))
         }
         defineStub("/\(name)/remove") { [weak self] context in
-            guard let self, let id = MongoModifier.documentID(inSelector: context.params.first) else { return 0 }
-            return .number(Double(LocalWrites.remove(id: id, from: name, database: self.database)))
+            guard let self, let selector = context.params.first else { return 0 }
+            return .number(Double(try LocalWrites.remove(selector: selector, from: name, database: self.database)))
         }
     }
 }

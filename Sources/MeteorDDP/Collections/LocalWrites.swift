@@ -22,6 +22,44 @@ enum LocalWrites {
         return 1
     }
 
+    /// Meteor's `update(selector, modifier, {multi, upsert, insertedId})` on the local cache: the first matching
+    /// document (every one with `multi`), or an inserted one when none matches and `upsert` is set. Returns how many
+    /// documents were changed or inserted.
+    static func update(selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> String,
+                       in collection: String, database: Database) throws -> Int {
+        let selector = try MongoSelector(selector)
+        let multi = options["multi"]?.isTruthy ?? false
+        let matching: [Document]
+        if let id = MongoModifier.documentID(inSelector: selector.selector) {
+            matching = database.document(DocumentKey(collectionName: collection, documentID: id)).map { [$0] } ?? []
+        } else {
+            let all = database.snapshot.allDocuments(in: collection)
+            matching = multi ? all.filter { selector.matches($0) } : all.first { selector.matches($0) }.map { [$0] } ?? []
+        }
+        for document in matching {
+            var fields = document.fields
+            fields["_id"] = MongoID.parse(document.id) ?? .string(document.id)
+            let indices = selector.arrayIndices(in: fields)
+            let updated = try modifier.applyKeepingID(document.id, to: document.fields, arrayIndices: indices)
+            database.apply(.replaced(DocumentKey(collectionName: collection, documentID: document.id), updated))
+        }
+        guard matching.isEmpty, options["upsert"]?.isTruthy == true else { return matching.count }
+        var fields = selector.upsertFields()
+        let id = options["insertedId"]?.stringValue ?? fields["_id"]?.stringValue ?? newID()
+        fields["_id"] = .string(id)
+        let inserted = modifier.isReplacement ? try modifier.apply(to: ["_id": .string(id)]) : try modifier.apply(to: fields, isInsert: true)
+        return insert(inserted, id: id, into: collection, database: database) == nil ? 0 : 1
+    }
+
+    /// Meteor's `remove(selector)` on the local cache; returns how many documents were removed.
+    static func remove(selector: EJSONValue, from collection: String, database: Database) throws -> Int {
+        if let id = MongoModifier.documentID(inSelector: selector) { return remove(id: id, from: collection, database: database) }
+        let selector = try MongoSelector(selector)
+        let matching = database.snapshot.allDocuments(in: collection).filter { selector.matches($0) }
+        for document in matching { database.apply(.removed(DocumentKey(collectionName: collection, documentID: document.id))) }
+        return matching.count
+    }
+
     /// Removes the document with `id`; returns how many documents were removed (0 or 1).
     static func remove(id: String, from collection: String, database: Database) -> Int {
         let key = DocumentKey(collectionName: collection, documentID: id)
@@ -54,10 +92,24 @@ public struct StubCollection: Sendable {
         try LocalWrites.update(id: id, with: MongoModifier(modifier), in: name, database: database)
     }
 
+    /// Updates the documents matching a Mongo selector (a stub is trusted code: any selector), as Meteor's
+    /// `update(selector, modifier, options)`: the first match, every match with `multi`, an insert with `upsert`.
+    @discardableResult
+    public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) throws -> Int {
+        try LocalWrites.update(selector: selector, modifier: MongoModifier(modifier), options: options.ejsonValue,
+                               newID: { context.randomID(forSequence: "/collection/" + name) }, in: name, database: database)
+    }
+
     /// Removes the document with `id`; returns 1 if it existed, else 0.
     @discardableResult
     public func remove(_ id: String) -> Int {
         LocalWrites.remove(id: id, from: name, database: database)
+    }
+
+    /// Removes the documents matching a Mongo selector; returns how many.
+    @discardableResult
+    public func remove(matching selector: EJSONValue) throws -> Int {
+        try LocalWrites.remove(selector: selector, from: name, database: database)
     }
 
     /// The document with `id` as the stub sees it (including the stub's own writes).

@@ -1,4 +1,5 @@
-/// A selector, sort specifier, projection or modifier that minimongo would refuse, with minimongo's reason.
+/// A selector, sort specifier, projection or modifier that minimongo would refuse (or that cannot be applied to a
+/// document), with minimongo's message.
 ///
 /// For example, `try MongoSelector(["a": ["$gt": 1, "b": 2]])` throws
 /// `QueryError(message: "Inconsistent operator: {\"$gt\":1,\"b\":2}")`.
@@ -10,5 +11,5 @@ public struct QueryError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "invalid query: \(message)" }
+    public var description: String { message }
 }

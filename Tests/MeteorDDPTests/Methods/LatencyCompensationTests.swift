@@ -89,7 +89,8 @@ final class LatencyCompensationTests: XCTestCase {
         let task = Task { try await harness.client.collection("players").update("lovelace", ["$set": ["score": 30], "$unset": ["color": ""]]) }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
         XCTAssertEqual(harness.document("players", "lovelace").map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 30])
-        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "/players/update", params: [["_id": "lovelace"], ["$set": ["score": 30], "$unset": ["color": ""]]], randomSeed: nil))
+        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "/players/update", params: [["_id": "lovelace"], ["$set": ["score": 30], "$unset": ["color": ""]], [:]], randomSeed: nil),
+                       "Meteor's client sends the options too, {} when there are none")
         harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30], cleared: ["color"]))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: 1, error: nil))
