@@ -94,7 +94,7 @@ final class TodosApp: @unchecked Sendable {
     }
 
     func showLists() {
-        for list in client.collection("lists").find(Query(sort: [.ascending("name")])) {
+        for list in (try? client.collection("lists").find([:], FindOptions(sort: ["name": 1]))) ?? [] {
             let owner = list["userId"] == nil ? "public" : "private"
             log("list \(list.id): \(list["name"]?.stringValue ?? "?") (\(owner), \(list["incompleteCount"]?.intValue ?? 0) open)")
         }
@@ -111,10 +111,14 @@ final class TodosApp: @unchecked Sendable {
 
     private func showTodos(_ listID: String) async throws {
         try await subscribeToList(listID)
-        let todos = client.collection("todos").find(Query(filter: { $0["listId"]?.stringValue == listID }, sort: [.ascending("createdAt")]))
-        for todo in todos {
-            log("  [\(todo["checked"] == true ? "x" : " ")] \(todo.id): \(todo["text"]?.stringValue ?? "")")
+        // The queries a Meteor app writes in JavaScript, as Mongo selectors.
+        let todos = client.collection("todos")
+        let open = try todos.find(["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
+        for todo in open {
+            log("  [ ] \(todo.id): \(todo["text"]?.stringValue ?? "")")
         }
+        let done = try todos.count(["listId": .string(listID), "checked": true])
+        if done > 0 { log("  (\(done) checked)") }
     }
 
     private func add(list: String, text: String) async throws {

@@ -24,14 +24,14 @@ enum TodosServer {
                 }
             }
         }
-        server.publish("lists.public") { _ in [Cursor(collection: "lists") { _, fields in fields["userId"] == nil }] }
+        // Publications return selector-filtered cursors, matched by the client's own selector engine.
+        server.publish("lists.public") { _ in [try Cursor(collection: "lists", selector: ["userId": ["$exists": false]])] }
         server.publish("lists.private") { context in
             guard let user = context.userID else { return [] }
-            return [Cursor(collection: "lists") { _, fields in fields["userId"]?.stringValue == user }]
+            return [try Cursor(collection: "lists", selector: ["userId": .string(user)])]
         }
         server.publish("todos.inList") { context in
-            let listID = context.params.first?.stringValue ?? ""
-            return [Cursor(collection: "todos") { _, fields in fields["listId"]?.stringValue == listID }]
+            [try Cursor(collection: "todos", selector: ["listId": .string(context.params.first?.stringValue ?? "")])]
         }
         server.method("todos.insert") { context in
             guard let listID = context.params.first?.stringValue, let text = context.params.dropFirst().first?.stringValue else {
