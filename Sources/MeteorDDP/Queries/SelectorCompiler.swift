@@ -5,12 +5,15 @@ import Foundation
 /// not be iterated (an `$elemMatch` element).
 enum Branches {
     case lookup(FieldLookup, MatchRoot)
+    /// A top-level field's value (a one-part path other than `_id`): its only branch.
+    case field(EJSONValue?)
     case single(EJSONValue?)
 
     @inline(__always)
     func any(_ body: (EJSONValue?, Bool) -> Bool) -> Bool {
         switch self {
         case .lookup(let lookup, let root): return lookup.anyBranch(of: root, body)
+        case .field(let value): return body(value, false)
         case .single(let value): return body(value, true)
         }
     }
@@ -31,6 +34,16 @@ enum SelectorCompiler {
         for (key, subSelector) in selector {
             if key.hasPrefix("$") {
                 matchers.append(try logicalOperator(key, subSelector, inElemMatch: inElemMatch))
+            } else if !key.contains("."), key != "_id" {
+                // The usual case: one field, looked up directly.
+                let valueMatcher = try valueSelector(subSelector)
+                matchers.append { root in
+                    switch root {
+                    case .document(let document): return valueMatcher(.field(document[key]))
+                    case .value(.object(let object)): return valueMatcher(.field(object[key]))
+                    case .value: return valueMatcher(.lookup(FieldLookup(key), root))
+                    }
+                }
             } else {
                 let lookup = FieldLookup(key)
                 let valueMatcher = try valueSelector(subSelector)
@@ -254,13 +267,19 @@ enum SelectorCompiler {
             }
         }
         let matchesNull = plainValues.contains(.null)
-        let values = plainValues
+        // Strings (the usual members) are looked up as strings: cheaper to hash than EJSON values.
+        let strings = Set(plainValues.compactMap(\.stringValue))
+        let others = plainValues.filter { $0.stringValue == nil }
         let compiled = matchers
         return { value in
             // {a: {$in: [null]}} matches when `a` does not exist.
             guard let value else { return matchesNull }
-            if !values.isEmpty, values.contains(value) { return true }
-            return compiled.contains { $0(value) }
+            if case .string(let text) = value {
+                if strings.contains(text) { return true }
+            } else if !others.isEmpty, others.contains(value) {
+                return true
+            }
+            return !compiled.isEmpty && compiled.contains { $0(value) }
         }
     }
 
