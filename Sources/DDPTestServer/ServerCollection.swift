@@ -81,14 +81,14 @@ public final class ServerCollection: @unchecked Sendable {
             server?.documentChanged(collection: name, id: id, before: before, after: after)
         }
         guard matching.isEmpty, options["upsert"]?.boolValue == true else { return matching.count }
-        var fields = compiled.upsertFields()
-        let id = options["insertedId"]?.stringValue ?? fields["_id"]?.stringValue ?? newID()
-        fields["_id"] = .string(id)
+        var fields: EJSONObject
         do {
-            fields = parsed.isReplacement ? try parsed.apply(to: ["_id": .string(id)]) : try parsed.apply(to: fields, isInsert: true)
+            fields = try compiled.upsertDocument(applying: parsed)
         } catch {
             throw MeteorError(error: .number(400), reason: error.message)
         }
+        let id = fields["_id"]?.stringValue ?? options["insertedId"]?.stringValue ?? newID()
+        fields["_id"] = .string(id)
         try insert(fields, id: id)
         return 1
     }

@@ -44,10 +44,9 @@ enum LocalWrites {
             database.apply(.replaced(DocumentKey(collectionName: collection, documentID: document.id), updated))
         }
         guard matching.isEmpty, options["upsert"]?.isTruthy == true else { return matching.count }
-        var fields = selector.upsertFields()
-        let id = options["insertedId"]?.stringValue ?? fields["_id"]?.stringValue ?? newID()
-        fields["_id"] = .string(id)
-        let inserted = modifier.isReplacement ? try modifier.apply(to: ["_id": .string(id)]) : try modifier.apply(to: fields, isInsert: true)
+        var inserted = try selector.upsertDocument(applying: modifier)
+        let id = inserted["_id"]?.stringValue ?? options["insertedId"]?.stringValue ?? newID()
+        inserted["_id"] = .string(id)
         return insert(inserted, id: id, into: collection, database: database) == nil ? 0 : 1
     }
 

@@ -168,7 +168,7 @@ struct ModTarget {
         guard case .value(let container) = container else { return nil }
         switch (container, field) {
         case (.object(let object), .name(let name)): return object[name]
-        case (.array(let array), .index(let index)): return index < array.count ? array[index] : nil
+        case (.array(let array), .index(let index)): return index < array.count ? array[index] : EJSONValue?.none
         default: return nil
         }
     }

@@ -17,7 +17,8 @@ struct MongoRegularExpression: @unchecked Sendable {
         if flags.contains("i") { options.insert(.caseInsensitive) }
         if flags.contains("m") { options.insert(.anchorsMatchLines) }
         do {
-            expression = try NSRegularExpression(pattern: pattern, options: options)
+            // ICU refuses an empty pattern; JavaScript's matches everywhere, as this empty group does.
+            expression = try NSRegularExpression(pattern: pattern.isEmpty ? "(?:)" : pattern, options: options)
         } catch {
             throw QueryError("Invalid regular expression: /\(pattern)/: \(error.localizedDescription)")
         }

@@ -39,7 +39,8 @@ public struct MongoSelector: Sendable {
             } else {
                 matcher = try SelectorCompiler.documentSelector(object)
             }
-        case .null:
+        case .null, .bool(false):
+            // A falsy selector is probably a mistake: it matches nothing (minimongo); `true` is refused below.
             matcher = { _ in false }
         default:
             throw QueryError("Invalid selector: \(EJSON.stringify(selector))")

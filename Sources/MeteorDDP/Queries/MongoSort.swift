@@ -145,16 +145,49 @@ public struct MongoSort: Sendable {
     }
 
     private func independentMinKey(_ valuesByPath: [[(indices: [Int], value: EJSONValue?)]]) -> [EJSONValue?] {
-        zip(keys, valuesByPath).map { key, values in
-            values.map(\.value).min { a, b in
+        zip(keys, valuesByPath).map { key, values -> EJSONValue? in
+            let best: EJSONValue?? = values.map(\.value).min { a, b in
                 let order = EJSONOrdering.compare(a, b)
                 return key.ascending ? order < 0 : order > 0
-            } ?? nil
+            }
+            return best ?? EJSONValue?.none
         }
     }
 }
 
 extension FieldLookup {
+    /// minimongo's lookup with each branch's array indices (numeric parts that index an array included), arrays not
+    /// expanded.
+    func branchesWithIndices(of root: MatchRoot) -> [(value: EJSONValue?, dontIterate: Bool, indices: [Int])] {
+        var result: [(value: EJSONValue?, dontIterate: Bool, indices: [Int])] = []
+        guard let (value, rootIsArray) = root.first(parts[0]) else { return result }
+        collectUnexpanded(value, parentIsArray: rootIsArray, indices: [], from: 1, into: &result)
+        return result
+    }
+
+    private func collectUnexpanded(_ value: EJSONValue?, parentIsArray: Bool, indices: [Int], from position: Int,
+                                   into result: inout [(value: EJSONValue?, dontIterate: Bool, indices: [Int])]) {
+        guard position < parts.count else {
+            result.append((value, parentIsArray && value?.isArray == true, indices))
+            return
+        }
+        guard let value, value.isIndexable else {
+            if !parentIsArray { result.append((nil, false, indices)) }
+            return
+        }
+        let part = parts[position]
+        if let (child, isArray) = Self.child(of: value, part) {
+            collectUnexpanded(child, parentIsArray: isArray, indices: isArray ? indices + [part.index!] : indices, from: position + 1, into: &result)
+        }
+        if case .array(let elements) = value, !(part.index != nil && forSort) {
+            for (index, element) in elements.enumerated() where element.isPlainObject {
+                if let (child, _) = Self.child(of: element, part) {
+                    collectUnexpanded(child, parentIsArray: false, indices: indices + [index], from: position + 1, into: &result)
+                }
+            }
+        }
+    }
+
     /// minimongo's `expandArraysInBranches(lookup(doc), true)` with each value's array indices: the branches of a
     /// sort key, arrays replaced by their elements.
     func sortBranches(of root: MatchRoot) -> [(indices: [Int], value: EJSONValue?)] {

@@ -51,6 +51,10 @@ final class MongoModifierTests: XCTestCase {
             (#"{"a":1}"#, #"{"$min":{"a":2}}"#, #"{"a":1}"#),
             (#"{"a":3}"#, #"{"$max":{"a":5}}"#, #"{"a":5}"#),
             (#"{}"#, #"{"$max":{"a":5}}"#, #"{"a":5}"#),
+            (#"{"a":[1,2]}"#, #"{"$inc":{"a.2":10}}"#, #"{"a":[1,2,10]}"#),
+            (#"{"a":[1,2]}"#, #"{"$inc":{"a.3":10}}"#, #"{"a":[1,2,null,10]}"#),
+            (#"{"a":[]}"#, #"{"$push":{"a.1":99}}"#, #"{"a":[null,[99]]}"#),
+            (#"{"a":[]}"#, #"{"$addToSet":{"a.1":99}}"#, #"{"a":[null,[99]]}"#),
         ])
         try exception([
             (#"{"a":1}"#, #"{"$inc":{"a":"x"}}"#, "Modifier $inc allowed for numbers only for field 'a'"),
@@ -149,6 +153,44 @@ final class MongoModifierTests: XCTestCase {
         XCTAssertThrowsError(try MongoModifier(["$foo": ["a": 1]])) { XCTAssertEqual(($0 as? QueryError)?.message, "Invalid modifier specified $foo") }
         XCTAssertThrowsError(try MongoModifier(["$bit": ["a": ["and": 1]]]).apply(to: [:])) {
             XCTAssertEqual(($0 as? QueryError)?.message, "$bit is not supported for field 'a'")
+        }
+    }
+
+    func testThePositionalOperatorFollowsWhereTheSelectorMatched() throws {
+        let rows: [(String, String, String, String)] = [
+            // (document, selector, modifier, result)
+            (#"{"a":[1]}"#, #"{"a.0":1}"#, #"{"$set":{"a.$":5}}"#, #"{"a":[5]}"#),
+            (#"{"a":[{"x":2},{"x":4}]}"#, #"{"$or":[{"a.x":4}]}"#, #"{"$set":{"a.$.z":9}}"#, #"{"a":[{"x":2},{"x":4,"z":9}]}"#),
+            (#"{"a":[{"x":1},{"x":3}]}"#, #"{"$and":[{"a.x":1},{"a.x":3}]}"#, #"{"$set":{"a.$.x":5}}"#, #"{"a":[{"x":1},{"x":5}]}"#),
+            (#"{"a":[{"x":1},{"y":3}]}"#, #"{"a.x":1,"a.y":3}"#, #"{"$set":{"a.$.z":5}}"#, #"{"a":[{"x":1},{"y":3,"z":5}]}"#),
+            (#"{"a":[{"b":1},{"b":2,"c":3}]}"#, #"{"a":{"$elemMatch":{"b":2}}}"#, #"{"$set":{"a.$.c":4}}"#, #"{"a":[{"b":1},{"b":2,"c":4}]}"#),
+        ]
+        for (documentText, selectorText, modifierText, expectedText) in rows {
+            guard case .object(let document) = try EJSON.parse(documentText) else { return XCTFail() }
+            let selector = try MongoSelector(EJSON.parse(selectorText))
+            XCTAssertTrue(selector.matches(document), selectorText)
+            let result = try MongoModifier(EJSON.parse(modifierText)).apply(to: document, arrayIndices: selector.arrayIndices(in: document))
+            XCTAssertEqual(EJSONValue.object(result), try EJSON.parse(expectedText), "\(modifierText) with \(selectorText)")
+        }
+        // An inverted condition ($ne, $nin, $not) names no element.
+        XCTAssertNil(try MongoSelector(["a.0": ["$ne": 2]]).arrayIndices(in: ["a": [1]]))
+    }
+
+    func testAnUpsertBuildsItsDocumentFromTheSelectorsEqualities() throws {
+        let rows: [(String, String, String)] = [
+            (#"{"a":{"$all":["bar"]}}"#, #"{"$set":{"c":"foo"}}"#, #"{"a":"bar","c":"foo"}"#),
+            (#"{"a":{"$exists":true,"$eq":"foo"}}"#, #"{"$set":{"c":"foo"}}"#, #"{"a":"foo","c":"foo"}"#),
+            (#"{"$and":[{"a.a":"foo"},{"$or":[{"a.b":"baz"}]}]}"#, #"{"$set":{"c":"foo"}}"#, #"{"a":{"a":"foo","b":"baz"},"c":"foo"}"#),
+            (#"{"a":{"$regexp":"x","$flags":""},"b":1}"#, #"{"$inc":{"n":1}}"#, #"{"b":1,"n":1}"#),
+            (#"{"a":12}"#, #"{"$setOnInsert":{"_id":"test"}}"#, #"{"_id":"test","a":12}"#),
+            (#"{"_id":"x","a":1}"#, #"{"b":2}"#, #"{"_id":"x","b":2}"#),
+        ]
+        for (selectorText, modifierText, expectedText) in rows {
+            let document = try MongoSelector(EJSON.parse(selectorText)).upsertDocument(applying: MongoModifier(EJSON.parse(modifierText)))
+            XCTAssertEqual(EJSONValue.object(document), try EJSON.parse(expectedText), "\(modifierText) upserting \(selectorText)")
+        }
+        XCTAssertThrowsError(try MongoSelector(["a": 1, "a.b": 2]).upsertDocument(applying: MongoModifier(["$set": ["c": 1]]))) {
+            XCTAssertEqual(($0 as? QueryError)?.message, "cannot infer query fields to set, both paths 'a' and 'a.b' are matched")
         }
     }
 

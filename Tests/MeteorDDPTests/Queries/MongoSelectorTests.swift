@@ -47,6 +47,8 @@ final class MongoSelectorTests: XCTestCase {
             (#""x""#, #"{"_id":"y"}"#, false),
             (#"{"_id":""}"#, #"{"_id":""}"#, false),
             (#"{"_id":null}"#, #"{}"#, false),
+            (#"false"#, #"{"a":1}"#, false),
+            (#"null"#, #"{"a":1}"#, false),
         ])
     }
 
@@ -124,6 +126,8 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"a":{"$regex":"^A","$options":"i"}}"#, #"{"a":"abc"}"#, true),
             (#"{"a":{"$regex":"^b","$options":"m"}}"#, #"{"a":"a\nb"}"#, true),
             (#"{"a":{"$regex":"^b"}}"#, #"{"a":"a\nb"}"#, false),
+            (#"{"a":{"$regex":"","$options":"i"}}"#, #"{"a":"anything"}"#, true),
+            (#"{"a":{"$regexp":"","$flags":""}}"#, #"{"a":""}"#, true),
             (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":["x","ABC"]}"#, true),
             (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":1}"#, false),
             (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":{"$regexp":"b","$flags":"i"}}"#, true),
