@@ -15,6 +15,9 @@ let package = Package(
             name: "FuzzServerMessage",
             dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
         .executableTarget(
+            name: "FuzzQueries",
+            dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
+        .executableTarget(
             name: "FuzzClientSession",
             dependencies: [
                 "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP"),

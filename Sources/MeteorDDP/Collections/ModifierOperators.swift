@@ -126,7 +126,7 @@ enum ModifierOperators {
         }
         var slice: Double?
         if let value = spec["$slice"] {
-            guard case .number(let number) = value else { throw error("$slice must be a numeric value") }
+            guard case .number(let number) = value, !number.isNaN else { throw error("$slice must be a numeric value") }
             slice = number
         }
         var sort: MongoSort?
