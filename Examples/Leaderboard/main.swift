@@ -28,11 +28,18 @@ client.defineStub("players.givePoints") { context in
 client.connect()
 try await client.subscribe("players").ready()
 
-let leaders = client.collection("players").observe(Query(sort: [.descending("score")], limit: 3))
+/// A player as the app sees it: decoded once per document version by the typed live query.
+struct Player: Codable, Sendable {
+    var _id: String
+    var name: String
+    var score: Int
+}
+
+let leaders = try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1], limit: 3))
 let printer = Task {
-    for await snapshot in leaders.snapshots {
-        let board = snapshot.documents.enumerated().map { "\($0.offset + 1). \($0.element["name"]?.stringValue ?? "?") (\($0.element["score"]?.intValue ?? 0))" }
-        print("top 3: " + board.joined(separator: "  "))
+    for try await snapshot in leaders.snapshots {
+        let board = snapshot.values.enumerated().map { "\($0.offset + 1). \($0.element.name) (\($0.element.score))" }
+        print("top 3: " + board.joined(separator: "  ") + "  [decoded so far: \(leaders.decodeCount)]")
         if !snapshot.diff.isEmpty {
             let moves = snapshot.diff.moved.map { "\($0.from)→\($0.to)" }
             print("  diff: inserted \(snapshot.diff.inserted) removed \(snapshot.diff.removed) moved \(moves) updated \(snapshot.diff.updated)")
@@ -42,7 +49,8 @@ let printer = Task {
 
 for (player, points) in [("p0", 30), ("p1", 3), ("p5", 1), ("p2", 20), ("p4", 2)] {
     print("> give \(points) points to \(player)")
-    _ = try await client.call("players.givePoints", params: [.string(player), .number(Double(points))])
+    let changed = try await client.call("players.givePoints", player, points, returning: Int.self)
+    precondition(changed == 1)
 }
 client.database.notificationQueue.sync {}
 leaders.stop()

@@ -111,11 +111,11 @@ final class TodosApp: @unchecked Sendable {
 
     private func showTodos(_ listID: String) async throws {
         try await subscribeToList(listID)
-        // The queries a Meteor app writes in JavaScript, as Mongo selectors.
-        let todos = client.collection("todos")
+        // The queries a Meteor app writes in JavaScript, as Mongo selectors; documents decoded as `Todo`s.
+        let todos = client.collection("todos", as: Todo.self)
         let open = try todos.find(["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
         for todo in open {
-            log("  [ ] \(todo.id): \(todo["text"]?.stringValue ?? "")")
+            log("  [ ] \(todo._id): \(todo.text)")
         }
         let done = try todos.count(["listId": .string(listID), "checked": true])
         if done > 0 { log("  (\(done) checked)") }
@@ -146,4 +146,13 @@ final class TodosApp: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A todo as the app reads it (Meteor's todos example schema).
+struct Todo: Codable, Sendable {
+    var _id: String
+    var listId: String
+    var text: String
+    var checked: Bool?
+    var createdAt: Date?
 }

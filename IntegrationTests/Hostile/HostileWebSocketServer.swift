@@ -170,7 +170,7 @@ struct HostileSocket: Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
 
     /// Writes one unmasked frame.
-    func sendFrame(opcode: UInt8, fin: Bool = true, payload: some Swift.Collection<UInt8>) async throws {
+    func sendFrame(opcode: UInt8, fin: Bool = true, payload: some Collection<UInt8>) async throws {
         var buffer = ByteBuffer()
         Self.appendFrame(to: &buffer, opcode: opcode, fin: fin, payload: payload)
         try await outbound.write(buffer)
@@ -198,7 +198,7 @@ struct HostileSocket: Sendable {
         try await outbound.write(ByteBuffer(bytes: bytes))
     }
 
-    static func appendFrame(to buffer: inout ByteBuffer, opcode: UInt8, fin: Bool, payload: some Swift.Collection<UInt8>) {
+    static func appendFrame(to buffer: inout ByteBuffer, opcode: UInt8, fin: Bool, payload: some Collection<UInt8>) {
         appendHeader(to: &buffer, opcode: opcode, fin: fin, length: payload.count)
         buffer.writeBytes(payload)
     }

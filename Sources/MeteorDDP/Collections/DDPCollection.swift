@@ -18,7 +18,7 @@ public struct DDPCollection: Sendable {
     public let name: String
     let client: DDPClient
 
-    private var local: Collection { client.database.collection(name) }
+    private var local: LocalCollection { client.database.collection(name) }
 
     // MARK: - Reading
 

@@ -87,7 +87,7 @@ struct WebSocketMessageAssembler {
 
 extension String {
     /// The string these bytes encode, or `nil` if they are not valid UTF-8 (never repaired).
-    init?(validatingUTF8Bytes bytes: some Swift.Collection<UInt8>) {
+    init?(validatingUTF8Bytes bytes: some Collection<UInt8>) {
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
             self.init(validating: bytes, as: UTF8.self)
         } else {

@@ -94,7 +94,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     }
 
     /// Queues updates for the next batch.
-    public func enqueue<Updates: Swift.Collection<DataUpdate>>(contentsOf updates: Updates) {
+    public func enqueue<Updates: Collection<DataUpdate>>(contentsOf updates: Updates) {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in

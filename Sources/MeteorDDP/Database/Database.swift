@@ -88,8 +88,8 @@ public final class Database: @unchecked Sendable {
     }
 
     /// The collection named `name` (created on demand; it is empty until documents arrive).
-    public func collection(_ name: String) -> Collection {
-        Collection(name: name, database: self)
+    public func collection(_ name: String) -> LocalCollection {
+        LocalCollection(name: name, database: self)
     }
 
     /// The names of the collections that have documents.

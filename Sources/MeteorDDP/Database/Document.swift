@@ -146,6 +146,11 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
         return .object(object)
     }
 
+    /// Whether both are the very same version (one object): an unchanged document keeps its version.
+    func isSameVersion(as other: Document) -> Bool {
+        storage === other.storage
+    }
+
     public static func == (lhs: Document, rhs: Document) -> Bool {
         lhs.storage === rhs.storage || (lhs.hasSameID(as: rhs) && lhs.hasSameFields(as: rhs))
     }

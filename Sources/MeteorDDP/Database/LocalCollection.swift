@@ -1,6 +1,7 @@
 import EJSON
 
-/// A read view of one collection of a ``Database``.
+/// The local cache of one collection (minimongo's `LocalCollection`): a read view of one collection of a ``Database``.
+/// Apps use ``DDPCollection`` (`client.collection(_:)`), which reads through it and writes through methods.
 ///
 /// For example:
 /// ```swift
@@ -10,7 +11,7 @@ import EJSON
 ///
 /// ## Concurrency
 /// Reads may run on any thread at any time; each read sees one committed snapshot (**Snapshot Reads**).
-public struct Collection: Sendable {
+public struct LocalCollection: Sendable {
     /// The collection's name.
     public let name: String
     let database: Database

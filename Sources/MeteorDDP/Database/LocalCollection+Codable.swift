@@ -1,6 +1,6 @@
 import EJSON
 
-extension Collection {
+extension LocalCollection {
     /// Every document decoded as `T` (the document's id is the field `_id`).
     ///
     /// For example:

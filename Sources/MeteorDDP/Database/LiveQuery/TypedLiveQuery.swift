@@ -1,0 +1,81 @@
+import EJSON
+import NIOConcurrencyHelpers
+
+/// A live query's result at one moment, decoded.
+public struct TypedLiveQuerySnapshot<Model: Sendable>: Sendable {
+    /// The matching documents' ids, in the result's order.
+    public let ids: [String]
+    /// The decoded documents, in the same order.
+    public let values: [Model]
+    /// How the result differs from the previous snapshot's (indexes into ``values``).
+    public let diff: LiveQueryDiff
+}
+
+/// A live query whose snapshots hold decoded values, cached per document version: a transaction that changes one
+/// document of the result decodes that document only.
+///
+/// For example:
+/// ```swift
+/// for try await snapshot in try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1])).snapshots {
+///     leaderboard = snapshot.values
+/// }
+/// ```
+public final class TypedLiveQuery<Model: Decodable & Sendable>: Sendable {
+    /// The untyped live query.
+    public let untyped: LiveQuery
+    private let cache = DecodedDocuments<Model>()
+
+    init(_ liveQuery: LiveQuery) {
+        untyped = liveQuery
+    }
+
+    /// The snapshots, decoded: the current one first, then one per transaction that changes the result (a slow
+    /// consumer gets the newest, with the diff from the one it took last). Ends with the `DecodingError` of a document
+    /// that does not decode, or when the live query stops.
+    public var snapshots: AsyncThrowingMapSequence<LiveQuerySnapshots, TypedLiveQuerySnapshot<Model>> {
+        let cache = self.cache
+        return untyped.snapshots.map { snapshot throws in try cache.decode(snapshot) }
+    }
+
+    /// Stops the live query.
+    public func stop() { untyped.stop() }
+
+    /// How many documents were decoded so far (each document version once).
+    public var decodeCount: Int { cache.decodeCount }
+}
+
+/// Decoded values by document id, each with the document version it was decoded from.
+final class DecodedDocuments<Model: Decodable & Sendable>: Sendable {
+    private struct State {
+        var values: [String: (version: Document, value: Model)] = [:]
+        var decodeCount = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    var decodeCount: Int { state.withLockedValue { $0.decodeCount } }
+
+    /// The snapshot decoded, reusing the values of document versions decoded before; forgets documents that left.
+    func decode(_ snapshot: LiveQuerySnapshot) throws -> TypedLiveQuerySnapshot<Model> {
+        try state.withLockedValue { state in
+            var values: [Model] = []
+            values.reserveCapacity(snapshot.documents.count)
+            var kept: [String: (version: Document, value: Model)] = [:]
+            kept.reserveCapacity(snapshot.documents.count)
+            for document in snapshot.documents {
+                let id = document.id
+                if let cached = state.values[id], cached.version.isSameVersion(as: document) {
+                    values.append(cached.value)
+                    kept[id] = cached
+                } else {
+                    let value = try EJSONDecoder().decode(Model.self, from: document.ejsonValue)
+                    state.decodeCount += 1
+                    values.append(value)
+                    kept[id] = (document, value)
+                }
+            }
+            state.values = kept
+            return TypedLiveQuerySnapshot(ids: snapshot.documents.map(\.id), values: values, diff: snapshot.diff)
+        }
+    }
+}
