@@ -23,7 +23,7 @@ public struct TypedLiveQuerySnapshot<Model: Sendable>: Sendable {
 public final class TypedLiveQuery<Model: Decodable & Sendable>: Sendable {
     /// The untyped live query.
     public let untyped: LiveQuery
-    private let cache = DecodedDocuments<Model>()
+    let cache = DecodedDocuments<Model>()
 
     init(_ liveQuery: LiveQuery) {
         untyped = liveQuery

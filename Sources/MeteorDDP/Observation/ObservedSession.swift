@@ -1,0 +1,68 @@
+import EJSON
+import NIOConcurrencyHelpers
+import Observation
+
+/// A value followed from an `AsyncSequence` into an `Observable` model on a scheduler.
+public final class ObservedValue<Value: Sendable>: Observable, @unchecked Sendable {
+    // @unchecked because the mutable state is in `state`, protected by its lock.
+
+    private let registrar = ObservationRegistrar()
+    private let state: NIOLockedValueBox<Value>
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    init<S: AsyncSequence & Sendable>(initial: Value, updates: S, scheduler: ObservationScheduler) where S.Element == Value {
+        state = NIOLockedValueBox(initial)
+        let started = Task { [weak self] in
+            do {
+                for try await value in updates {
+                    guard let self else { return }
+                    scheduler.schedule { [weak self] in self?.set(value) }
+                }
+            } catch {}
+        }
+        task.withLockedValue { $0 = started }
+    }
+
+    deinit {
+        task.withLockedValue { $0 }?.cancel()
+    }
+
+    /// The current value.
+    public var value: Value {
+        registrar.access(self, keyPath: \.value)
+        return state.withLockedValue { $0 }
+    }
+
+    private func set(_ value: Value) {
+        registrar.withMutation(of: self, keyPath: \.value) { state.withLockedValue { $0 = value } }
+    }
+
+    /// Stops following the sequence; the model keeps its last value.
+    public func stop() {
+        task.withLockedValue { $0 }?.cancel()
+    }
+}
+
+/// A subscription's status as an `Observable` model (``ObservedValue/value`` is the ``SubscriptionStatus``).
+public typealias ObservedSubscription = ObservedValue<SubscriptionStatus>
+/// The connection status as an `Observable` model.
+public typealias ObservedConnection = ObservedValue<ConnectionStatus>
+
+extension ObservedValue where Value == SubscriptionStatus {
+    /// Whether the subscription is ready.
+    public var isReady: Bool { value == .ready }
+}
+
+extension Subscription {
+    /// The subscription's status as an `Observable` model, changed on `scheduler` (the main actor by default).
+    public func observed(scheduler: ObservationScheduler = .mainActor) -> ObservedSubscription {
+        ObservedValue(initial: status, updates: statusUpdates, scheduler: scheduler)
+    }
+}
+
+extension DDPClient {
+    /// The connection status as an `Observable` model, changed on `scheduler` (the main actor by default).
+    public func observedStatus(scheduler: ObservationScheduler = .mainActor) -> ObservedConnection {
+        ObservedValue(initial: status, updates: statusUpdates, scheduler: scheduler)
+    }
+}
