@@ -25,7 +25,8 @@ public final class TypedLiveQuery<Model: Decodable & Sendable>: Sendable {
     public let untyped: LiveQuery
     let cache = DecodedDocuments<Model>()
 
-    init(_ liveQuery: LiveQuery) {
+    /// A typed view of any live query (``TypedCollection/observe(_:_:)`` makes one for a collection).
+    public init(_ liveQuery: LiveQuery) {
         untyped = liveQuery
     }
 
