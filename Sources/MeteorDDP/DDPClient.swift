@@ -24,14 +24,14 @@ extension Notification.Name {
 ///   method may be called from any thread or task and hops onto it.
 /// - **Parsing off the queue**: frames are parsed on the transport's thread, then handed to the client queue
 ///   in arrival order.
-/// - **Callbacks**: ``statusUpdates`` and ``errors`` are async sequences; ``Notification/Name/ddpClientStatusDidChange``,
+/// - **Callbacks**: ``statusUpdates`` and ``errors`` are async sequences; `ddpClientStatusDidChange`,
 ///   method completions and subscription waiters run on the client's serial *callback queue*, never on the client
 ///   queue or under a lock, so they may call back into the client. docs/ARCHITECTURE.md lists where each callback runs.
 public final class DDPClient: @unchecked Sendable {
     // @unchecked because all mutable state below is confined to `queue` (checked with dispatchPrecondition),
     // except `publishedStatus`, which is protected by its own lock.
 
-    /// The key of the ``ConnectionStatus`` in a ``Notification/Name/ddpClientStatusDidChange`` notification.
+    /// The key of the ``ConnectionStatus`` in a `ddpClientStatusDidChange` notification.
     public static let statusUserInfoKey = "status"
 
     /// The serial queue that owns the client's state.
@@ -106,7 +106,7 @@ public final class DDPClient: @unchecked Sendable {
         self.init(transport: WebSocketTransport(url: url, configuration: webSocket, logger: configuration.logger), configuration: configuration)
     }
 
-    /// Creates a client over any ``Transport`` (for example an ``InMemoryTransport`` in tests).
+    /// Creates a client over any ``Transport`` (for example an `InMemoryTransport` in tests).
     public init(transport: any Transport, configuration: Configuration = Configuration()) {
         let queue = DispatchQueue(label: "MeteorDDP.DDPClient")
         self.queue = queue
@@ -198,7 +198,7 @@ extension DDPClient {
         /// Where the logged-in account is kept between runs; `nil` keeps it in memory only.
         /// ``FileAccountStore`` keeps it in a 0600 file in the application-support directory.
         public var accountStore: (any AccountStore)?
-        /// The scheduler for timers; `nil` uses real time on the client queue. Tests pass a ``ManualScheduler``.
+        /// The scheduler for timers; `nil` uses real time on the client queue. Tests pass a `ManualScheduler`.
         public var scheduler: (any DDPScheduler)?
         /// Most data messages held while waiting for quiescence (after a reconnect, until every revived subscription
         /// is ready and every re-sent method has its `updated`; or while a `wait` method runs). Default 50,000.

@@ -10,7 +10,7 @@ extension Notification.Name {
 // MARK: - Accounts
 
 extension DDPClient {
-    /// The key of the new `Account?` in a ``Notification/Name/ddpClientAccountDidChange`` notification.
+    /// The key of the new `Account?` in a `ddpClientAccountDidChange` notification.
     public static let accountUserInfoKey = "account"
 
     /// The logged-in account, if any.

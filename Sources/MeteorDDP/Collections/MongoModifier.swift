@@ -60,6 +60,7 @@ public struct MongoModifier: Sendable {
     /// The document after the modifier (a document given with its `_id` keeps it; changing it is an error).
     ///
     /// - Parameters:
+    ///   - document: The document (with or without its `_id`).
     ///   - isInsert: Whether the document is being inserted by an upsert (`$setOnInsert` then sets).
     ///   - arrayIndices: Where the update's selector matched in an array, for the positional `$`.
     /// - Throws: ``QueryError`` with minimongo's message.

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 
 /// Runs delayed work for the client: heartbeats, reconnect back-off, connect time-outs, unsubscribe delays.
 ///
-/// The client never reads a clock itself; tests inject a ``ManualScheduler`` and move time by hand.
+/// The client never reads a clock itself; tests inject a `ManualScheduler` and move time by hand.
 /// # Implementation requirements
 /// An action runs at most once, never before its delay has passed on the scheduler's clock, and never after
 /// ``ScheduledAction/cancel()`` returned. Actions may run on any thread: the client hops onto its own queue.

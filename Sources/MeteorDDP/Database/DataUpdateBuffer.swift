@@ -59,12 +59,13 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     private let source: any DispatchSourceUserDataAdd
     private let interval: TimeInterval
     private let maxAge: TimeInterval
-    /// The clock and timers of the debounce (tests pass a ``ManualScheduler``-like scheduler: no real waiting).
+    /// The clock and timers of the debounce (tests pass a `ManualScheduler`-like scheduler: no real waiting).
     private let scheduler: any DDPScheduler
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// Creates a buffer for `database`.
     /// - Parameters:
+    ///   - database: The cache the batches are applied to.
     ///   - interval: How long a batch waits for more updates (Meteor's `bufferedWritesInterval`, 5 ms); zero applies
     ///     every batch as soon as the queue gets to it.
     ///   - maxAge: The longest a batch waits after its first update (Meteor's `bufferedWritesMaxAge`, 500 ms).

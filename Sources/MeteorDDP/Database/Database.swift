@@ -32,7 +32,7 @@ extension Notification.Name {
 ///   thread, inside its transaction, reads its own uncommitted state.
 /// - **Consolidated Notifications**: one ``DatabaseChanges`` per outermost transaction that changed something,
 ///   delivered in commit order on the notification queue (never under the write lock): to
-///   ``Foundation/Notification/Name/databaseDidChange``, to every ``changes`` consumer and to live queries.
+///   `databaseDidChange`, to every ``changes`` consumer and to live queries.
 public final class Database: @unchecked Sendable {
     // @unchecked because: `published` is an atomic reference; `transaction` is protected by `writeLock`;
     // `writerThread` is atomic; `subscribers` and `liveQueries` are protected by their own locks.
@@ -57,7 +57,7 @@ public final class Database: @unchecked Sendable {
     /// Where change sets are computed and handed to consumers and live queries, in commit order. No user code runs
     /// on it.
     public let notificationQueue: DispatchQueue
-    /// Where ``Foundation/Notification/Name/databaseDidChange`` is posted, in commit order (serial).
+    /// Where `databaseDidChange` is posted, in commit order (serial).
     public let observerQueue: DispatchQueue
     let logger: Logger
 

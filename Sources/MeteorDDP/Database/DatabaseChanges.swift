@@ -13,7 +13,7 @@ import NIOConcurrencyHelpers
 /// }
 /// ```
 public struct DatabaseChanges: Sendable, Equatable {
-    /// The key of the ``DatabaseChanges`` in a ``Foundation/Notification/Name/databaseDidChange`` notification.
+    /// The key of the ``DatabaseChanges`` in a `databaseDidChange` notification.
     public static let userInfoKey = "MeteorDDP.databaseChanges"
 
     /// Details per changed document (one each), in the order the documents were first changed, and an index by key

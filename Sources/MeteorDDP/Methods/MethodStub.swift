@@ -16,7 +16,7 @@ public typealias MethodStub = @Sendable (MethodInvocationContext) throws -> EJSO
 /// What a stub sees: the call's name and parameters, and the random streams that make its ids equal the server's.
 ///
 /// ## Concurrency
-/// A context is used by its stub on the calling thread, for the duration of the stub. ``current`` finds the innermost
+/// A context is used by its stub on the calling thread, for the duration of the stub. `current` finds the innermost
 /// running context (nested calls run inside their enclosing stub).
 public final class MethodInvocationContext: @unchecked Sendable {
     // @unchecked because `seed` and `streams` are protected by `lock`.

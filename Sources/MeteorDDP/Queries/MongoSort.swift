@@ -1,7 +1,7 @@
 import EJSON
 
 /// A Mongo sort specifier with minimongo's semantics (sorter.js): `{createdAt: -1, "owner.name": 1}`, or
-/// `[["createdAt", "desc"], "title"]`. Values compare in Mongo's type order (``EJSONOrdering``); a document whose key
+/// `[["createdAt", "desc"], "title"]`. Values compare in Mongo's type order (minimongo's `_cmp`); a document whose key
 /// is an array sorts by its smallest element ascending and its largest descending, and keys reached through the same
 /// array are taken from the same element (minimongo's "min key"). Ties keep no particular order; ``Query`` breaks
 /// them by id.
