@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "todos", targets: ["Todos"]),
         .executable(name: "leaderboard", targets: ["Leaderboard"]),
         .executable(name: "meteor-ddp-benchmarks", targets: ["Benchmarks"]),
+        .executable(name: "ddp", targets: ["DDPTool"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -23,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         // `swift package generate-documentation` (DocC catalogs in Sources/MeteorDDP and Sources/EJSON).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -74,6 +76,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .target(
+            name: "DDPCommandLine",
+            dependencies: ["MeteorDDP", "EJSON"]
+        ),
+        .executableTarget(
+            name: "DDPTool",
+            dependencies: ["DDPCommandLine", "MeteorDDP", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .executableTarget(
             name: "Todos",
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
@@ -103,7 +113,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

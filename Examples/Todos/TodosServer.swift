@@ -5,8 +5,10 @@ import MeteorDDP
 
 /// The embedded todos backend: Meteor's classic Todos app (public lists, private lists, todos) on DDPTestServer.
 enum TodosServer {
-    static func start(latency: Duration) async throws -> DDPTestServer {
-        let server = DDPTestServer()
+    static func start(latency: Duration, port: Int = 0) async throws -> DDPTestServer {
+        var configuration = DDPTestServer.Configuration()
+        configuration.port = port
+        let server = DDPTestServer(configuration: configuration)
         try await server.start()
         server.methodLatency = latency
         let ada = server.createUser(username: "ada", email: "ada@example.com", password: "password")

@@ -3,6 +3,7 @@ import Foundation
 import MeteorDDP
 
 // swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS] [--interactive]
+// swift run todos --serve [--port N]    (only the embedded server, for other clients such as `swift run ddp URL`)
 //
 // With no URL, an embedded DDP server (DDPTestServer) starts on 127.0.0.1 with Meteor's Todos app, and the client
 // connects to it. Without --script, the tour in demo.txt (next to this file) runs first, unless --interactive; then,
@@ -16,6 +17,12 @@ func option(_ name: String) -> String? {
 let urlArgument = option("--url")
 let scriptPath = option("--script")
 let latency = Duration.milliseconds(Int(option("--latency") ?? "") ?? 150)
+
+if CommandLine.arguments.contains("--serve") {
+    let server = try await TodosServer.start(latency: latency, port: Int(option("--port") ?? "") ?? 0)
+    FileHandle.standardOutput.write(Data("serving Meteor's Todos app on \(server.url) (user: ada@example.com, password: password); stop with Ctrl-C\n".utf8))
+    while true { try await Task.sleep(for: .seconds(3600)) }
+}
 
 let server: DDPTestServer? = urlArgument == nil ? try await TodosServer.start(latency: latency) : nil
 guard let url = urlArgument.flatMap(URL.init(string:)) ?? server?.url else {

@@ -1,0 +1,89 @@
+import DDPCommandLine
+import DDPTestServer
+import EJSON
+import Foundation
+import MeteorDDP
+import XCTest
+
+/// The `ddp` tool's interpreter against DDPTestServer, in script mode, its `--json` output parsed back.
+final class CommandLineToolTests: XCTestCase {
+    private var server: DDPTestServer!
+
+    override func setUp() async throws {
+        server = DDPTestServer()
+        try await server.start()
+        server.publish("players") { _ in [Cursor(collection: "players")] }
+        server.method("addPlayer") { context in
+            let id = context.randomID(forSequence: "/collection/players")
+            try context.collection("players").insert(["name": context.params.first ?? .null, "score": 0], id: id)
+            return .string(id)
+        }
+        server.createUser(username: "ada", password: "secret")
+    }
+
+    override func tearDown() async throws {
+        try await server.stop()
+    }
+
+    func testAScriptRunsEveryCommandAndPrintsJSONLines() async throws {
+        let lines = Locked<[EJSONObject]>([])
+        let sawAdded = expectation(description: "the watcher printed the added player")
+        let output = CommandOutput(style: .json) { line in
+            guard case .object(let object)? = try? EJSON.parse(line) else { return XCTFail("not a JSON object: \(line)") }
+            lines.mutate { $0.append(object) }
+            if object["event"] == "added" { sawAdded.fulfill() }
+        }
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        let session = CommandLineSession(client: client, output: output)
+        let script = """
+            status
+            login --username ada --password secret
+            sub players
+            watch players '{"name": {"$regex": "^G"}}'
+            call addPlayer "Grace Hopper"
+            call addPlayer Ada
+            list players '{"name": "Ada"}'
+            unsub players
+            bogus command
+            quit
+            status
+            """
+        var ran: [String] = []
+        for line in script.split(separator: "\n").map(String.init) {
+            ran.append(line)
+            guard await session.run(line) else { break }
+        }
+        XCTAssertEqual(ran.last, "quit", "quit ends the script")
+        await fulfillment(of: [sawAdded], timeout: 10)
+        session.close()
+
+        let events = lines.value
+        let byEvent = { (name: String) in events.filter { $0["event"] == .string(name) } }
+        XCTAssertEqual(byEvent("status").first?["connected"], true)
+        XCTAssertNotNil(byEvent("login").first?["userId"]?.stringValue)
+        XCTAssertEqual(byEvent("ready").first?["name"], "players")
+        XCTAssertEqual(byEvent("result").count, 2)
+        let graceID = byEvent("result").first?["result"]?.stringValue
+        XCTAssertNotNil(graceID)
+        // Only Grace matches the watch's selector; its fields are shown before → after.
+        let added = byEvent("added")
+        XCTAssertEqual(added.count, 1)
+        XCTAssertEqual(added.first?["id"]?.stringValue, graceID)
+        XCTAssertEqual(added.first?["fields"]?["name"], ["before": .null, "after": "Grace Hopper"])
+        XCTAssertEqual(byEvent("document").first?["document"]?["name"], "Ada")
+        XCTAssertEqual(byEvent("count").first?["count"], 1)
+        XCTAssertEqual(byEvent("unsub").first?["name"], "players")
+        XCTAssertEqual(byEvent("error").first?["message"], "unknown command 'bogus' (try help)")
+    }
+
+    func testTokensAndArguments() throws {
+        XCTAssertEqual(try CommandTokenizer.words(#"call  add 1 "two words" '{"a": 1}' it\'s"#), ["call", "add", "1", "two words", #"{"a": 1}"#, "it's"])
+        XCTAssertEqual(CommandTokenizer.argument("1"), 1)
+        XCTAssertEqual(CommandTokenizer.argument("true"), true)
+        XCTAssertEqual(CommandTokenizer.argument(#"{"a":1}"#), ["a": 1])
+        XCTAssertEqual(CommandTokenizer.argument("plain"), "plain")
+        XCTAssertThrowsError(try CommandTokenizer.words(#"call "open"#))
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import DDPCommandLine
+import Foundation
+import MeteorDDP
+
+/// `ddp`: a command-line DDP client to poke at a Meteor server.
+@main
+struct DDPTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ddp",
+        abstract: "Connect to a Meteor server over DDP: subscribe, call methods, log in, watch collections.",
+        discussion: "Commands are read from the terminal, a script (--script) or standard input:\n\n" + CommandLineSession.help
+    )
+
+    @Argument(help: "The server's WebSocket URL, for example ws://localhost:3000/websocket.")
+    var url: String
+
+    @Flag(help: "Print one JSON object per line (each with an \"event\" field) instead of text.")
+    var json = false
+
+    @Option(help: "Read commands from this file ('-' for standard input) instead of the terminal.")
+    var script: String?
+
+    @Option(help: "Seconds to wait for the connection.")
+    var connectTimeout: Double = 10
+
+    func run() async throws {
+        guard let serverURL = URL(string: url), ["ws", "wss"].contains(serverURL.scheme ?? "") else {
+            throw ValidationError("the URL must be ws:// or wss://, for example ws://localhost:3000/websocket")
+        }
+        let interactive = script == nil && isatty(STDIN_FILENO) != 0
+        let style: CommandOutput.Style = json ? .json : .text(colour: isatty(STDOUT_FILENO) != 0)
+        let output = CommandOutput(style: style) { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        let client = DDPClient(url: serverURL)
+        let session = CommandLineSession(client: client, output: output)
+        client.connect()
+        let connected = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await status in client.statusUpdates where status.isConnected { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(connectTimeout))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard connected else {
+            session.close()
+            throw ValidationError("could not connect to \(url) within \(connectTimeout) s (status: \(client.status))")
+        }
+        _ = await session.run("status")
+        let lines: AnySequence<String>
+        if let script, script != "-" {
+            lines = AnySequence(try String(contentsOfFile: script, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+        } else {
+            lines = AnySequence(AnyIterator { () -> String? in
+                if interactive { FileHandle.standardOutput.write(Data("ddp> ".utf8)) }
+                return readLine()
+            })
+        }
+        for line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            if !interactive, !json { FileHandle.standardOutput.write(Data("> \(line)\n".utf8)) }
+            guard await session.run(line) else { break }
+        }
+        session.close()
+    }
+}
