@@ -86,4 +86,33 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(CommandTokenizer.argument("plain"), "plain")
         XCTAssertThrowsError(try CommandTokenizer.words(#"call "open"#))
     }
+
+    func testTheLineEditorEditsAndRecallsHistory() {
+        var editor = LineEditor()
+        func type(_ bytes: [UInt8]) -> [LineEditor.Outcome] {
+            LineEditor.Key.decode(bytes).keys.map { editor.handle($0) }
+        }
+        // "sub plyers", left ×4, insert "a" → "sub players"; Enter.
+        _ = type(Array("sub plyers".utf8) + [0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44] + Array("a".utf8))
+        XCTAssertEqual(editor.line, "sub players")
+        XCTAssertEqual(type([0x0D]).last, .line("sub players"))
+        _ = type(Array("call x".utf8) + [0x7F])  // backspace
+        XCTAssertEqual(type([0x0D]).last, .line("call "))
+        // Up recalls the latest line, up again the one before, down comes back, down again the draft.
+        _ = type(Array("dra".utf8))
+        _ = type([0x1B, 0x5B, 0x41])
+        XCTAssertEqual(editor.line, "call ")
+        _ = type([0x1B, 0x5B, 0x41])
+        XCTAssertEqual(editor.line, "sub players")
+        _ = type([0x1B, 0x5B, 0x42, 0x1B, 0x5B, 0x42])
+        XCTAssertEqual(editor.line, "dra")
+        _ = type([0x15])  // Ctrl-U clears
+        XCTAssertEqual(editor.line, "")
+        XCTAssertEqual(type([0x04]).last, .endOfInput, "Ctrl-D on an empty line ends input")
+        // A multi-byte character and an escape sequence split across reads.
+        let split = LineEditor.Key.decode([0xC3])
+        XCTAssertEqual(split.keys, [])
+        XCTAssertEqual(LineEditor.Key.decode(split.rest + [0xA9]).keys, [.character("é")])
+        XCTAssertEqual(LineEditor.Key.decode([0x1B, 0x5B]).rest, [0x1B, 0x5B])
+    }
 }

@@ -56,8 +56,10 @@ struct DDPTool: AsyncParsableCommand {
         if let script, script != "-" {
             lines = AnySequence(try String(contentsOfFile: script, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
         } else {
+            // On a terminal: line editing and history (arrow keys, Ctrl-A/E/U, Ctrl-D ends); otherwise plain lines.
+            let terminal = interactive ? Terminal() : nil
             lines = AnySequence(AnyIterator { () -> String? in
-                if interactive { FileHandle.standardOutput.write(Data("ddp> ".utf8)) }
+                if let terminal { return terminal.readLine(prompt: "ddp> ") }
                 return readLine()
             })
         }
