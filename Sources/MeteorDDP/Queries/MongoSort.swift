@@ -191,36 +191,9 @@ extension FieldLookup {
     /// minimongo's `expandArraysInBranches(lookup(doc), true)` with each value's array indices: the branches of a
     /// sort key, arrays replaced by their elements.
     func sortBranches(of root: MatchRoot) -> [(indices: [Int], value: EJSONValue?)] {
-        var result: [(indices: [Int], value: EJSONValue?)] = []
-        guard let (value, rootIsArray) = root.first(parts[0]) else { return result }
-        collect(value, parentIsArray: rootIsArray, indices: [], from: 1, into: &result)
-        return result
-    }
-
-    private func collect(_ value: EJSONValue?, parentIsArray: Bool, indices: [Int], from position: Int, into result: inout [(indices: [Int], value: EJSONValue?)]) {
-        guard position < parts.count else {
-            // A leaf: an array (unless it is an element of an indexed array) stands for its elements.
-            if case .array(let elements)? = value, !parentIsArray {
-                for (index, element) in elements.enumerated() { result.append((indices + [index], element)) }
-            } else {
-                result.append((indices, value))
-            }
-            return
-        }
-        guard let value, value.isIndexable else {
-            if !parentIsArray { result.append((indices, nil)) }
-            return
-        }
-        let part = parts[position]
-        if let (child, isArray) = Self.child(of: value, part) {
-            collect(child, parentIsArray: isArray, indices: isArray ? indices + [part.index!] : indices, from: position + 1, into: &result)
-        }
-        if case .array(let elements) = value, !(part.index != nil && forSort) {
-            for (index, element) in elements.enumerated() where element.isPlainObject {
-                if let (child, _) = Self.child(of: element, part) {
-                    collect(child, parentIsArray: false, indices: indices + [index], from: position + 1, into: &result)
-                }
-            }
+        branchesWithIndices(of: root).flatMap { value, dontIterate, indices -> [(indices: [Int], value: EJSONValue?)] in
+            guard case .array(let elements)? = value, !dontIterate else { return [(indices, value)] }
+            return elements.enumerated().map { (indices + [$0.offset], $0.element) }
         }
     }
 }
