@@ -158,6 +158,44 @@ enum DatabaseBenchmarks {
         withExtendedLifetime(database) {}
     }
 
+    /// (e) 1M documents in one collection against 100k: apply rate, memory per document and read latency (each
+    /// size in a fresh `Database`; run as the `large` section, in a process of its own).
+    static func largeCache() {
+        Bench.section("Database (e): one collection of 1M documents vs 100k: apply rate, memory per document, read p99")
+        func measure(_ count: Int) -> (rate: Double, bytesPerDocument: Double, readP99: Double, database: Database) {
+            let before = residentBytes()
+            let database = Database()
+            let start = Bench.now()
+            for batch in stride(from: 0, to: count, by: 1000) {
+                database.apply((batch..<(batch + 1000)).map { .added(key($0), BenchDocuments.fields($0)) })
+            }
+            let seconds = Double(Bench.now() - start) / 1e9
+            let bytes = Double(residentBytes() - before) / Double(count)
+            var samples: [Double] = []
+            var state: UInt64 = 42
+            for _ in 0..<100_000 {
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                let i = Int(state >> 33) % count
+                let t = Bench.now()
+                let document = database.document(key(i))
+                samples.append(Double(Bench.now() - t))
+                precondition(document != nil)
+            }
+            samples.sort()
+            return (Double(count) / seconds, bytes, samples[samples.count * 99 / 100] / 1000, database)
+        }
+        let small = measure(100_000)
+        let smallRate = small.rate, smallBytes = small.bytesPerDocument, smallRead = small.readP99
+        // The 100k cache stays alive: freed memory would be reused by the 1M one and hide its growth.
+        let large = measure(1_000_000)
+        Bench.report("apply 1M added, batches of 1000", ours: large.rate / 1000, baseline: smallRate / 1000, unit: "k docs/s",
+                     baselineName: "100k", target: ">= 0.9x")
+        Bench.report("memory per document at 1M", ours: large.bytesPerDocument, baseline: smallBytes, unit: "bytes",
+                     baselineName: "at 100k", target: "<= 1.1x")
+        Bench.report("read by id p99 at 1M", ours: large.readP99, baseline: smallRead, unit: "µs", baselineName: "at 100k")
+        withExtendedLifetime((small.database, large.database)) {}
+    }
+
     static func residentBytes() -> Int {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
