@@ -31,7 +31,7 @@ public final class CommandLineSession: @unchecked Sendable {
         login --email E --password P | --username U --password P       logout
         watch COLLECTION [SELECTOR] print changes as they come         unwatch COLLECTION  stop watching
         list COLLECTION [SELECTOR]  print the matching documents       quit
-        Arguments are EJSON where they parse (1, true, {"a":1}, "quoted"), otherwise strings.
+        Arguments are EJSON where they parse (1, true, '{"a": 1}', '"quoted"'), otherwise strings; quote JSON with '…'.
         """
 
     /// Runs one command line; returns `false` for `quit`. Errors are printed, never thrown.

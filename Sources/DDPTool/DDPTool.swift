@@ -52,20 +52,34 @@ struct DDPTool: AsyncParsableCommand {
             throw ValidationError("could not connect to \(url) within \(connectTimeout) s (status: \(client.status))")
         }
         _ = await session.run("status")
-        let lines: AnySequence<String>
         if let script, script != "-" {
-            lines = AnySequence(try String(contentsOfFile: script, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            let lines = try String(contentsOfFile: script, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            for line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                if !json { FileHandle.standardOutput.write(Data("> \(line)\n".utf8)) }
+                guard await session.run(line) else { break }
+            }
         } else {
-            // On a terminal: line editing and history (arrow keys, Ctrl-A/E/U, Ctrl-D ends); otherwise plain lines.
+            // Standard input is read on a thread of its own (a blocking read must not hold one of the concurrency
+            // pool's threads, which `watch` output needs), one line at a time, after the previous command finished.
+            let (lines, continuation) = AsyncStream.makeStream(of: String.self)
+            let nextLine = DispatchSemaphore(value: 1)
             let terminal = interactive ? Terminal() : nil
-            lines = AnySequence(AnyIterator { () -> String? in
-                if let terminal { return terminal.readLine(prompt: "ddp> ") }
-                return readLine()
-            })
-        }
-        for line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
-            if !interactive, !json { FileHandle.standardOutput.write(Data("> \(line)\n".utf8)) }
-            guard await session.run(line) else { break }
+            let reader = Thread {
+                while true {
+                    nextLine.wait()
+                    guard let line = terminal.map({ $0.readLine(prompt: "ddp> ") }) ?? readLine() else { break }
+                    continuation.yield(line)
+                }
+                continuation.finish()
+            }
+            reader.start()
+            for await line in lines {
+                if !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                    if !interactive, !json { FileHandle.standardOutput.write(Data("> \(line)\n".utf8)) }
+                    guard await session.run(line) else { break }
+                }
+                nextLine.signal()
+            }
         }
         session.close()
     }

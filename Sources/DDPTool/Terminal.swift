@@ -8,7 +8,8 @@ import Foundation
 
 /// Reads lines from a terminal in raw mode with ``LineEditor`` (arrow keys, history, Ctrl-A/E/U/D), restoring the
 /// terminal's mode afterwards.
-final class Terminal {
+final class Terminal: @unchecked Sendable {
+    // @unchecked because after it is made, only the thread that reads standard input uses it.
     private var original = termios()
     private var editor = LineEditor()
     private var pending: [UInt8] = []

@@ -83,7 +83,7 @@ enum ModifierOperators {
                 keep = { element in !values.contains { MongoEquality.equal(element, $0) } }
             } else if case .object = argument {
                 // A condition: a selector for object elements, or (Mongo's, beyond minimongo) operators on values.
-                if try SelectorCompiler.isOperatorObject(argument) {
+                if try SelectorCompiler.isValueCondition(argument) {
                     let matcher = try SelectorCompiler.valueSelector(argument)
                     keep = { !matcher(.single($0)) }
                 } else {

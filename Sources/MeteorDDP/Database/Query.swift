@@ -53,7 +53,9 @@ public struct Query: Sendable {
     /// - Throws: ``QueryError`` for a selector or sort specifier minimongo would refuse.
     public init(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) {
         let sort = try options.sort.map { specifier throws(QueryError) in try MongoSort(specifier) }
-        self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) }, skip: options.skip, limit: options.limit)
+        // `limit: 0` means no limit, as in Meteor and Mongo.
+        self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) }, skip: options.skip,
+                  limit: options.limit.flatMap { $0 > 0 ? $0 : nil })
         self.selector = try MongoSelector(selector)
         self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
     }
@@ -78,8 +80,8 @@ public struct Query: Sendable {
 
     /// The window `skip` and `limit` leave of `count` sorted documents.
     func window(count: Int) -> Range<Int> {
-        let start = min(skip, count)
-        let end = limit.map { min(count, start + max(0, $0)) } ?? count
+        let start = min(max(0, skip), count)
+        let end = limit.map { start + min(max(0, $0), count - start) } ?? count
         return start..<end
     }
 
@@ -103,6 +105,7 @@ public struct FindOptions: Sendable {
     /// A Mongo sort specifier (`{createdAt: -1}` or `[["createdAt", "desc"]]`).
     public var sort: EJSONValue?
     public var skip: Int
+    /// At most this many documents; `nil` or `0`: no limit (Meteor's rule).
     public var limit: Int?
     /// A projection (`{title: 1}` or `{secret: 0}`).
     public var fields: EJSONValue?

@@ -13,6 +13,7 @@ import Observation
 /// It changes once per database transaction that changes its result, on its ``ObservationScheduler`` (the main actor
 /// by default), in one mutation: ``values``, ``ids`` and ``diff`` change together. Reading is safe from any thread.
 /// Documents are decoded once per version. The observation lasts until ``stop()`` or until the model is released.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 public final class ObservedQuery<Model: Decodable & Sendable>: Observable, @unchecked Sendable {
     // @unchecked because the mutable state is in `state`, protected by its lock.
 
@@ -84,6 +85,7 @@ public final class ObservedQuery<Model: Decodable & Sendable>: Observable, @unch
 
 extension TypedCollection {
     /// A live query as an `Observable` model, changed on `scheduler` (the main actor by default).
+    @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
     public func observed(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions(),
                          scheduler: ObservationScheduler = .mainActor) throws(QueryError) -> ObservedQuery<Model> {
         ObservedQuery(try observe(selector, options), scheduler: scheduler)

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import Observation
 
 /// A value followed from an `AsyncSequence` into an `Observable` model on a scheduler.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 public final class ObservedValue<Value: Sendable>: Observable, @unchecked Sendable {
     // @unchecked because the mutable state is in `state`, protected by its lock.
 
@@ -44,10 +45,13 @@ public final class ObservedValue<Value: Sendable>: Observable, @unchecked Sendab
 }
 
 /// A subscription's status as an `Observable` model (``ObservedValue/value`` is the ``SubscriptionStatus``).
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 public typealias ObservedSubscription = ObservedValue<SubscriptionStatus>
 /// The connection status as an `Observable` model.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 public typealias ObservedConnection = ObservedValue<ConnectionStatus>
 
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 extension ObservedValue where Value == SubscriptionStatus {
     /// Whether the subscription is ready.
     public var isReady: Bool { value == .ready }
@@ -55,6 +59,7 @@ extension ObservedValue where Value == SubscriptionStatus {
 
 extension Subscription {
     /// The subscription's status as an `Observable` model, changed on `scheduler` (the main actor by default).
+    @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
     public func observed(scheduler: ObservationScheduler = .mainActor) -> ObservedSubscription {
         ObservedValue(initial: status, updates: statusUpdates, scheduler: scheduler)
     }
@@ -62,6 +67,7 @@ extension Subscription {
 
 extension DDPClient {
     /// The connection status as an `Observable` model, changed on `scheduler` (the main actor by default).
+    @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
     public func observedStatus(scheduler: ObservationScheduler = .mainActor) -> ObservedConnection {
         ObservedValue(initial: status, updates: statusUpdates, scheduler: scheduler)
     }

@@ -11,12 +11,14 @@ extension DDPClient {
 
     /// The logged-in user's document, decoded, as an `Observable` model that follows logins, logouts and changes to
     /// the document, on `scheduler` (the main actor by default).
+    @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
     public func observedUser<Model: Decodable & Sendable>(as model: Model.Type, scheduler: ObservationScheduler = .mainActor) -> ObservedUser<Model> {
         ObservedUser(client: self, scheduler: scheduler)
     }
 }
 
 /// The logged-in user as an `Observable` model (see ``DDPClient/observedUser(as:scheduler:)``).
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unchecked Sendable {
     // @unchecked because the mutable state is in `state`, protected by its lock.
 
@@ -27,6 +29,8 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
         var token: ObservationToken?
         /// Bumped by every login or logout, so a stale live query's late snapshot is ignored.
         var generation = 0
+        /// Set by ``stop()``: a login or logout already queued changes nothing after it.
+        var stopped = false
     }
 
     private let registrar = ObservationRegistrar()
@@ -63,7 +67,11 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
     /// Stops following; the model keeps its last value.
     public func stop() {
         task.withLockedValue { $0 }?.cancel()
-        let (token, live) = state.withLockedValue { ($0.token, $0.live) }
+        let (token, live) = state.withLockedValue { state in
+            state.stopped = true
+            state.generation += 1
+            return (state.token, state.live)
+        }
         token?.cancel()
         live?.stop()
     }
@@ -71,7 +79,7 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
     /// Runs on the scheduler: a login or logout replaces the followed document.
     private func follow(_ userID: String?, client: DDPClient, scheduler: ObservationScheduler) {
         let (previousToken, previousLive, unchanged) = state.withLockedValue { state in
-            (state.token, state.live, state.live != nil && state.userID == userID)
+            (state.token, state.live, state.stopped || (state.live != nil && state.userID == userID))
         }
         guard !unchanged else { return }
         previousToken?.cancel()

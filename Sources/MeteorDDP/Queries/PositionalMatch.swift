@@ -33,7 +33,7 @@ extension MongoSelector {
         var elementMatch: MongoSelector?
         var elementValueMatch: BranchedMatcher?
         if case .object(let operators) = condition, operators.count == 1, let inner = operators["$elemMatch"] {
-            if (try? SelectorCompiler.isOperatorObject(inner, inconsistentOK: true)) == true {
+            if (try? SelectorCompiler.isValueCondition(inner)) == true {
                 elementValueMatch = try? SelectorCompiler.valueSelector(inner)
             } else {
                 elementMatch = try? MongoSelector(inner)

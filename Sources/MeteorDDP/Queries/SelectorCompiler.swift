@@ -120,6 +120,16 @@ enum SelectorCompiler {
         return operators ?? false
     }
 
+    static let logicalOperators: Set<String> = ["$and", "$or", "$nor", "$where", "$comment"]
+
+    /// Whether a condition applies to values (`{$gt: 5}`) rather than to documents (`{a: 1}`, `{$or: […]}`), as
+    /// minimongo's `$elemMatch` decides: its keys other than logical operators are all operators.
+    static func isValueCondition(_ value: EJSONValue) throws(QueryError) -> Bool {
+        guard case .object(let object) = value else { return false }
+        let nonLogical = EJSONObject(uniqueKeysWithValues: object.filter { !logicalOperators.contains($0.key) }.map { ($0.key, $0.value) })
+        return try isOperatorObject(.object(nonLogical), inconsistentOK: true)
+    }
+
     // MARK: - Branched matching
 
     /// minimongo's `convertElementMatcherToBranchedMatcher`: some branch, or (unless told otherwise) some element of
@@ -318,8 +328,7 @@ enum SelectorCompiler {
 
     private static func elementMatch(_ operand: EJSONValue) throws(QueryError) -> BranchedMatcher {
         guard case .object(let object) = operand else { throw QueryError("$elemMatch need an object") }
-        let nonLogical = EJSONObject(uniqueKeysWithValues: object.filter { !["$and", "$or", "$nor", "$where", "$comment"].contains($0.key) }.map { ($0.key, $0.value) })
-        let isDocumentMatcher = !(try isOperatorObject(.object(nonLogical), inconsistentOK: true))
+        let isDocumentMatcher = !(try isValueCondition(.object(object)))
         if isDocumentMatcher {
             let matcher = try documentSelector(object, inElemMatch: true)
             return expanding(expandLeafArrays: false) { value in

@@ -65,6 +65,21 @@ final class TypedCollectionTests: XCTestCase {
         live.stop()
     }
 
+    func testAProjectedTypedLiveQueryStillDecodesOnlyWhatChanged() async throws {
+        struct Name: Codable, Sendable { var name: String }
+        let harness = connectedWithPlayers(100)
+        let live = try harness.client.collection("players", as: Name.self).observe([:], FindOptions(sort: ["score": -1], fields: ["name": 1]))
+        var snapshots = live.snapshots.makeAsyncIterator()
+        _ = try await snapshots.next()
+        XCTAssertEqual(live.decodeCount, 100)
+        harness.receive(.changed(collection: "players", id: "p3", fields: ["name": "renamed"], cleared: []))
+        harness.flushData()
+        let second = try await snapshots.next()
+        XCTAssertTrue(second?.values.contains { $0.name == "renamed" } == true)
+        XCTAssertEqual(live.decodeCount, 101, "a projection makes new document objects; equal ones are not decoded again")
+        live.stop()
+    }
+
     func testTypedCallsEncodeParamsAndDecodeResultsAndErrorDetails() async throws {
         let harness = connectedWithPlayers(0)
         let client = harness.client

@@ -7,6 +7,7 @@ import XCTest
 
 /// Fulfils an expectation once `predicate` holds, checking it on `queue` (where the model changes) now and at every
 /// change of what it reads: no polling.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 final class ObservationWaiter: Sendable {
     private let predicate: @Sendable () -> Bool
     private let queue: DispatchQueue
@@ -33,6 +34,7 @@ final class ObservationWaiter: Sendable {
 }
 
 /// Observable models: one mutation per transaction, on the promised scheduler, observed with `withObservationTracking`.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 final class ObservationModelTests: XCTestCase {
     struct Player: Codable, Sendable, Equatable {
         var _id: String

@@ -39,6 +39,17 @@ final class MongoSortAndFindTests: XCTestCase {
         XCTAssertEqual(try Query([:], FindOptions(skip: 20)).evaluate(all), [])
     }
 
+    func testLimitZeroMeansNoLimitAndHugeOrNegativeWindowsDoNotTrap() throws {
+        let all = documents((0..<5).map { ("d\($0)", ["n": .number(Double($0))]) })
+        XCTAssertEqual(try Query([:], FindOptions(limit: 0)).evaluate(all).count, 5, "limit 0: no limit, as in Meteor")
+        XCTAssertEqual(try Query([:], FindOptions(sort: ["n": 1], skip: 1, limit: .max)).evaluate(all).map(\.id), ["d1", "d2", "d3", "d4"])
+        var query = Query(sort: [.ascending("n")])
+        query.skip = -1
+        XCTAssertEqual(query.evaluate(all).count, 5)
+        query.limit = -3
+        XCTAssertEqual(query.evaluate(all).count, 0)
+    }
+
     func testCollectionsTakeSelectors() throws {
         let database = Database()
         database.apply([("t1", "L1", false, 3.0), ("t2", "L1", true, 2.0), ("t3", "L1", false, 1.0), ("t4", "L2", false, 4.0)].map { id, list, checked, createdAt in

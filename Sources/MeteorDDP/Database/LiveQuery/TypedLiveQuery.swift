@@ -57,26 +57,31 @@ final class DecodedDocuments<Model: Decodable & Sendable>: Sendable {
     var decodeCount: Int { state.withLockedValue { $0.decodeCount } }
 
     /// The snapshot decoded, reusing the values of document versions decoded before; forgets documents that left.
+    /// Decoding (the model's own code) runs outside the lock.
     func decode(_ snapshot: LiveQuerySnapshot) throws -> TypedLiveQuerySnapshot<Model> {
-        try state.withLockedValue { state in
-            var values: [Model] = []
-            values.reserveCapacity(snapshot.documents.count)
-            var kept: [String: (version: Document, value: Model)] = [:]
-            kept.reserveCapacity(snapshot.documents.count)
-            for document in snapshot.documents {
-                let id = document.id
-                if let cached = state.values[id], cached.version.isSameVersion(as: document) {
-                    values.append(cached.value)
-                    kept[id] = cached
-                } else {
-                    let value = try EJSONDecoder().decode(Model.self, from: document.ejsonValue)
-                    state.decodeCount += 1
-                    values.append(value)
-                    kept[id] = (document, value)
-                }
+        let cached = state.withLockedValue { $0.values }
+        var values: [Model] = []
+        values.reserveCapacity(snapshot.documents.count)
+        var kept: [String: (version: Document, value: Model)] = [:]
+        kept.reserveCapacity(snapshot.documents.count)
+        var decoded = 0
+        for document in snapshot.documents {
+            let id = document.id
+            // The same version object, or (for a projection, which makes new objects) an equal one.
+            if let entry = cached[id], entry.version.isSameVersion(as: document) || entry.version == document {
+                values.append(entry.value)
+                kept[id] = entry
+            } else {
+                let value = try EJSONDecoder().decode(Model.self, from: document.ejsonValue)
+                decoded += 1
+                values.append(value)
+                kept[id] = (document, value)
             }
-            state.values = kept
-            return TypedLiveQuerySnapshot(ids: snapshot.documents.map(\.id), values: values, diff: snapshot.diff)
         }
+        state.withLockedValue { state in
+            state.values = kept
+            state.decodeCount += decoded
+        }
+        return TypedLiveQuerySnapshot(ids: snapshot.documents.map(\.id), values: values, diff: snapshot.diff)
     }
 }
