@@ -108,20 +108,13 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
-    /// (`nil`: it did not exist). Latency compensation keeps those as the server's versions.
-    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)]) {
+    /// (`nil`: it did not exist), also when the body throws (what it wrote before throwing stays written). Latency
+    /// compensation keeps those as the server's versions.
+    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]) {
         begin()
         transaction!.recorders.append(Recorder())
-        var committed = false
-        defer {
-            if !committed {
-                _ = transaction!.recorders.popLast()
-                end()
-            }
-        }
-        let value = try body()
+        let value = Result { try body() }
         let recorder = transaction!.recorders.removeLast()
-        committed = true
         end()
         return (value, recorder.originals.map { ($0.key, $0.value) })
     }

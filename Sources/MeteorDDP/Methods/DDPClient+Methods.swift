@@ -94,16 +94,23 @@ extension DDPClient {
                 // as far as they arrived (data held for quiescence updates them later, once routed).
                 store.flush()
                 let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
-                do {
-                    let (value, originals) = try store.runStub {
-                        try MethodInvocationContext.$current.withValue(context) { try stub(context) }
-                    }
+                let (outcome, originals) = store.runStub {
+                    try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+                }
+                switch outcome {
+                case .success(let value):
                     session.serverDocuments.stubWrote(methodID: id, originals: originals)
                     stubValue = value
-                } catch {
+                case .failure(let error):
                     if options.throwStubExceptions {
+                        // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is
+                        // undone now (Meteor leaves it in the cache).
+                        store.revert(originals)
                         throw MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: String(describing: error))
                     }
+                    // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's
+                    // writes, and the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
+                    session.serverDocuments.stubWrote(methodID: id, originals: originals)
                     logger.debug("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
                 }
                 randomSeed = context.randomSeedIfUsed

@@ -48,8 +48,13 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
         buffer.release(keeping: keeping)
     }
 
-    func runStub<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)]) {
+    func runStub<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]) {
         push()
-        return try database.performUpdatesRecordingOriginals(body)
+        return database.performUpdatesRecordingOriginals(body)
+    }
+
+    func revert(_ originals: [(DocumentKey, EJSONObject?)]) {
+        guard !originals.isEmpty else { return }
+        database.apply(originals.map { DataUpdate.replaced($0.0, $0.1) })
     }
 }

@@ -20,6 +20,9 @@ protocol LocalStore: Sendable {
     func hold(resetting: Bool)
     /// Applies everything held in one transaction; a resetting hold keeps the documents in `keeping` as they are.
     func release(keeping: Set<DocumentKey>)
-    /// Runs a stub inside one write transaction and returns the documents it wrote with their versions from before.
-    func runStub<T>(_ body: () throws -> T) rethrows -> (value: T, originals: [(DocumentKey, EJSONObject?)])
+    /// Runs a stub inside one write transaction and returns its outcome and the documents it wrote with their
+    /// versions from before (also when it threw after writing some).
+    func runStub<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)])
+    /// Puts documents back to the versions given (undoing a stub whose call is not made), in one transaction.
+    func revert(_ originals: [(DocumentKey, EJSONObject?)])
 }

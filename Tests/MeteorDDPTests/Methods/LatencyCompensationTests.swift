@@ -98,6 +98,37 @@ final class LatencyCompensationTests: XCTestCase {
         XCTAssertEqual(affected, 1)
     }
 
+    func testAStubThatThrowsWithThrowStubExceptionsLeavesNothingBehind() throws {
+        let harness = connectedWithPlayers()
+        struct Halfway: Error {}
+        harness.client.defineStub("halfway") { context in
+            try context.collection("players").update("lovelace", ["$set": ["score": 99]])
+            _ = context.collection("players").insert(["_id": "ghost", "name": "Ghost"])
+            throw Halfway()
+        }
+        XCTAssertThrowsError(try harness.client.call("halfway", options: MethodOptions(throwStubExceptions: true)) { _ in })
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 25, "the stub's write before throwing is undone: no call will restore it")
+        XCTAssertNil(harness.document("players", "ghost"))
+        XCTAssertFalse(harness.sent.contains { if case .method = $0 { true } else { false } }, "nothing was sent")
+    }
+
+    func testWhatAThrowingStubWroteIsRestoredByTheServersVersionAtUpdated() throws {
+        let harness = connectedWithPlayers()
+        struct Halfway: Error {}
+        harness.client.defineStub("halfway") { context in
+            try context.collection("players").update("lovelace", ["$set": ["score": 99]])
+            throw Halfway()
+        }
+        _ = try harness.client.call("halfway") { _ in }
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 99, "the call is sent; the stub's write shows meanwhile")
+        guard case .method(let id, "halfway", _, _)? = harness.sent.last else { return XCTFail("not sent") }
+        harness.receive(.result(id: id, result: nil, error: MeteorError(error: .number(500), reason: "failed")))
+        harness.receive(.updated(methodIDs: [id]))
+        harness.flushData()
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 25, "the server's version, as Meteor restores it")
+    }
+
     func testServerSendingADifferentUpdateWinsAndRestoresWhatTheStubRemoved() throws {
         let harness = connectedWithPlayers()
         harness.client.defineStub("score") { context in
