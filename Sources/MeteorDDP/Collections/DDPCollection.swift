@@ -98,8 +98,7 @@ public struct DDPCollection: Sendable {
             throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
         }
         _ = try MongoModifier(modifier)
-        let id: EJSONValue = selector.objectValue == nil ? ["_id": selector] : selector
-        let result = try await client.call("/\(name)/update", params: [id, modifier, .object(options.ejsonValue)])
+        let result = try await client.call("/\(name)/update", params: [Self.idSelector(selector), modifier, .object(options.ejsonValue)])
         return result?.intValue ?? 0
     }
 
@@ -118,9 +117,15 @@ public struct DDPCollection: Sendable {
         guard MongoModifier.documentID(inSelector: selector) != nil else {
             throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
         }
-        let id: EJSONValue = selector.objectValue == nil ? ["_id": selector] : selector
-        let result = try await client.call("/\(name)/remove", params: [id])
+        let result = try await client.call("/\(name)/remove", params: [Self.idSelector(selector)])
         return result?.intValue ?? 0
+    }
+}
+
+extension DDPCollection {
+    /// An id selector as Meteor's client sends it (`"id"` becomes `{_id: "id"}`, Mongo.Collection._rewriteSelector).
+    static func idSelector(_ selector: EJSONValue) -> EJSONValue {
+        selector.objectValue == nil ? ["_id": selector] : selector
     }
 }
 

@@ -61,9 +61,7 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
     /// Replaces the document with `model`'s fields (Meteor's update with a replacement document).
     @discardableResult
     public func replace(_ id: String, with model: Model) async throws -> Int {
-        guard case .object(var fields) = try EJSONEncoder().encode(model) else {
-            throw MethodError(methodName: "/\(name)/update", kind: .stubFailed, stubErrorDescription: "\(Model.self) does not encode as an object")
-        }
+        var fields = try untyped.encodedFields(model, method: "update")
         fields.removeValue(forKey: "_id")
         return try await untyped.update(id, .object(fields))
     }

@@ -34,9 +34,15 @@ extension DDPCollection {
     /// Inserts an `Encodable` value (its `_id`, if it encodes one, is used).
     @discardableResult
     public func insert<T: Encodable>(_ value: T) async throws -> String {
+        try await insert(encodedFields(value, method: "insert"))
+    }
+
+    /// `value` encoded as a document's fields; a value that does not encode as an object fails the call `method`
+    /// before anything is sent.
+    func encodedFields<T: Encodable>(_ value: T, method: String) throws -> EJSONObject {
         guard case .object(let fields) = try EJSONEncoder().encode(value) else {
-            throw MethodError(methodName: "/\(name)/insert", kind: .stubFailed, stubErrorDescription: "\(T.self) does not encode as an object")
+            throw MethodError(methodName: "/\(name)/\(method)", kind: .stubFailed, stubErrorDescription: "\(T.self) does not encode as an object")
         }
-        return try await insert(fields)
+        return fields
     }
 }
