@@ -25,6 +25,8 @@ let package = Package(
         // `swift package generate-documentation` (DocC catalogs in Sources/MeteorDDP and Sources/EJSON).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // The offline store (`Persistence.sqlite(at:)`): SQLite in WAL mode, migrations.
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         .target(
@@ -47,6 +49,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCompression", package: "swift-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .target(

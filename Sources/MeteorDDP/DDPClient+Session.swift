@@ -10,6 +10,7 @@ extension DDPClient {
     /// session is handled in Meteor's order; the socket's thread never waits for them.
     func sessionDidReset() {
         dispatchPrecondition(condition: .onQueue(queue))
+        persistenceSocketReset()
         for invocation in session.methods.socketReset() {
             logger.debug("method failed by the reconnect (noRetry)", metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
         }
@@ -65,11 +66,13 @@ extension DDPClient {
     /// written by pending stubs keep their stub values), so only real differences are reported.
     func sessionDidConnect(isReconnect: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard isReconnect else { return }
+        // The first connection after a restart reconciles the restored cache the same way.
+        let reconciling = startReconciliationIfPending()
+        guard isReconnect || reconciling else { return }
         // What the abandoned session held is discarded: the new session sends everything again.
         var hold = QuiescenceHold(resetting: true)
         session.afterUpdate.removeAll()
-        _ = session.subscriptions.startRevival()
+        if !reconciling { _ = session.subscriptions.startRevival() }
         let (visibleAtQuiescence, blocking) = session.methods.reconnectQuiescence()
         session.methodsBlockingQuiescence = Set(blocking)
         hold.methodsVisibleAtQuiescence = visibleAtQuiescence
@@ -146,5 +149,6 @@ extension DDPClient {
         // version now.
         for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
         store.release(keeping: hold.resetting ? session.serverDocuments.keys : [])
+        if hold.resetting { reconciliationApplied() }
     }
 }

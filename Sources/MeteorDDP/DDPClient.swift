@@ -77,6 +77,10 @@ public final class DDPClient: @unchecked Sendable {
     /// The account and login progress, readable from any thread. Protected by its lock.
     let accountState = NIOLockedValueBox(AccountState())
     let accountBroadcaster = Broadcaster<Account?>(bufferLimit: 16, current: nil)
+    /// The offline store at work (``Configuration/persistence``), if any.
+    let persistence: ClientPersistence?
+    /// What the client found in its offline store when it was created (empty without persistence).
+    public let restoreReport: RestoreReport
     /// Identifies the client queue, so work already on it runs inline instead of deadlocking.
     static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -95,7 +99,7 @@ public final class DDPClient: @unchecked Sendable {
     let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: 256)
 
     enum TimerPurpose: Hashable {
-        case connectTimeout, retry, heartbeatInterval, heartbeatTimeout
+        case connectTimeout, retry, heartbeatInterval, heartbeatTimeout, reconciliation
     }
 
     // MARK: - Starting
@@ -107,6 +111,9 @@ public final class DDPClient: @unchecked Sendable {
     }
 
     /// Creates a client over any ``Transport`` (for example an `InMemoryTransport` in tests).
+    ///
+    /// With ``Configuration/persistence`` set, this reads the store on the calling thread (the cache is complete when
+    /// it returns: about 0.3 s for 100,000 small documents; create big clients off the main thread).
     public init(transport: any Transport, configuration: Configuration = Configuration()) {
         let queue = DispatchQueue(label: "MeteorDDP.DDPClient")
         self.queue = queue
@@ -127,7 +134,11 @@ public final class DDPClient: @unchecked Sendable {
             scheduler: configuration.scheduler
         )
         self.store = DatabaseLocalStore(database: database, buffer: updateBuffer)
+        let (persistence, storedState, report) = ClientPersistence.open(configuration.persistence)
+        self.persistence = persistence
+        self.restoreReport = report
         queue.setSpecific(key: DDPClient.queueKey, value: ObjectIdentifier(self))
+        if let persistence { restore(storedState, into: persistence) }
         restoreStoredAccount()
     }
 
@@ -215,6 +226,9 @@ extension DDPClient {
         /// ``DDPError/Code/limitReached`` is reported once per collection; declared collections have no limit (their
         /// data is the app's). See ``DDPClient/collection(_:)``.
         public var maxDocumentsInUndeclaredCollections = 100_000
+        /// Where the cache and unanswered calls are kept between launches (``Persistence/sqlite(at:)``); `nil`
+        /// (the default) keeps everything in memory. See ``Persistence``.
+        public var persistence: Persistence?
 
         /// Creates the default configuration.
         public init() {}

@@ -28,6 +28,8 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A limit that bounds what a server can make the client hold was reached; the message says which, and what
         /// the client did (see the limits in ``DDPClient/Configuration``).
         case limitReached
+        /// The offline store failed (see ``DDPError/persistenceError``); the client goes on in memory.
+        case persistenceFailed
     }
 
     /// What kind of error this is.
@@ -38,12 +40,15 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
     public let violation: DDPProtocolViolation?
     /// The transport failure behind a lost connection, if any.
     public let transportError: TransportError?
+    /// The offline store's failure, for ``Code/persistenceFailed``.
+    public let persistenceError: PersistenceError?
 
-    init(_ code: Code, _ message: String, violation: DDPProtocolViolation? = nil, transportError: TransportError? = nil) {
+    init(_ code: Code, _ message: String, violation: DDPProtocolViolation? = nil, transportError: TransportError? = nil, persistenceError: PersistenceError? = nil) {
         self.code = code
         self.message = message
         self.violation = violation
         self.transportError = transportError
+        self.persistenceError = persistenceError
     }
 
     public var description: String { message }

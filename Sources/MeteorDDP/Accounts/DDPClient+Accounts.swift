@@ -76,6 +76,7 @@ extension DDPClient {
             queue.async {
                 self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
                 self.setAccount(nil)
+                self.clearPersistenceOnLogout()
                 continuation.resume()
             }
         }

@@ -193,6 +193,7 @@ extension DDPClient {
             }
         }
         store.push()
+        if persistence != nil { persistSessionChanges() }
     }
 
     private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
@@ -230,7 +231,7 @@ extension DDPClient {
 
     // MARK: - Timers
 
-    private func schedule(_ purpose: TimerPurpose, after delay: Duration) {
+    func schedule(_ purpose: TimerPurpose, after delay: Duration) {
         cancelTimer(purpose)
         timerGeneration += 1
         let generation = timerGeneration
@@ -241,7 +242,7 @@ extension DDPClient {
         timers[purpose] = (generation, action)
     }
 
-    private func cancelTimer(_ purpose: TimerPurpose) {
+    func cancelTimer(_ purpose: TimerPurpose) {
         timers.removeValue(forKey: purpose)?.action.cancel()
     }
 
@@ -253,6 +254,7 @@ extension DDPClient {
         case .retry: perform(machine.retryElapsed())
         case .heartbeatInterval: performHeartbeat(heartbeat.intervalElapsed())
         case .heartbeatTimeout: performHeartbeat(heartbeat.timeoutElapsed())
+        case .reconciliation: reconciliationDelayElapsed()
         }
     }
 

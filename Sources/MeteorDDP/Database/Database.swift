@@ -45,6 +45,9 @@ public final class Database: @unchecked Sendable {
     private let writeLock = NSRecursiveLock()
     /// The open transaction. Protected by `writeLock`.
     private var transaction: WriteTransaction?
+    /// Called with every committed change set, in commit order, under the write lock (the offline store's
+    /// write-behind: one append). Protected by `writeLock`.
+    private var commitObserver: (@Sendable (DatabaseChanges) -> Void)?
     /// The epoch of the next outermost transaction (each writes only memory it allocated). Protected by `writeLock`.
     private var nextEpoch: UInt64 = 1
     /// The thread inside the open transaction (0: none). Atomic, so readers can tell whether they are that thread.
@@ -203,6 +206,13 @@ public final class Database: @unchecked Sendable {
         observerQueue.sync {}
     }
 
+    /// Sets the observer of committed change sets (see `commitObserver`).
+    func observeCommits(_ observer: @escaping @Sendable (DatabaseChanges) -> Void) {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        commitObserver = observer
+    }
+
     // MARK: - Transactions
 
     /// Whether the calling thread is inside a write transaction (``performUpdates(_:)``, a stub, a batch).
@@ -246,6 +256,7 @@ public final class Database: @unchecked Sendable {
         let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil
         writerThread.store(0, ordering: .releasing)
         if !changes.isEmpty {
+            commitObserver?(changes)
             // Enqueued under the lock so deliveries keep commit order; delivered without it.
             let committed = changes
             notificationQueue.async { self.deliver(committed) }

@@ -89,6 +89,7 @@ extension DDPClient {
             let id = session.methods.makeMethodID()
             var stubValue: EJSONValue?
             var randomSeed: String?
+            var stubWrittenKeys: [DocumentKey] = []
             if let stub {
                 // Everything queued for the cache lands before the stub: its originals are then the server's versions
                 // as far as they arrived (data held for quiescence updates them later, once routed).
@@ -97,6 +98,7 @@ extension DDPClient {
                 let (outcome, originals) = store.runStub {
                     try MethodInvocationContext.$current.withValue(context) { try stub(context) }
                 }
+                stubWrittenKeys = originals.map(\.0)
                 switch outcome {
                 case .success(let value):
                     session.serverDocuments.stubWrote(methodID: id, originals: originals)
@@ -123,6 +125,9 @@ extension DDPClient {
                 completion: completion
             )
             invocation.completesInline = completesInline
+            if persistence != nil {
+                persistCall(invocation, randomSeed: randomSeed, params: params, stubWrote: stubWrittenKeys)
+            }
             sendInvocations(session.methods.enqueue(invocation))
             return options.returnStubValue ? stubValue : nil
         }

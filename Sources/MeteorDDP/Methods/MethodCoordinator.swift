@@ -60,6 +60,21 @@ struct MethodCoordinator {
         return blocks.count == 1 ? markSent([invocation.id]) : []
     }
 
+    /// Puts back a call a store kept (at launch, in call order): one with its result waits only for its data (it
+    /// is not sent again, as after a reconnect); the others queue as if just called, not sent. Later ids follow the
+    /// restored ones.
+    mutating func restore(_ invocation: Invocation) {
+        invocations[invocation.id] = invocation
+        if invocation.result == nil {
+            if invocation.options.wait || blocks.last?.wait != false {
+                blocks.append(Block(wait: invocation.options.wait, methodIDs: [invocation.id]))
+            } else {
+                blocks[blocks.count - 1].methodIDs.append(invocation.id)
+            }
+        }
+        if let number = Int(invocation.id), number >= nextID { nextID = number + 1 }
+    }
+
     /// Whether the call went out on the current socket (or was "sent" while it was down).
     func isSent(_ id: String) -> Bool {
         invocations[id]?.sentMessage == true

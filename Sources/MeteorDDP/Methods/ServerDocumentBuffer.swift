@@ -28,6 +28,47 @@ struct ServerDocumentBuffer {
     private(set) var documents: [DocumentKey: ServerDocument] = [:]
     /// Documents written by each method's stub, in first-write order. Confined to the client queue.
     private(set) var documentsWrittenByMethod: [String: [DocumentKey]] = [:]
+    /// With persistence on: the documents changed since ``takeChanges()``. Confined to the client queue.
+    private var changedKeys: Set<DocumentKey>?
+
+    /// Starts noting changes for ``takeChanges()`` (persistence on).
+    mutating func trackChanges() {
+        if changedKeys == nil { changedKeys = [] }
+    }
+
+    /// The documents changed since the last call, each with its state now (`nil`: no longer kept).
+    mutating func takeChanges() -> [(DocumentKey, StoredServerDocument?)] {
+        guard let keys = changedKeys, !keys.isEmpty else { return [] }
+        changedKeys = []
+        return keys.map { key in
+            (key, documents[key].map { StoredServerDocument(key: key, fields: $0.fields, writtenByMethods: $0.writtenByMethods.sorted(by: MethodCoordinator.idOrder)) })
+        }
+    }
+
+    private mutating func noteChange(_ key: DocumentKey) {
+        changedKeys?.insert(key)
+    }
+
+    /// Puts back what a store kept (at launch, before anything else).
+    mutating func restore(_ stored: [StoredServerDocument], methods: [StoredMethod]) {
+        for document in stored {
+            documents[document.key] = ServerDocument(fields: document.fields, writtenByMethods: Set(document.writtenByMethods))
+        }
+        for method in methods {
+            let keys = method.stubWrote.filter { documents[$0]?.writtenByMethods.contains(method.id) == true }
+            if !keys.isEmpty { documentsWrittenByMethod[method.id] = keys }
+        }
+        // A document no restored method claims would never be released.
+        for (key, document) in documents where !document.writtenByMethods.contains(where: { documentsWrittenByMethod[$0]?.contains(key) == true }) {
+            documents.removeValue(forKey: key)
+            noteChange(key)
+        }
+    }
+
+    /// The server's versions of the documents `methodID`'s stub wrote, as kept now.
+    func serverVersions(writtenBy methodID: String) -> [(DocumentKey, EJSONObject?)] {
+        (documentsWrittenByMethod[methodID] ?? []).map { ($0, documents[$0]?.fields) }
+    }
 
     var isEmpty: Bool { documents.isEmpty }
 
@@ -49,6 +90,7 @@ struct ServerDocumentBuffer {
             }
             if documents[key]!.writtenByMethods.insert(methodID).inserted {
                 written.append(key)
+                noteChange(key)
             }
         }
         documentsWrittenByMethod[methodID] = written
@@ -74,12 +116,14 @@ struct ServerDocumentBuffer {
         guard documents[key] != nil else { return .toCache }
         let anomaly: Anomaly? = documents[key]!.fields == nil ? nil : .addedExistingDocument
         documents[key]!.fields = fields
+        noteChange(key)
         return .keptAside(anomaly)
     }
 
     /// A `changed` for a tracked document updates the copy (tolerantly: a change of a missing copy makes one).
     mutating func serverChanged(_ key: DocumentKey, fields: EJSONObject, cleared: [String]) -> Routing {
         guard documents[key] != nil else { return .toCache }
+        noteChange(key)
         guard var current = documents[key]!.fields else {
             documents[key]!.fields = fields
             return .keptAside(.changedMissingDocument)
@@ -94,6 +138,7 @@ struct ServerDocumentBuffer {
     mutating func serverRemoved(_ key: DocumentKey) -> Routing {
         guard documents[key] != nil else { return .toCache }
         documents[key]!.fields = nil
+        noteChange(key)
         return .keptAside(nil)
     }
 
@@ -110,6 +155,7 @@ struct ServerDocumentBuffer {
         for key in keys {
             guard var document = documents[key] else { continue }
             document.writtenByMethods.remove(methodID)
+            noteChange(key)
             if document.writtenByMethods.isEmpty {
                 documents.removeValue(forKey: key)
                 replacements.append(Replacement(key: key, fields: document.fields))
@@ -148,6 +194,7 @@ struct ServerDocumentBuffer {
     /// server's version into the cache, so stub effects do not flicker away in between.
     mutating func sessionReset() {
         for key in documents.keys {
+            noteChange(key)
             documents[key]!.fields = nil
             documents[key]!.flushCallbacks.removeAll()
         }

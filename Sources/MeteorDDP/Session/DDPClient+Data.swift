@@ -123,6 +123,7 @@ extension DDPClient {
 
     /// The documents that no other pending method's stub wrote get the server's version.
     func releaseDocumentsWritten(byMethod id: String) {
+        noteRestoredCallServerVersions(id)
         let methods = session.methods
         let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: methods.isSent)
         for replacement in replacements {
@@ -141,6 +142,7 @@ extension DDPClient {
         let outcome: Result<EJSONValue?, MethodError> = error.map { .failure(.server(name, $0)) } ?? .success(result)
         let handled = session.methods.receivedResult(id: id, outcome)
         if case .recorded(let invocation) = handled {
+            persistResult(invocation)
             notifyResultReceived(invocation)
         } else if case .completed(let invocation, _) = handled {
             notifyResultReceived(invocation)
@@ -162,6 +164,7 @@ extension DDPClient {
         case .recorded:
             break
         case .completed(let invocation, let next):
+            persistCompletion(invocation.id)
             if let result = invocation.result {
                 let completion = invocation.completion
                 if invocation.completesInline {
@@ -180,13 +183,19 @@ extension DDPClient {
     }
 
     /// Puts calls on the wire; a wait call also holds incoming data until its `updated`.
+    /// With persistence on, a call waits until it (and every call before it) is on disk.
     func sendInvocations(_ invocations: [MethodCoordinator.Invocation]) {
-        for invocation in invocations {
-            send(invocation.message)
-            if invocation.options.wait {
-                session.methodsBlockingQuiescence.insert(invocation.id)
-                beginQuiescence()
-            }
+        for invocation in invocations where !mustAwaitDurability(invocation) {
+            transmit(invocation)
+        }
+    }
+
+    /// Puts one call on the wire.
+    func transmit(_ invocation: MethodCoordinator.Invocation) {
+        send(invocation.message)
+        if invocation.options.wait {
+            session.methodsBlockingQuiescence.insert(invocation.id)
+            beginQuiescence()
         }
     }
 

@@ -47,6 +47,10 @@ struct SubscriptionManager {
             return (record, false)
         }
         let id = makeID()
+        if awaitingRestored.remove(StoredSubscription(name: name, params: params)) != nil {
+            // Made again while the first connection after a restart waits for it.
+            beingRevived.insert(id)
+        }
         let record = Record(id: id, name: name, params: params, shared: SubscriptionState(name: name, userCode: userCode), notInUseTimeout: notInUseTimeout, useCount: 1)
         records[id] = record
         order.append(id)
@@ -138,11 +142,36 @@ struct SubscriptionManager {
 
     /// The quiescence hold reached its limit: no subscription blocks it any more. Returns those that did.
     mutating func stopRevivingAll() -> Set<String> {
-        defer { beingRevived = [] }
+        defer {
+            beingRevived = []
+            awaitingRestored = []
+        }
         return beingRevived
     }
 
-    var isReviving: Bool { !beingRevived.isEmpty }
+    var isReviving: Bool { !beingRevived.isEmpty || !awaitingRestored.isEmpty }
+
+    /// Subscriptions that were active when the app last stopped and that the app has not made again yet: the first
+    /// connection after a restart waits for them (until ``stopAwaitingRestored()``). Confined to the client queue.
+    private(set) var awaitingRestored: Set<StoredSubscription> = []
+
+    /// The first connection after a restart: every subscription made so far is revived, and those of `restored` not
+    /// made yet are awaited.
+    mutating func startRestoredRevival(_ restored: Set<StoredSubscription>) {
+        beingRevived = Set(records.keys)
+        awaitingRestored = restored.subtracting(records.values.map { StoredSubscription(name: $0.name, params: $0.params) })
+    }
+
+    /// The delay for making restored subscriptions again is over.
+    mutating func stopAwaitingRestored() {
+        awaitingRestored = []
+    }
+
+    /// The subscriptions on the server, in subscription order (what a store keeps): those no handle uses any more
+    /// count until they are unsubscribed, so an app tearing its handles down as it quits does not forget them.
+    var active: [StoredSubscription] {
+        order.compactMap { records[$0] }.map { StoredSubscription(name: $0.name, params: $0.params) }
+    }
 
     /// Removes every record (the client was closed) and returns them, to be stopped.
     mutating func removeAll() -> [Record] {

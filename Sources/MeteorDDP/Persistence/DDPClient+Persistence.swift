@@ -1,0 +1,258 @@
+import Dispatch
+import EJSON
+
+/// A client's offline store at work: the write-behind, and what the session needs to reconcile and to hold calls
+/// until they are durable.
+final class ClientPersistence: @unchecked Sendable {
+    // @unchecked because the variables are confined to the client queue; the rest is immutable or thread-safe.
+
+    let settings: Persistence
+    let writer: WriteBehind
+    let restoredCalls: RestoredCalls
+
+    // MARK: - Mutable State (confined to the client queue)
+
+    /// Whether the first connection after a restart has yet to reconcile the restored cache. Confined to the client queue.
+    var pendingReconciliation = false
+    /// The subscriptions that were active when the app stopped, until the reconciliation delay ends. Confined to the client queue.
+    var restoredSubscriptions: Set<StoredSubscription> = []
+    /// Calls kept in the store, not completed yet. Confined to the client queue.
+    var persistedMethods: Set<String> = []
+    /// Calls whose record is not on disk yet. Confined to the client queue.
+    var notDurable: Set<String> = []
+    /// Calls to send once they (and the ones before them) are on disk, in order. Confined to the client queue.
+    var awaitingDurability: [MethodCoordinator.Invocation] = []
+    /// The subscriptions last handed to the store. Confined to the client queue.
+    var storedSubscriptions: [StoredSubscription] = []
+    /// The restored calls by id. Confined to the client queue.
+    var restoredByID: [String: RestoredCall] = [:]
+
+    init(settings: Persistence, writer: WriteBehind, restoredCalls: RestoredCalls) {
+        self.settings = settings
+        self.writer = writer
+        self.restoredCalls = restoredCalls
+    }
+
+    /// Opens the store and reads it (on the thread creating the client). Never throws: problems go in the report.
+    static func open(_ settings: Persistence?) -> (ClientPersistence?, StoredState, RestoreReport) {
+        var report = RestoreReport()
+        guard let settings else { return (nil, StoredState(), report) }
+        let store: any ClientStore
+        do {
+            store = try settings.openStore()
+        } catch {
+            report.problem = (error as? PersistenceError) ?? PersistenceError(.cannotOpen, path: nil, reason: "\(error)")
+            return (nil, StoredState(), report)
+        }
+        let path = (store as? SQLiteStore)?.fileURL.path
+        report.problem = (store as? SQLiteStore)?.openingProblem
+        var state = StoredState()
+        do {
+            state = try store.load()
+        } catch {
+            report.problem = PersistenceError(.readFailed, path: path, reason: "\(error)")
+            // What could not be read would otherwise be completed by later writes into a mix of two states.
+            try? store.clear(keepingDocuments: false)
+        }
+        report.documents = state.documents.count
+        report.methods = state.methods.count
+        report.subscriptions = state.subscriptions.count
+        let calls = state.methods.map { RestoredCall(id: $0.id, name: $0.name, params: $0.params, randomSeed: $0.randomSeed) }
+        let persistence = ClientPersistence(
+            settings: settings,
+            writer: WriteBehind(store: store),
+            restoredCalls: RestoredCalls(calls: calls)
+        )
+        persistence.restoredByID = Dictionary(calls.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return (persistence, state, report)
+    }
+}
+
+extension DDPClient {
+    /// The calls restored from the offline store at launch and their outcomes (empty without persistence).
+    public var restoredCalls: RestoredCalls { persistence?.restoredCalls ?? RestoredCalls(calls: []) }
+
+    /// Puts the stored state back: the cache (in one transaction, before anything can observe it), the server's
+    /// versions of stub-written documents, the unanswered calls in order, and the subscriptions to wait for. Then
+    /// starts writing behind. Called once, at the end of `init`.
+    func restore(_ state: StoredState, into persistence: ClientPersistence) {
+        if !state.documents.isEmpty {
+            database.apply(state.documents.map { DataUpdate.added($0.key, $0.fields) })
+        }
+        persistence.writer.onFailure = { [weak self] problem in
+            self?.report(DDPError(.persistenceFailed, problem.description, persistenceError: problem))
+        }
+        queue.sync {
+            session.serverDocuments.restore(state.serverDocuments, methods: state.methods)
+            session.serverDocuments.trackChanges()
+            let calls = persistence.restoredCalls
+            for method in state.methods {
+                guard let call = persistence.restoredByID[method.id] else { continue }
+                var options = MethodOptions()
+                options.wait = method.wait
+                options.noRetry = method.noRetry
+                var invocation = MethodCoordinator.Invocation(
+                    id: method.id,
+                    name: method.name,
+                    message: .method(id: method.id, method: method.name, params: method.params, randomSeed: method.randomSeed),
+                    options: options,
+                    completion: { calls.record(call, $0) }
+                )
+                // Records the outcome; runs no user code.
+                invocation.completesInline = true
+                switch method.result {
+                case .value(let value)?: invocation.result = .success(value)
+                case .error(let error)?: invocation.result = .failure(.server(method.name, error))
+                case nil: break
+                }
+                session.methods.restore(invocation)
+                persistence.persistedMethods.insert(method.id)
+            }
+            persistence.restoredSubscriptions = Set(state.subscriptions)
+            persistence.storedSubscriptions = state.subscriptions
+            persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
+            // Server versions no restored call claims were dropped: the store forgets them too.
+            persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+        }
+        let writer = persistence.writer
+        database.observeCommits { writer.committed($0) }
+    }
+
+    // MARK: - Calls
+
+    /// A call was made (on the client queue, after its stub ran): unless its method stays in memory, its record goes
+    /// to the store, and its frame waits until it is on disk.
+    func persistCall(_ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue], stubWrote: [DocumentKey]) {
+        guard let persistence, !persistence.settings.memoryOnlyMethods.contains(invocation.name), !persistence.writer.hasFailed else { return }
+        let id = invocation.id
+        persistence.persistedMethods.insert(id)
+        persistence.notDurable.insert(id)
+        // The stub's server versions first: they are in the same batch as the call, or an earlier one.
+        persistSessionChanges()
+        let method = StoredMethod(
+            id: id, name: invocation.name, params: params, randomSeed: randomSeed, wait: invocation.options.wait,
+            noRetry: invocation.options.noRetry, stubWrote: stubWrote
+        )
+        persistence.writer.methodAdded(method) { [weak self] in
+            guard let self else { return }
+            self.queue.async { self.callBecameDurable(id) }
+        }
+    }
+
+    /// Whether `invocation` must wait for the store before going out (it, or a call before it, is not on disk).
+    func mustAwaitDurability(_ invocation: MethodCoordinator.Invocation) -> Bool {
+        guard let persistence else { return false }
+        guard !persistence.awaitingDurability.isEmpty || persistence.notDurable.contains(invocation.id) else { return false }
+        persistence.awaitingDurability.append(invocation)
+        return true
+    }
+
+    private func callBecameDurable(_ id: String) {
+        guard let persistence else { return }
+        persistence.notDurable.remove(id)
+        while let first = persistence.awaitingDurability.first, !persistence.notDurable.contains(first.id) {
+            persistence.awaitingDurability.removeFirst()
+            // A reset since then re-sends it through the blocks (or it completed meanwhile).
+            guard session.methods.isSent(first.id) else { continue }
+            transmit(first)
+        }
+    }
+
+    /// A new socket: calls waiting for the disk go out again through the method blocks.
+    func persistenceSocketReset() {
+        persistence?.awaitingDurability = []
+    }
+
+    /// The server answered a kept call before its data was visible: the answer is kept too (after a restart the
+    /// call is not sent again; it completes at reconciliation, as after a reconnect).
+    func persistResult(_ invocation: MethodCoordinator.Invocation) {
+        guard let persistence, persistence.persistedMethods.contains(invocation.id), let result = invocation.result else { return }
+        switch result {
+        case .success(let value): persistence.writer.methodResult(invocation.id, .value(value))
+        case .failure(let error):
+            guard let meteorError = error.meteorError else { return }
+            persistence.writer.methodResult(invocation.id, .error(meteorError))
+        }
+    }
+
+    /// A kept call completed: it leaves the store.
+    func persistCompletion(_ id: String) {
+        guard let persistence, persistence.persistedMethods.remove(id) != nil else { return }
+        persistence.writer.methodRemoved(id)
+    }
+
+    /// A restored call's `updated`: notes, before the server's versions replace its stub's, whether the server
+    /// already has what the stub wrote (see ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
+    func noteRestoredCallServerVersions(_ id: String) {
+        guard let persistence, persistence.restoredByID[id] != nil else { return }
+        let server = session.serverDocuments.serverVersions(writtenBy: id)
+        let stub = server.map { key, _ in (key, database.document(key)?.fields) }
+        let matches = RestoredCalls.serverHasStubEffect(stub: stub, server: Dictionary(server, uniquingKeysWith: { first, _ in first }))
+        persistence.restoredCalls.noteServerVersions(of: id, matchStub: matches)
+    }
+
+    // MARK: - Session state
+
+    /// Hands the store what changed in the session: server versions of stub-written documents and the active
+    /// subscriptions (with those still awaited from the last run).
+    func persistSessionChanges() {
+        guard let persistence else { return }
+        persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+        var subscriptions = session.subscriptions.active
+        if persistence.pendingReconciliation {
+            let made = Set(subscriptions)
+            subscriptions += persistence.restoredSubscriptions.filter { !made.contains($0) }.sorted { $0.name < $1.name }
+        }
+        if subscriptions != persistence.storedSubscriptions {
+            persistence.storedSubscriptions = subscriptions
+            persistence.writer.subscriptionsChanged(subscriptions)
+        }
+    }
+
+    // MARK: - Reconciliation
+
+    /// Whether the connection that just came up reconciles a restored cache; if so, starts waiting for the
+    /// subscriptions (the app's, and the restored ones it may make again within the delay).
+    func startReconciliationIfPending() -> Bool {
+        guard let persistence, persistence.pendingReconciliation else { return false }
+        session.subscriptions.startRestoredRevival(persistence.restoredSubscriptions)
+        if !session.subscriptions.awaitingRestored.isEmpty {
+            schedule(.reconciliation, after: persistence.settings.reconciliationDelay)
+        }
+        return true
+    }
+
+    /// The reconciliation delay is over: restored subscriptions the app did not make again are no longer awaited.
+    func reconciliationDelayElapsed() {
+        persistence?.restoredSubscriptions = []
+        session.subscriptions.stopAwaitingRestored()
+        endQuiescenceIfPossible()
+        persistSessionChanges()
+    }
+
+    /// The reset at quiescence was applied: a restored cache is reconciled.
+    func reconciliationApplied() {
+        guard let persistence, persistence.pendingReconciliation else { return }
+        persistence.pendingReconciliation = false
+        persistence.restoredSubscriptions = []
+        cancelTimer(.reconciliation)
+        persistSessionChanges()
+    }
+
+    /// Logging out: the store forgets the calls, and the cache unless ``Persistence/keepsCacheOnLogout``.
+    func clearPersistenceOnLogout() {
+        guard let persistence else { return }
+        persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout)
+        persistence.persistedMethods = []
+        persistence.storedSubscriptions = []
+        persistSessionChanges()
+    }
+
+    /// Waits until everything handed to the store so far is on disk (tests, benchmarks).
+    func waitUntilPersisted() {
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        waitUntilIdle()
+        queue.sync { store.flush() }
+        persistence?.writer.waitUntilWritten()
+    }
+}

@@ -1,0 +1,197 @@
+import EJSON
+import Foundation
+
+/// Where and how a ``DDPClient`` keeps its cache and its unanswered calls between launches (opt-in).
+///
+/// For example:
+/// ```swift
+/// var configuration = DDPClient.Configuration()
+/// configuration.persistence = .sqlite(at: try Persistence.defaultFileURL(named: "todos.sqlite"))
+/// let client = DDPClient(url: serverURL, configuration: configuration)
+/// // The cache and the calls of the last run are back: read them before connecting.
+/// client.connect()
+/// ```
+///
+/// With persistence on:
+/// - **The cache is restored** when the client is created, before it connects: the app's first read and first live
+///   query see the last known data (and the effects of the stubs of unanswered calls).
+/// - **Every committed change is written behind**, on the store's own queue, one SQLite transaction per batch of
+///   changes (coalesced under load); readers, writers and notifications never wait for the disk.
+/// - **Calls are durable before they are sent**: a call's frame goes out once its record (id, name, parameters,
+///   `randomSeed`, options) is on disk, in the same transaction as its stub's effects. After a restart the calls are
+///   sent again with the same ids and seeds; their outcomes reach ``DDPClient/restoredCalls``.
+/// - **The first connection reconciles**: restored data is treated like data held across a reconnect (see
+///   ``reconciliationDelay``); unchanged documents post no change notification.
+///
+/// Calls of ``memoryOnlyMethods`` (logins and other calls that carry secrets) are never written to disk.
+public struct Persistence: Sendable {
+    /// Opens the store; called once, when the client is created.
+    let openStore: @Sendable () throws -> any ClientStore
+
+    /// After a restart, how long the first connection waits for the app to subscribe again to a subscription that
+    /// was active when the app stopped. Default 2 s.
+    ///
+    /// The rule: on the first connection after a restore, incoming data is held (as after a reconnect) until every
+    /// subscription the app has made is ready *and* every restored subscription has either been made again and is
+    /// ready, or was not made again within this delay of the connection. Then the held data replaces the restored
+    /// cache in one transaction: documents the server no longer publishes for these subscriptions go away (those of
+    /// subscriptions that were not made again too), documents written by unanswered calls' stubs stay until their
+    /// calls' `updated`, and unchanged documents produce no notification.
+    public var reconciliationDelay: Duration = .seconds(2)
+
+    /// Whether ``DDPClient/logout()`` keeps the persisted cache (the calls are cleared either way). Default `false`:
+    /// logging out removes what the last user saw from the disk.
+    public var keepsCacheOnLogout = false
+
+    /// Methods whose calls stay in memory only (never written to the store): those that carry passwords or tokens.
+    public var memoryOnlyMethods: Set<String> = [
+        "login", "logout", "logoutOtherClients", "getNewToken", "removeOtherTokens", "createUser", "changePassword",
+        "forgotPassword", "resetPassword", "verifyEmail",
+    ]
+
+    /// Persistence through any ``ClientStore`` (a custom store; tests use an in-memory one).
+    public static func store(_ store: any ClientStore) -> Persistence {
+        Persistence(openStore: { store })
+    }
+
+    /// Persistence in a SQLite file (WAL mode, created with permissions 0600; its directory is created 0700 if it
+    /// does not exist). A corrupt file, or one written by a newer version of this library, is moved aside (see
+    /// ``PersistenceError``) and the client starts with an empty cache.
+    public static func sqlite(at fileURL: URL) -> Persistence {
+        Persistence(openStore: { try SQLiteStore(fileURL: fileURL) })
+    }
+
+    /// A file in the application-support directory (`~/Library/Application Support/MeteorDDP/` on Apple
+    /// platforms, `$XDG_DATA_HOME` or `~/.local/share/MeteorDDP/` on Linux), its directory created 0700.
+    public static func defaultFileURL(named name: String = "MeteorDDP.sqlite") throws -> URL {
+        let base = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
+        let directory = base.appendingPathComponent("MeteorDDP", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return directory.appendingPathComponent(name)
+    }
+}
+
+/// What a ``Persistence`` keeps: the cache, the server's versions of stub-written documents, unanswered calls and
+/// active subscriptions. ``SQLiteStore`` implements it; implement it for another storage (for example in tests).
+///
+/// The client calls it from one serial queue of its own, never concurrently, and never on the client queue or under
+/// a lock. An error thrown by ``write(_:)`` stops persistence for the client's lifetime (it goes on in memory and
+/// reports ``DDPError/Code/persistenceFailed``); one thrown by ``load()`` is reported in ``DDPClient/restoreReport``.
+public protocol ClientStore: Sendable {
+    /// Everything stored, read once when the client is created.
+    func load() throws -> StoredState
+    /// Applies one batch atomically (one transaction): a crash leaves the store as before or after it.
+    func write(_ batch: StoreBatch) throws
+    /// Removes the calls, the server's versions and the subscriptions, and the documents unless `keepingDocuments`.
+    func clear(keepingDocuments: Bool) throws
+}
+
+/// The state a ``ClientStore`` holds.
+public struct StoredState: Sendable, Equatable {
+    /// The cache's documents.
+    public var documents: [StoredDocument]
+    /// The server's versions of the documents written by the stubs of unanswered calls.
+    public var serverDocuments: [StoredServerDocument]
+    /// Unanswered calls, in call order.
+    public var methods: [StoredMethod]
+    /// Active subscriptions, in subscription order.
+    public var subscriptions: [StoredSubscription]
+
+    public init(documents: [StoredDocument] = [], serverDocuments: [StoredServerDocument] = [], methods: [StoredMethod] = [], subscriptions: [StoredSubscription] = []) {
+        self.documents = documents
+        self.serverDocuments = serverDocuments
+        self.methods = methods
+        self.subscriptions = subscriptions
+    }
+}
+
+/// A document of the cache.
+public struct StoredDocument: Sendable, Equatable {
+    public var key: DocumentKey
+    public var fields: EJSONObject
+
+    public init(key: DocumentKey, fields: EJSONObject) {
+        self.key = key
+        self.fields = fields
+    }
+}
+
+/// The server's version of a document written by the stubs of unanswered calls.
+public struct StoredServerDocument: Sendable, Equatable {
+    public var key: DocumentKey
+    /// The server's fields (`nil`: the server has no such document, or its version is not known yet).
+    public var fields: EJSONObject?
+    /// The ids of the calls whose stubs wrote it.
+    public var writtenByMethods: [String]
+
+    public init(key: DocumentKey, fields: EJSONObject?, writtenByMethods: [String]) {
+        self.key = key
+        self.fields = fields
+        self.writtenByMethods = writtenByMethods
+    }
+}
+
+/// An unanswered call, as it goes on the wire again after a restart.
+public struct StoredMethod: Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public var params: [EJSONValue]
+    public var randomSeed: String?
+    public var wait: Bool
+    public var noRetry: Bool
+    /// The ids of the documents its stub wrote (for reporting).
+    public var stubWrote: [DocumentKey]
+    /// The server's answer when it came before the call's data was visible (the call is not sent again).
+    public var result: StoredMethodResult?
+
+    public init(id: String, name: String, params: [EJSONValue], randomSeed: String?, wait: Bool, noRetry: Bool, stubWrote: [DocumentKey] = [], result: StoredMethodResult? = nil) {
+        self.id = id
+        self.name = name
+        self.params = params
+        self.randomSeed = randomSeed
+        self.wait = wait
+        self.noRetry = noRetry
+        self.stubWrote = stubWrote
+        self.result = result
+    }
+}
+
+/// A server's answer to a stored call.
+public enum StoredMethodResult: Sendable, Equatable {
+    case value(EJSONValue?)
+    case error(MeteorError)
+}
+
+/// A subscription active when the state was written.
+public struct StoredSubscription: Sendable, Equatable, Hashable {
+    public var name: String
+    public var params: [EJSONValue]
+
+    public init(name: String, params: [EJSONValue]) {
+        self.name = name
+        self.params = params
+    }
+}
+
+/// One atomic write of a ``ClientStore``.
+public struct StoreBatch: Sendable {
+    /// Documents whose newest version is written (`nil`: removed), at most one entry per key.
+    public var documents: [(key: DocumentKey, fields: EJSONObject?)] = []
+    /// Server versions written (`nil`: no longer kept), at most one entry per key.
+    public var serverDocuments: [(key: DocumentKey, document: StoredServerDocument?)] = []
+    /// Calls added, in call order.
+    public var methodsAdded: [StoredMethod] = []
+    /// Results of calls received before their data was visible.
+    public var methodResults: [(id: String, result: StoredMethodResult)] = []
+    /// Calls completed (removed).
+    public var methodsRemoved: [String] = []
+    /// The active subscriptions, when they changed.
+    public var subscriptions: [StoredSubscription]?
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        documents.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty && methodsRemoved.isEmpty
+            && subscriptions == nil
+    }
+}

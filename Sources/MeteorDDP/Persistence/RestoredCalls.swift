@@ -1,0 +1,128 @@
+import EJSON
+import NIOConcurrencyHelpers
+
+/// A call restored from the offline store: made in an earlier run and unanswered when it stopped.
+public struct RestoredCall: Sendable, Equatable {
+    /// The call's id, the same on the wire as in the earlier run.
+    public let id: String
+    public let name: String
+    public let params: [EJSONValue]
+    /// The seed its stub used (the same on the wire, so ids the stub made equal the server's).
+    public let randomSeed: String?
+}
+
+/// How a restored call ended.
+public struct RestoredCallOutcome: Sendable, Equatable {
+    public enum Result: Sendable, Equatable {
+        /// The server ran it (again, if it had run before the restart: see ``alreadyApplied(_:)``).
+        case succeeded(EJSONValue?)
+        /// The server rejected it; its stub's effect was rolled back to the server's version.
+        case failed(MethodError)
+        /// The server rejected it, but the documents its stub wrote are on the server as the stub wrote them (every
+        /// field the stub set, same values; removed ones absent): the call most likely ran before the restart and
+        /// failed now because it ran twice (an insert with the same id: a duplicate key). The server's view stays.
+        case alreadyApplied(MethodError)
+    }
+
+    public let call: RestoredCall
+    public let result: Result
+}
+
+/// The calls a client restored from its store, and their outcomes as they come.
+///
+/// Their original completion handlers died with the earlier run; this is where their results go. Iterate it from
+/// launch (each iteration replays the outcomes so far, then waits for the others, and ends once every restored call
+/// has one). A call cut short by ``DDPClient/close()`` has no outcome in this run: it stays in the store and is sent
+/// again at the next launch.
+///
+/// For example:
+/// ```swift
+/// for await outcome in client.restoredCalls {
+///     if case .failed(let error) = outcome.result { showProblem(outcome.call.name, error) }
+/// }
+/// ```
+public final class RestoredCalls: AsyncSequence, Sendable {
+    public typealias Element = RestoredCallOutcome
+
+    private struct State {
+        var outcomes: [RestoredCallOutcome] = []
+        var continuations: [Int: AsyncStream<RestoredCallOutcome>.Continuation] = [:]
+        var nextID = 0
+        /// Per restored call: whether the server already has what its stub wrote (noted at its `updated`).
+        var alreadyOnServer: [String: Bool] = [:]
+    }
+
+    /// The restored calls, in call order.
+    public let calls: [RestoredCall]
+    private let state = NIOLockedValueBox(State())
+
+    init(calls: [RestoredCall]) {
+        self.calls = calls
+    }
+
+    /// Whether every restored call has its outcome.
+    public var isComplete: Bool { state.withLockedValue { $0.outcomes.count >= calls.count } }
+
+    /// The outcomes so far.
+    public var outcomes: [RestoredCallOutcome] { state.withLockedValue { $0.outcomes } }
+
+    public func makeAsyncIterator() -> AsyncStream<RestoredCallOutcome>.Iterator {
+        let (stream, continuation) = AsyncStream.makeStream(of: RestoredCallOutcome.self, bufferingPolicy: .unbounded)
+        // Unbounded, yet bounded by the number of restored calls (one outcome each).
+        let id: Int? = state.withLockedValue { state in
+            for outcome in state.outcomes { continuation.yield(outcome) }
+            guard state.outcomes.count < calls.count else { return nil }
+            state.nextID += 1
+            state.continuations[state.nextID] = continuation
+            return state.nextID
+        }
+        if let id {
+            continuation.onTermination = { [weak self] _ in _ = self?.state.withLockedValue { $0.continuations.removeValue(forKey: id) } }
+        } else {
+            continuation.finish()
+        }
+        return stream.makeAsyncIterator()
+    }
+
+    /// Notes whether the server has what the stub of call `id` wrote (see ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
+    func noteServerVersions(of id: String, matchStub: Bool) {
+        state.withLockedValue { $0.alreadyOnServer[id] = matchStub }
+    }
+
+    /// Call `call` ended with `result`.
+    func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, MethodError>) {
+        let finished: [AsyncStream<RestoredCallOutcome>.Continuation] = state.withLockedValue { state in
+            let outcome: RestoredCallOutcome.Result
+            switch result {
+            case .success(let value): outcome = .succeeded(value)
+            case .failure(let error) where error.kind == .clientClosed: return []
+            case .failure(let error): outcome = state.alreadyOnServer[call.id] == true ? .alreadyApplied(error) : .failed(error)
+            }
+            let element = RestoredCallOutcome(call: call, result: outcome)
+            state.outcomes.append(element)
+            for continuation in state.continuations.values { continuation.yield(element) }
+            guard state.outcomes.count >= calls.count else { return [] }
+            defer { state.continuations.removeAll() }
+            return Array(state.continuations.values)
+        }
+        for continuation in finished { continuation.finish() }
+    }
+
+    /// Whether the server's versions contain what the stub wrote: each document the stub left present is present
+    /// with every field the stub set, at the same value; each it left absent is absent.
+    static func serverHasStubEffect(stub: [(DocumentKey, EJSONObject?)], server: [DocumentKey: EJSONObject?]) -> Bool {
+        guard !stub.isEmpty else { return false }
+        for (key, stubFields) in stub {
+            guard let serverEntry = server[key] else { return false }
+            switch (stubFields, serverEntry) {
+            case (nil, nil): continue
+            case (let written?, let onServer?):
+                for (name, value) in written where name != "_id" {
+                    guard let serverValue = onServer[name], EJSON.equals(serverValue, value) else { return false }
+                }
+            default: return false
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,268 @@
+import EJSON
+import Foundation
+import GRDB
+
+/// A ``ClientStore`` in one SQLite file, through GRDB: WAL mode, one transaction per batch, schema versions migrated
+/// with a `DatabaseMigrator`.
+///
+/// Documents are stored as EJSON text (the format of the wire, stable across versions of this library), keyed by
+/// collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files) to
+/// `<name>.unusable-<timestamp>` and starts a new one; see ``PersistenceError``.
+public final class SQLiteStore: ClientStore, @unchecked Sendable {
+    // @unchecked because `database` is a GRDB `DatabaseQueue` (Sendable, serialising every access itself) and the
+    // rest is immutable.
+
+    /// The file.
+    public let fileURL: URL
+    private let database: DatabaseQueue
+    /// The problem met while opening (the unusable file moved aside), reported with what `load()` returns.
+    let openingProblem: PersistenceError?
+
+    /// The newest schema version this library writes.
+    static let migrations = ["v1"]
+
+    /// Opens (or creates) the store at `fileURL`.
+    /// - Throws: ``PersistenceError`` of kind ``PersistenceError/Kind/cannotOpen`` when the file cannot be opened at all.
+    public init(fileURL: URL) throws {
+        self.fileURL = fileURL
+        let path = fileURL.path
+        do {
+            (database, openingProblem) = try Self.open(path)
+        } catch let error as PersistenceError {
+            throw error
+        } catch {
+            throw PersistenceError(.cannotOpen, path: path, reason: "\(error)")
+        }
+    }
+
+    private static func open(_ path: String) throws -> (DatabaseQueue, PersistenceError?) {
+        try prepareFile(path)
+        do {
+            return (try openAndMigrate(path), nil)
+        } catch let unusable as Unusable {
+            let movedTo = try moveAside(path)
+            let problem = PersistenceError(unusable.kind, path: path, movedTo: movedTo, reason: unusable.reason)
+            try prepareFile(path)
+            return (try openAndMigrate(path), problem)
+        } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode) {
+            let movedTo = try moveAside(path)
+            let problem = PersistenceError(.corruptFile, path: path, movedTo: movedTo, reason: "\(error)")
+            try prepareFile(path)
+            return (try openAndMigrate(path), problem)
+        }
+    }
+
+    private struct Unusable: Error {
+        let kind: PersistenceError.Kind
+        let reason: String
+    }
+
+    /// Creates the directory (0700) and an empty file (0600) if missing; SQLite gives its `-wal` and `-shm` files
+    /// the main file's permissions.
+    private static func prepareFile(_ path: String) throws {
+        let fileManager = FileManager.default
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !fileManager.fileExists(atPath: directory) {
+            try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        if !fileManager.fileExists(atPath: path) {
+            guard fileManager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw PersistenceError(.cannotOpen, path: path, reason: "cannot create the file")
+            }
+        }
+    }
+
+    private static func openAndMigrate(_ path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(5)
+        configuration.label = "MeteorDDP.SQLiteStore"
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        let migrator = makeMigrator()
+        try database.writeWithoutTransaction { db in
+            // A kill loses nothing committed (the WAL is in the OS's cache); a power cut may lose the last commits.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Forces SQLite to read the header: a file that is not a database fails here.
+            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master")
+            if try migrator.hasBeenSuperseded(db) {
+                let applied = try migrator.appliedIdentifiers(db)
+                throw Unusable(kind: .newerSchema, reason: "schema versions \(applied.sorted()) include some this library does not know")
+            }
+        }
+        try migrator.migrate(database)
+        return database
+    }
+
+    private static func makeMigrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                CREATE TABLE serverDocument (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT, methods TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                CREATE TABLE method (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL, params TEXT NOT NULL, randomSeed TEXT, wait INTEGER NOT NULL, noRetry INTEGER NOT NULL, stubWrote TEXT NOT NULL, result TEXT);
+                CREATE TABLE subscription (position INTEGER PRIMARY KEY, name TEXT NOT NULL, params TEXT NOT NULL);
+                """)
+        }
+        return migrator
+    }
+
+    /// Moves the file and its `-wal`/`-shm` companions aside; returns the new path of the file.
+    private static func moveAside(_ path: String) throws -> String {
+        let stamp = Int(Date().timeIntervalSince1970 * 1000)
+        let target = "\(path).unusable-\(stamp)"
+        let fileManager = FileManager.default
+        try fileManager.moveItem(atPath: path, toPath: target)
+        for suffix in ["-wal", "-shm"] where fileManager.fileExists(atPath: path + suffix) {
+            try? fileManager.moveItem(atPath: path + suffix, toPath: target + suffix)
+        }
+        return target
+    }
+
+    // MARK: - ClientStore
+
+    public func load() throws -> StoredState {
+        try database.read { db in
+            var state = StoredState()
+            let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document")
+            while let row = try documents.next() {
+                state.documents.append(StoredDocument(key: DocumentKey(collectionName: row[0], documentID: row[1]), fields: try Self.object(row[2])))
+            }
+            let servers = try Row.fetchCursor(db, sql: "SELECT collection, id, fields, methods FROM serverDocument")
+            while let row = try servers.next() {
+                let fields: String? = row[2]
+                state.serverDocuments.append(StoredServerDocument(
+                    key: DocumentKey(collectionName: row[0], documentID: row[1]),
+                    fields: try fields.map(Self.object),
+                    writtenByMethods: try Self.strings(row[3])
+                ))
+            }
+            let methods = try Row.fetchCursor(db, sql: "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result FROM method ORDER BY position")
+            while let row = try methods.next() {
+                let result: String? = row[7]
+                state.methods.append(StoredMethod(
+                    id: row[0], name: row[1], params: try Self.array(row[2]), randomSeed: row[3], wait: row[4], noRetry: row[5],
+                    stubWrote: try Self.keys(row[6]), result: try result.map(Self.methodResult)
+                ))
+            }
+            let subscriptions = try Row.fetchCursor(db, sql: "SELECT name, params FROM subscription ORDER BY position")
+            while let row = try subscriptions.next() {
+                state.subscriptions.append(StoredSubscription(name: row[0], params: try Self.array(row[1])))
+            }
+            return state
+        }
+    }
+
+    public func write(_ batch: StoreBatch) throws {
+        try database.write { db in
+            if !batch.documents.isEmpty {
+                let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO document (collection, id, fields) VALUES (?, ?, ?)")
+                let delete = try db.cachedStatement(sql: "DELETE FROM document WHERE collection = ? AND id = ?")
+                for (key, fields) in batch.documents {
+                    if let fields {
+                        try upsert.execute(arguments: [key.collectionName, key.documentID, EJSON.stringify(.object(fields))])
+                    } else {
+                        try delete.execute(arguments: [key.collectionName, key.documentID])
+                    }
+                }
+            }
+            for (key, document) in batch.serverDocuments {
+                if let document {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO serverDocument (collection, id, fields, methods) VALUES (?, ?, ?, ?)",
+                        arguments: [key.collectionName, key.documentID, document.fields.map { EJSON.stringify(.object($0)) },
+                                    EJSON.stringify(.array(document.writtenByMethods.map { .string($0) }))]
+                    )
+                } else {
+                    try db.execute(sql: "DELETE FROM serverDocument WHERE collection = ? AND id = ?", arguments: [key.collectionName, key.documentID])
+                }
+            }
+            for method in batch.methodsAdded {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, stubWrote, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    arguments: [method.id, method.name, EJSON.stringify(.array(method.params)), method.randomSeed, method.wait, method.noRetry,
+                                Self.text(method.stubWrote), method.result.map(Self.text)]
+                )
+            }
+            for (id, result) in batch.methodResults {
+                try db.execute(sql: "UPDATE method SET result = ? WHERE id = ?", arguments: [Self.text(result), id])
+            }
+            for id in batch.methodsRemoved {
+                try db.execute(sql: "DELETE FROM method WHERE id = ?", arguments: [id])
+            }
+            if let subscriptions = batch.subscriptions {
+                try db.execute(sql: "DELETE FROM subscription")
+                for (position, subscription) in subscriptions.enumerated() {
+                    try db.execute(
+                        sql: "INSERT INTO subscription (position, name, params) VALUES (?, ?, ?)",
+                        arguments: [position, subscription.name, EJSON.stringify(.array(subscription.params))]
+                    )
+                }
+            }
+        }
+    }
+
+    public func clear(keepingDocuments: Bool) throws {
+        try database.write { db in
+            if !keepingDocuments { try db.execute(sql: "DELETE FROM document") }
+            try db.execute(sql: "DELETE FROM serverDocument; DELETE FROM method; DELETE FROM subscription")
+        }
+    }
+
+    // MARK: - Encoding
+
+    private struct BadRow: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func object(_ text: String) throws -> EJSONObject {
+        guard case .object(let object) = try EJSON.parse(text) else { throw BadRow(description: "a stored document is not an object") }
+        return object
+    }
+
+    private static func array(_ text: String) throws -> [EJSONValue] {
+        guard case .array(let array) = try EJSON.parse(text) else { throw BadRow(description: "stored parameters are not an array") }
+        return array
+    }
+
+    private static func strings(_ text: String) throws -> [String] {
+        try array(text).map { value in
+            guard case .string(let string) = value else { throw BadRow(description: "a stored id is not a string") }
+            return string
+        }
+    }
+
+    private static func keys(_ text: String) throws -> [DocumentKey] {
+        let parts = try strings(text)
+        guard parts.count % 2 == 0 else { throw BadRow(description: "stored document keys are not pairs") }
+        return stride(from: 0, to: parts.count, by: 2).map { DocumentKey(collectionName: parts[$0], documentID: parts[$0 + 1]) }
+    }
+
+    private static func text(_ keys: [DocumentKey]) -> String {
+        EJSON.stringify(.array(keys.flatMap { [EJSONValue.string($0.collectionName), .string($0.documentID)] }))
+    }
+
+    private static func text(_ result: StoredMethodResult) -> String {
+        switch result {
+        case .value(let value): return EJSON.stringify(["value": value.map { ["v": $0] } ?? [:]])
+        case .error(let error):
+            // Exactly as received (the wire form would fill in a composed message and a type).
+            var object: EJSONObject = [:]
+            switch error.error {
+            case .number(let number): object["error"] = .number(number)
+            case .string(let string): object["error"] = .string(string)
+            }
+            if let reason = error.reason { object["reason"] = .string(reason) }
+            if let details = error.details { object["details"] = details }
+            if let message = error.message { object["message"] = .string(message) }
+            if let type = error.errorType { object["errorType"] = .string(type) }
+            return EJSON.stringify(["error": .object(object)])
+        }
+    }
+
+    private static func methodResult(_ text: String) throws -> StoredMethodResult {
+        let object = try object(text)
+        if let error = object["error"] { return .error(MeteorError(ejson: error)) }
+        guard case .object(let wrapped)? = object["value"] else { throw BadRow(description: "a stored result has neither value nor error") }
+        return .value(wrapped["v"])
+    }
+}

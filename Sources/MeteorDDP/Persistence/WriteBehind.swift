@@ -1,0 +1,189 @@
+import Dispatch
+import EJSON
+import NIOConcurrencyHelpers
+
+/// Writes the client's state behind, on a serial queue of its own, one ``ClientStore`` transaction per batch.
+///
+/// Producers only append under a short lock: the database hands each committed ``DatabaseChanges`` as it commits
+/// (under its write lock: one array append), the client queue hands calls, results and server versions. Whatever
+/// accumulated while a batch was being written goes into the next one (coalesced: a document written many times is
+/// written once, at its newest version). Calls' durability callbacks run once their batch is committed.
+///
+/// A failed write stops persistence for good (``failure``): later batches are dropped, durability callbacks still
+/// run (the client goes on in memory), and `onFailure` reports the error once.
+final class WriteBehind: @unchecked Sendable {
+    // @unchecked because `pending` is protected by its lock and everything else is immutable or confined to `queue`.
+
+    private struct Pending {
+        /// Committed transactions not written yet, in commit order. Protected by `pending`'s lock.
+        var changes: [DatabaseChanges] = []
+        /// Protected by `pending`'s lock.
+        var serverDocuments: [DocumentKey: StoredServerDocument?] = [:]
+        /// Protected by `pending`'s lock.
+        var methodsAdded: [StoredMethod] = []
+        /// Protected by `pending`'s lock.
+        var methodResults: [(id: String, result: StoredMethodResult)] = []
+        /// Protected by `pending`'s lock.
+        var methodsRemoved: [String] = []
+        /// Protected by `pending`'s lock.
+        var subscriptions: [StoredSubscription]?
+        /// Run once what was pending with them is on disk. Protected by `pending`'s lock.
+        var durable: [@Sendable () -> Void] = []
+        /// Whether a write is queued on `queue`. Protected by `pending`'s lock.
+        var scheduled = false
+        /// Set once a write failed. Protected by `pending`'s lock.
+        var failed = false
+
+        var isEmpty: Bool {
+            changes.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty && methodsRemoved.isEmpty
+                && subscriptions == nil && durable.isEmpty
+        }
+    }
+
+    let store: any ClientStore
+    private let queue = DispatchQueue(label: "MeteorDDP.WriteBehind")
+    private let pending = NIOLockedValueBox(Pending())
+    private let failureHandler = NIOLockedValueBox<(@Sendable (PersistenceError) -> Void)?>(nil)
+    private let path: String?
+
+    init(store: any ClientStore) {
+        self.store = store
+        self.path = (store as? SQLiteStore)?.fileURL.path
+    }
+
+    /// Told once, on the writer's queue, when a write fails.
+    var onFailure: (@Sendable (PersistenceError) -> Void)? {
+        get { failureHandler.withLockedValue { $0 } }
+        set { failureHandler.withLockedValue { $0 = newValue } }
+    }
+
+    var hasFailed: Bool { pending.withLockedValue { $0.failed } }
+
+    // MARK: - Producers
+
+    /// A committed transaction (called under the database's write lock: one append).
+    func committed(_ changes: DatabaseChanges) {
+        enqueue { $0.changes.append(changes) }
+    }
+
+    func serverDocumentsChanged(_ documents: [(DocumentKey, StoredServerDocument?)]) {
+        guard !documents.isEmpty else { return }
+        enqueue { pending in
+            for (key, document) in documents { pending.serverDocuments[key] = .some(document) }
+        }
+    }
+
+    /// A call to keep; `durable` runs (on the writer's queue) once it is on disk, or once persistence failed.
+    func methodAdded(_ method: StoredMethod, durable: @escaping @Sendable () -> Void) {
+        enqueue { pending in
+            pending.methodsAdded.append(method)
+            pending.durable.append(durable)
+        }
+    }
+
+    func methodResult(_ id: String, _ result: StoredMethodResult) {
+        enqueue { $0.methodResults.append((id, result)) }
+    }
+
+    func methodRemoved(_ id: String) {
+        enqueue { $0.methodsRemoved.append(id) }
+    }
+
+    func subscriptionsChanged(_ subscriptions: [StoredSubscription]) {
+        enqueue { $0.subscriptions = subscriptions }
+    }
+
+    /// Writes what is pending, then clears the store (logging out); what is enqueued after this call is kept.
+    func clear(keepingDocuments: Bool) {
+        let taken = take()
+        queue.async { [self] in
+            write(taken)
+            guard !hasFailed else { return }
+            do {
+                try store.clear(keepingDocuments: keepingDocuments)
+            } catch {
+                fail(error)
+            }
+        }
+    }
+
+    /// Waits until everything enqueued so far is on disk (or dropped after a failure). For tests and benchmarks.
+    func waitUntilWritten() {
+        queue.sync {}
+    }
+
+    private func enqueue(_ body: (inout Pending) -> Void) {
+        let schedule: Bool = pending.withLockedValue { pending in
+            body(&pending)
+            guard !pending.scheduled else { return false }
+            pending.scheduled = true
+            return true
+        }
+        if schedule { queue.async { self.writePending() } }
+    }
+
+    private func take() -> Pending {
+        pending.withLockedValue { pending in
+            var taken = Pending()
+            swap(&taken, &pending)
+            pending.failed = taken.failed
+            pending.scheduled = taken.scheduled
+            return taken
+        }
+    }
+
+    // MARK: - Writing (on `queue`)
+
+    private func writePending() {
+        let taken: Pending = pending.withLockedValue { pending in
+            var taken = Pending()
+            swap(&taken, &pending)
+            pending.failed = taken.failed
+            return taken
+        }
+        write(taken)
+    }
+
+    private func write(_ taken: Pending) {
+        defer { for durable in taken.durable { durable() } }
+        guard !taken.failed else { return }
+        var batch = StoreBatch()
+        batch.documents = Self.newestVersions(taken.changes)
+        batch.serverDocuments = taken.serverDocuments.map { ($0.key, $0.value) }
+        batch.methodsAdded = taken.methodsAdded
+        batch.methodResults = taken.methodResults
+        batch.methodsRemoved = taken.methodsRemoved
+        batch.subscriptions = taken.subscriptions
+        guard !batch.isEmpty else { return }
+        do {
+            try store.write(batch)
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        let first: Bool = pending.withLockedValue { pending in
+            defer { pending.failed = true }
+            return !pending.failed
+        }
+        guard first else { return }
+        let problem = (error as? PersistenceError) ?? PersistenceError(.writeFailed, path: path, reason: "\(error)")
+        onFailure?(problem)
+    }
+
+    /// Each document's newest version across the transactions, once (`nil`: removed).
+    static func newestVersions(_ changes: [DatabaseChanges]) -> [(key: DocumentKey, fields: EJSONObject?)] {
+        if changes.count == 1 {
+            return changes[0].documentChangeDetails.map { ($0.key, $0.documentAfter?.fields) }
+        }
+        var newest: [DocumentKey: Document?] = [:]
+        var order: [DocumentKey] = []
+        for transaction in changes {
+            for detail in transaction.documentChangeDetails {
+                if newest.updateValue(detail.documentAfter, forKey: detail.key) == nil { order.append(detail.key) }
+            }
+        }
+        return order.map { ($0, newest[$0]!?.fields) }
+    }
+}

@@ -1,0 +1,115 @@
+import EJSON
+import Foundation
+import XCTest
+
+@testable import MeteorDDP
+
+/// The SQLite store: what it writes comes back, its file is private, and an unusable file is moved aside with a
+/// typed error instead of crashing or being overwritten.
+final class SQLiteStoreTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private var file: URL { directory.appendingPathComponent("nested/cache.sqlite") }
+
+    private let ada = DocumentKey(collectionName: "players", documentID: "ada")
+    private let gauss = DocumentKey(collectionName: "players", documentID: "gauss")
+
+    func testWhatIsWrittenIsLoadedBackInOrder() throws {
+        let store = try SQLiteStore(fileURL: file)
+        var batch = StoreBatch()
+        batch.documents = [(ada, ["name": "Ada", "born": .date(Date(timeIntervalSince1970: 1)), "tags": ["x", 1.5]]), (gauss, ["name": "Gauss"])]
+        batch.serverDocuments = [(gauss, StoredServerDocument(key: gauss, fields: nil, writtenByMethods: ["2", "10"]))]
+        batch.methodsAdded = [
+            StoredMethod(id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true, stubWrote: [gauss]),
+            StoredMethod(id: "10", name: "touch", params: [], randomSeed: nil, wait: true, noRetry: false),
+        ]
+        batch.subscriptions = [StoredSubscription(name: "players", params: [5])]
+        try store.write(batch)
+        var second = StoreBatch()
+        second.documents = [(ada, nil)]
+        second.methodResults = [("10", .error(MeteorError(error: .number(409), reason: "dup")))]
+        try store.write(second)
+
+        let loaded = try SQLiteStore(fileURL: file).load()
+        XCTAssertEqual(loaded.documents, [StoredDocument(key: gauss, fields: ["name": "Gauss"])])
+        XCTAssertEqual(loaded.serverDocuments, [StoredServerDocument(key: gauss, fields: nil, writtenByMethods: ["2", "10"])])
+        XCTAssertEqual(loaded.methods.map(\.id), ["2", "10"], "call order")
+        XCTAssertEqual(loaded.methods[0], StoredMethod(id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true, stubWrote: [gauss]))
+        XCTAssertEqual(loaded.methods[1].result, .error(MeteorError(error: .number(409), reason: "dup")))
+        XCTAssertEqual(loaded.subscriptions, [StoredSubscription(name: "players", params: [5])])
+    }
+
+    func testTheFileAndItsDirectoryArePrivate() throws {
+        let store = try SQLiteStore(fileURL: file)
+        var batch = StoreBatch()
+        batch.documents = [(ada, ["name": "Ada"])]
+        try store.write(batch)
+        for path in [file.path, file.path + "-wal"] {
+            let permissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)
+            XCTAssertEqual(permissions.intValue & 0o777, 0o600, path)
+        }
+        let directoryPermissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: file.deletingLastPathComponent().path)[.posixPermissions] as? NSNumber)
+        XCTAssertEqual(directoryPermissions.intValue & 0o777, 0o700)
+    }
+
+    func testACorruptFileIsMovedAsideAndReported() throws {
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: 8192).write(to: file)
+        let store = try SQLiteStore(fileURL: file)
+        let problem = try XCTUnwrap(store.openingProblem)
+        XCTAssertEqual(problem.kind, .corruptFile)
+        let movedTo = try XCTUnwrap(problem.movedTo)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: movedTo)), Data(repeating: 0x5A, count: 8192), "the bad file is kept, untouched")
+        XCTAssertEqual(try store.load(), StoredState(), "a new, empty store")
+        var batch = StoreBatch()
+        batch.documents = [(ada, ["name": "Ada"])]
+        XCTAssertNoThrow(try store.write(batch))
+    }
+
+    func testAFileOfANewerSchemaIsMovedAsideAndReported() throws {
+        _ = try SQLiteStore(fileURL: file)
+        // A later version of the library added a migration this one does not know.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [file.path, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')"]
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+
+        let store = try SQLiteStore(fileURL: file)
+        XCTAssertEqual(store.openingProblem?.kind, .newerSchema)
+        XCTAssertNotNil(store.openingProblem?.movedTo)
+        XCTAssertEqual(try store.load(), StoredState())
+    }
+
+    func testAPathThatCannotBeOpenedThrowsATypedError() throws {
+        let blocker = directory.appendingPathComponent("not-a-directory")
+        try Data("x".utf8).write(to: blocker)
+        XCTAssertThrowsError(try SQLiteStore(fileURL: blocker.appendingPathComponent("cache.sqlite"))) { error in
+            XCTAssertEqual((error as? PersistenceError)?.kind, .cannotOpen)
+        }
+    }
+
+    func testClearingKeepsTheDocumentsOnlyWhenAsked() throws {
+        let store = try SQLiteStore(fileURL: file)
+        var batch = StoreBatch()
+        batch.documents = [(ada, ["name": "Ada"])]
+        batch.methodsAdded = [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false)]
+        batch.subscriptions = [StoredSubscription(name: "players", params: [])]
+        try store.write(batch)
+        try store.clear(keepingDocuments: true)
+        XCTAssertEqual(try store.load(), StoredState(documents: [StoredDocument(key: ada, fields: ["name": "Ada"])]))
+        try store.clear(keepingDocuments: false)
+        XCTAssertEqual(try store.load(), StoredState())
+    }
+}
