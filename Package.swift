@@ -98,6 +98,12 @@ let package = Package(
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
             path: "Examples/Leaderboard"
         ),
+        // A client process the offline kill test starts, kills (SIGKILL) and restarts (IntegrationTests/Offline).
+        .executableTarget(
+            name: "OfflineProbe",
+            dependencies: ["MeteorDDP", "EJSON"],
+            path: "Tests/OfflineProbe"
+        ),
         .executableTarget(
             name: "Benchmarks",
             dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "NIOPosix", package: "swift-nio")],
@@ -116,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -65,10 +65,6 @@ struct ServerDocumentBuffer {
         }
     }
 
-    /// The server's versions of the documents `methodID`'s stub wrote, as kept now.
-    func serverVersions(writtenBy methodID: String) -> [(DocumentKey, EJSONObject?)] {
-        (documentsWrittenByMethod[methodID] ?? []).map { ($0, documents[$0]?.fields) }
-    }
 
     var isEmpty: Bool { documents.isEmpty }
 

@@ -26,6 +26,8 @@ final class ClientPersistence: @unchecked Sendable {
     var storedSubscriptions: [StoredSubscription] = []
     /// The restored calls by id. Confined to the client queue.
     var restoredByID: [String: RestoredCall] = [:]
+    /// Per restored call: the documents its stub wrote, as restored (its effect). Confined to the client queue.
+    var restoredStubEffects: [String: [(DocumentKey, EJSONObject?)]] = [:]
 
     init(settings: Persistence, writer: WriteBehind, restoredCalls: RestoredCalls) {
         self.settings = settings
@@ -108,6 +110,10 @@ extension DDPClient {
                 session.methods.restore(invocation)
                 persistence.persistedMethods.insert(method.id)
             }
+            let restoredDocuments = Dictionary(state.documents.map { ($0.key, $0.fields) }, uniquingKeysWith: { _, last in last })
+            for method in state.methods where method.result == nil {
+                persistence.restoredStubEffects[method.id] = method.stubWrote.map { ($0, restoredDocuments[$0]) }
+            }
             persistence.restoredSubscriptions = Set(state.subscriptions)
             persistence.storedSubscriptions = state.subscriptions
             persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
@@ -181,14 +187,13 @@ extension DDPClient {
         persistence.writer.methodRemoved(id)
     }
 
-    /// A restored call's `updated`: notes, before the server's versions replace its stub's, whether the server
-    /// already has what the stub wrote (see ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
+    /// A restored call completes (its data is visible: the cache has the server's versions of what its stub
+    /// wrote): notes whether the server has what the stub wrote (see
+    /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
     func noteRestoredCallServerVersions(_ id: String) {
-        guard let persistence, persistence.restoredByID[id] != nil else { return }
-        let server = session.serverDocuments.serverVersions(writtenBy: id)
-        let stub = server.map { key, _ in (key, database.document(key)?.fields) }
-        let matches = RestoredCalls.serverHasStubEffect(stub: stub, server: Dictionary(server, uniquingKeysWith: { first, _ in first }))
-        persistence.restoredCalls.noteServerVersions(of: id, matchStub: matches)
+        guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
+        let server = Dictionary(stub.map { key, _ in (key, database.document(key)?.fields) }, uniquingKeysWith: { first, _ in first })
+        persistence.restoredCalls.noteServerVersions(of: id, matchStub: RestoredCalls.serverHasStubEffect(stub: stub, server: server))
     }
 
     // MARK: - Session state

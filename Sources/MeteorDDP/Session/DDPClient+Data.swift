@@ -123,7 +123,6 @@ extension DDPClient {
 
     /// The documents that no other pending method's stub wrote get the server's version.
     func releaseDocumentsWritten(byMethod id: String) {
-        noteRestoredCallServerVersions(id)
         let methods = session.methods
         let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: methods.isSent)
         for replacement in replacements {
@@ -164,7 +163,10 @@ extension DDPClient {
         case .recorded:
             break
         case .completed(let invocation, let next):
-            persistCompletion(invocation.id)
+            if persistence != nil {
+                noteRestoredCallServerVersions(invocation.id)
+                persistCompletion(invocation.id)
+            }
             if let result = invocation.result {
                 let completion = invocation.completion
                 if invocation.completesInline {

@@ -1,0 +1,129 @@
+// A client process for the offline kill test (IntegrationTests/Offline): it makes stub calls with a store, offline
+// or online, until it is killed; or, in `verify` mode, restores, reconnects and prints what it ends with.
+//
+//   OfflineProbe offline <store> <calls>          calls addItem(1…calls) without ever connecting
+//   OfflineProbe online  <store> <calls> <port>   the same, connected and subscribed to "items"
+//   OfflineProbe verify  <store> <port>           prints what was restored, reconnects, waits for every restored
+//                                                 call's outcome, prints the outcomes, the cache and the keys notified
+//
+// Output lines: `called N`, `completed N`, `restored {json}`, `outcome ID KIND`, `cache {json}`, `notified {json}`.
+import EJSON
+import Foundation
+import MeteorDDP
+
+/// One line, written at once (unbuffered: a SIGKILL loses nothing printed).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: OfflineProbe offline|online|verify <store> …\n".utf8))
+    exit(2)
+}
+let mode = arguments[1]
+let store = URL(fileURLWithPath: arguments[2])
+
+var configuration = DDPClient.Configuration()
+configuration.persistence = .sqlite(at: store)
+configuration.persistence?.reconciliationDelay = .milliseconds(500)
+let port = Int(arguments.last!) ?? 0
+let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(port)/websocket")!, configuration: configuration)
+client.defineStub("addItem") { context in
+    _ = context.collection("items").insert(["n": context.params[0]])
+    return nil
+}
+
+func items() -> EJSONValue {
+    .array(client.database.collection("items").documents.sorted { $0.id < $1.id }.map { document in
+        var fields = document.fields
+        fields["_id"] = .string(document.id)
+        return .object(fields)
+    })
+}
+
+switch mode {
+case "offline", "online":
+    let calls = Int(arguments[3]) ?? 0
+    var subscription: Subscription?
+    if mode == "online" {
+        client.connect()
+        subscription = client.subscribe("items")
+        try await subscription!.ready()
+    }
+    for n in 1...calls {
+        _ = try client.call("addItem", params: [.number(Double(n))]) { result in
+            if case .success = result { say("completed \(n)") }
+        }
+        say("called \(n)")
+        usleep(UInt32.random(in: 0...3_000))
+    }
+    say("done")
+    // Waits to be killed.
+    while true { sleep(60) }
+
+case "verify":
+    let restored: EJSONValue = ["docs": items(), "calls": .array(client.restoredCalls.calls.map { .string($0.id) })]
+    say("restored \(EJSON.stringify(restored))")
+    let notified = NotifiedKeys()
+    let changes = client.database.changes
+    let watcher = Task {
+        for await change in changes {
+            for key in change.affectedDocumentKeys { notified.insert(key.documentID) }
+        }
+    }
+    client.connect()
+    let subscription = client.subscribe("items")
+    for await outcome in client.restoredCalls {
+        let kind: String
+        switch outcome.result {
+        case .succeeded: kind = "succeeded"
+        case .failed(let error): kind = "failed:\(error)"
+        case .alreadyApplied: kind = "alreadyApplied"
+        }
+        say("outcome \(outcome.call.id) \(kind)")
+    }
+    try await subscription.ready()
+    say("cache \(EJSON.stringify(items()))")
+    // A marker written last: once the watcher has seen it, every notification before it was seen too.
+    let marker = DocumentKey(collectionName: "probe", documentID: "marker")
+    client.database.apply(.added(marker, [:]))
+    await notified.waitFor(marker.documentID)
+    say("notified \(EJSON.stringify(.array(notified.sorted.map { .string($0) })))")
+    watcher.cancel()
+    exit(0)
+
+default:
+    FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
+    exit(2)
+}
+
+/// Keys seen in change notifications.
+final class NotifiedKeys: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys = Set<String>()
+
+    private var waiter: (key: String, continuation: CheckedContinuation<Void, Never>)?
+
+    func insert(_ key: String) {
+        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
+            keys.insert(key)
+            guard let waiter, waiter.key == key else { return nil }
+            self.waiter = nil
+            return waiter.continuation
+        }
+        resume?.resume()
+    }
+
+    func waitFor(_ key: String) async {
+        await withCheckedContinuation { continuation in
+            let seen: Bool = lock.withLock {
+                if keys.contains(key) { return true }
+                waiter = (key, continuation)
+                return false
+            }
+            if seen { continuation.resume() }
+        }
+    }
+    var sorted: [String] { lock.withLock { keys.filter { $0 != "marker" }.sorted() } }
+}
