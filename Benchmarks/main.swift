@@ -2,11 +2,11 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, queries, ingest, methods, large, clients (and, alone for profiling: apply, inprocess;
+//   sections: memory, ejson, database, queries, ingest, methods, large, clients, offline (and, alone for profiling: apply, inprocess;
 //   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate)
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
-let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients"]
+let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients", "offline"]
 let requested = Array(CommandLine.arguments.dropFirst())
 
 if requested.isEmpty {
@@ -32,6 +32,7 @@ if requested.isEmpty {
         case "inprocess": IngestBenchmarks.inProcess()
         case "ingest": IngestBenchmarks.run()
         case "methods": MethodBenchmarks.run()
+        case "offline": await OfflineBenchmarks.run()
         default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess")
         }
     }

@@ -14,8 +14,8 @@ import XCTest
 /// - the cache ends equal to the server, and the only notifications are stub effects rolled back (calls that never
 ///   became durable, so were never sent).
 ///
-/// `MDDP_KILL_ROUNDS` sets the number of rounds (default 20: half offline, half online); the seed of each round's
-/// random kill point is printed.
+/// `MDDP_KILL_ROUNDS` sets the number of rounds (default 20: half offline, half online); each round's
+/// kill point is printed.
 final class OfflineKillTests: XCTestCase {
     private var directory: URL!
 

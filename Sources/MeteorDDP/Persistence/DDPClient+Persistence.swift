@@ -253,7 +253,21 @@ extension DDPClient {
         persistSessionChanges()
     }
 
-    /// Waits until everything handed to the store so far is on disk (tests, benchmarks).
+    /// Returns once every change committed and every call made before it is on disk (at once without persistence).
+    ///
+    /// The store writes behind on its own; call this where the app must know its state is saved, for example when
+    /// it moves to the background. Everything already received is applied to the cache first.
+    public func flushStore() async {
+        guard persistence != nil else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                self.waitUntilPersisted()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Waits until everything handed to the store so far is on disk (``flushStore()``, tests).
     func waitUntilPersisted() {
         dispatchPrecondition(condition: .notOnQueue(queue))
         waitUntilIdle()
