@@ -91,7 +91,7 @@ let package = Package(
             name: "Todos",
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
             path: "Examples/Todos",
-            exclude: ["demo.txt"]
+            exclude: ["demo.txt", "offline"]
         ),
         .executableTarget(
             name: "Leaderboard",

@@ -6,11 +6,14 @@ import MeteorDDP
 final class TodosApp: @unchecked Sendable {
     // @unchecked because `listSubscriptions` is only touched from the command loop (one task).
     let client: DDPClient
+    /// Whether the client stays offline (`--offline`): subscriptions and calls do not wait for the server.
+    let offline: Bool
     private var listSubscriptions: [String: Subscription] = [:]
     private let start = Date()
 
-    init(client: DDPClient) {
+    init(client: DDPClient, offline: Bool = false) {
         self.client = client
+        self.offline = offline
     }
 
     static let help = """
@@ -23,6 +26,7 @@ final class TodosApp: @unchecked Sendable {
           login <email> <password>   (the embedded server has ada@example.com / password)
           logout
           status                     connection status
+          restored                   wait until every call restored from the store (--store) has its outcome
           quit
         """
 
@@ -55,6 +59,9 @@ final class TodosApp: @unchecked Sendable {
             case "help": print(Self.help)
             case "quit", "exit": return false
             case "status": log("status: \(client.status)")
+            case "restored":
+                for await _ in client.restoredCalls {}
+                log("every restored call has its outcome (\(client.restoredCalls.calls.count) in all)")
             case "lists": showLists()
             case "todos":
                 guard words.count == 2 else { return usage("todos <list>") }
@@ -105,7 +112,7 @@ final class TodosApp: @unchecked Sendable {
     private func subscribeToList(_ listID: String) async throws {
         guard listSubscriptions[listID] == nil else { return }
         let sub = client.subscribe("todos.inList", params: [.string(listID)])
-        try await sub.ready()
+        if !offline { try await sub.ready() }
         listSubscriptions[listID] = sub
     }
 
@@ -136,6 +143,10 @@ final class TodosApp: @unchecked Sendable {
         }
         let localMicros = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1000
         log(String(format: "local:  %@ applied by its stub in %.0f µs (returned %@)", method, localMicros, local.map { EJSON.stringify($0) } ?? "nothing"))
+        if offline {
+            log("offline: \(method) is queued (on disk with --store) and goes to the server once connected")
+            return
+        }
         for await result in confirmations {
             let millis = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
             switch result {

@@ -1,13 +1,17 @@
 import DDPTestServer
+import EJSON
 import Foundation
 import MeteorDDP
 
-// swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS] [--interactive]
+// swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS] [--interactive] [--store PATH [--offline]]
 // swift run todos --serve [--port N]    (only the embedded server, for other clients such as `swift run ddp URL`)
 //
 // With no URL, an embedded DDP server (DDPTestServer) starts on 127.0.0.1 with Meteor's Todos app, and the client
 // connects to it. Without --script, the tour in demo.txt (next to this file) runs first, unless --interactive; then,
 // when standard input is a terminal, commands are read from it (`help` lists them).
+//
+// --store PATH keeps the cache and unanswered calls in a SQLite file between runs; --offline never connects (the
+// server is unreachable): todos added then are on disk, shown at once on the next run and sent once connected.
 
 func option(_ name: String) -> String? {
     let arguments = CommandLine.arguments
@@ -24,8 +28,10 @@ if CommandLine.arguments.contains("--serve") {
     while true { try await Task.sleep(for: .seconds(3600)) }
 }
 
-let server: DDPTestServer? = urlArgument == nil ? try await TodosServer.start(latency: latency) : nil
-guard let url = urlArgument.flatMap(URL.init(string:)) ?? server?.url else {
+let storePath = option("--store")
+let offline = CommandLine.arguments.contains("--offline")
+let server: DDPTestServer? = urlArgument == nil && !offline ? try await TodosServer.start(latency: latency) : nil
+guard let url = urlArgument.flatMap(URL.init(string:)) ?? server?.url ?? (offline ? URL(string: "ws://127.0.0.1:9/websocket") : nil) else {
     print("not a URL: \(urlArgument ?? "")")
     exit(2)
 }
@@ -33,22 +39,51 @@ if server != nil {
     print("embedded DDP server on \(url) (methods answer after \(latency) to make latency compensation visible)")
 }
 
-let client = DDPClient(url: url)
+var configuration = DDPClient.Configuration()
+if let storePath { configuration.persistence = .sqlite(at: URL(fileURLWithPath: storePath)) }
+let client = DDPClient(url: url, configuration: configuration)
 TodosStubs.define(on: client)
-let app = TodosApp(client: client)
-client.connect()
-for await status in client.statusUpdates {
-    if status.isConnected { break }
-    if status.state == .failed {
-        print("could not connect: \(status)")
-        exit(1)
+let app = TodosApp(client: client, offline: offline)
+if let storePath {
+    let report = client.restoreReport
+    app.log("store \(storePath): restored \(report.documents) documents and \(report.methods) unanswered calls"
+        + (report.problem.map { " (\($0))" } ?? ""))
+    if report.documents > 0 { app.showLists() }
+    for call in client.restoredCalls.calls { app.log("queued from the last run: \(call.name) \(EJSON.stringify(.array(call.params)))") }
+}
+// What happens to the calls restored from the last run (their completion handlers ended with it).
+let restoredOutcomes = Task { [client, app] in
+    for await outcome in client.restoredCalls {
+        let result: String
+        switch outcome.result {
+        case .succeeded(let value): result = "confirmed (result \(value.map { EJSON.stringify($0) } ?? "none"))"
+        case .failed(let error): result = "refused, its stub's change rolled back: \(error)"
+        case .alreadyApplied(let error): result = "had already run before the restart (\(error))"
+        }
+        app.log("server: restored call \(outcome.call.name) (id \(outcome.call.id)) \(result)")
     }
 }
-app.log("connected to \(url)")
 let changes = app.watchChanges()
 let lists = client.subscribe("lists.public")
-try await lists.ready()
-app.showLists()
+if offline {
+    app.log("offline: not connecting; the cache and the stubs work as usual")
+} else {
+    client.connect()
+    for await status in client.statusUpdates {
+        if status.isConnected { break }
+        if status.state == .failed {
+            print("could not connect: \(status)")
+            exit(1)
+        }
+    }
+    app.log("connected to \(url)")
+    // With a store the lists are already cached: the app goes on at once (the subscriptions it makes next are
+    // awaited together when the first connection reconciles the restored cache).
+    if storePath == nil || client.restoreReport.documents == 0 {
+        try await lists.ready()
+        app.showLists()
+    }
+}
 
 /// The commands of a script file: one per line, `#` comments and blank lines skipped.
 func commands(inScript path: String) throws -> [String] {
@@ -87,5 +122,8 @@ if !quit, scriptPath == nil, isatty(STDIN_FILENO) != 0 {
 client.database.notificationQueue.sync {}
 try await Task.sleep(for: .milliseconds(50))
 changes.cancel()
+restoredOutcomes.cancel()
+// Everything on disk before quitting (the store writes behind; a kill would keep what was written).
+await client.flushStore()
 client.close()
 try await server?.stop()
