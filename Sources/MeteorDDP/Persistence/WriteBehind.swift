@@ -17,6 +17,11 @@ final class WriteBehind: @unchecked Sendable {
     private struct Pending {
         /// Committed transactions not written yet, in commit order. Protected by `pending`'s lock.
         var changes: [DatabaseChanges] = []
+        /// Document changes listed in `changes`. Protected by `pending`'s lock.
+        var changeCount = 0
+        /// When `changeCount` passes it, `changes` are folded into one (see ``WriteBehind/committed(_:)``).
+        /// Protected by `pending`'s lock.
+        var foldThreshold = WriteBehind.foldThreshold
         /// Protected by `pending`'s lock.
         var serverDocuments: [DocumentKey: StoredServerDocument?] = [:]
         /// Protected by `pending`'s lock.
@@ -59,11 +64,31 @@ final class WriteBehind: @unchecked Sendable {
 
     var hasFailed: Bool { pending.withLockedValue { $0.failed } }
 
+    /// Document changes waiting for the disk (tests).
+    var pendingChangeCount: Int { pending.withLockedValue { $0.changeCount } }
+
     // MARK: - Producers
 
+    /// Pending document changes past which the pending transactions are folded into one.
+    static let foldThreshold = 100_000
+
     /// A committed transaction (called under the database's write lock: one append).
+    ///
+    /// Bounded: while the disk lags (a slow or stalled write), the transactions waiting for it are folded into one
+    /// change set (each document's newest version) whenever they list more than twice as many changes as the last
+    /// fold left, and at least ``foldThreshold``; what waits is then at most about one version per document, however
+    /// long the server goes on changing the same documents.
     func committed(_ changes: DatabaseChanges) {
-        enqueue { $0.changes.append(changes) }
+        enqueue { pending in
+            pending.changes.append(changes)
+            pending.changeCount += changes.count
+            guard pending.changeCount > pending.foldThreshold, pending.changes.count > 1 else { return }
+            var folded = pending.changes[0]
+            for later in pending.changes.dropFirst() { folded.merge(later) }
+            pending.changes = [folded]
+            pending.changeCount = folded.count
+            pending.foldThreshold = max(Self.foldThreshold, 2 * folded.count)
+        }
     }
 
     func serverDocumentsChanged(_ documents: [(DocumentKey, StoredServerDocument?)]) {
