@@ -189,6 +189,15 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// Puts documents made elsewhere (restored from a store) into the cache, in one transaction.
+    func install(_ documents: [(DocumentKey, Document)]) {
+        performUpdates {
+            for (key, document) in documents {
+                transaction!.update(key) { _ in .some(document) }
+            }
+        }
+    }
+
     /// Removes every document except those in `keeping` (in a transaction: when the same transaction adds documents
     /// back, only the real differences are reported).
     public func removeAllDocuments(except keeping: Set<DocumentKey> = []) {

@@ -62,6 +62,16 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
         })
     }
 
+    /// A document from packed fields already checked (see `init(id:validatingPackedFields:)`): one copy.
+    init(id: String, fieldCount: Int, packedFields: UnsafeRawBufferPointer) {
+        var id = id
+        self.init(storage: id.withUTF8 { idBytes in
+            Self.makeStorage(idBytes: UnsafeRawBufferPointer(idBytes), fieldCount: fieldCount, byteCount: packedFields.count) { writer in
+                writer.bytes(packedFields)
+            }
+        })
+    }
+
     private static func makeStorage(
         idBytes: UnsafeRawBufferPointer, fieldCount: Int, byteCount: Int, write: (inout PackedFieldsWriter) -> Void
     ) -> Storage {

@@ -79,7 +79,7 @@ extension DDPClient {
     /// starts writing behind. Called once, at the end of `init`.
     func restore(_ state: StoredState, into persistence: ClientPersistence) {
         if !state.documents.isEmpty {
-            database.apply(state.documents.map { DataUpdate.added($0.key, $0.fields) })
+            database.install(state.documents.map { ($0.key, $0.document) })
         }
         persistence.writer.onFailure = { [weak self] problem in
             self?.report(DDPError(.persistenceFailed, problem.description, persistenceError: problem))
@@ -110,7 +110,11 @@ extension DDPClient {
                 session.methods.restore(invocation)
                 persistence.persistedMethods.insert(method.id)
             }
-            let restoredDocuments = Dictionary(state.documents.map { ($0.key, $0.fields) }, uniquingKeysWith: { _, last in last })
+            let written = Set(state.methods.lazy.filter { $0.result == nil }.flatMap(\.stubWrote))
+            var restoredDocuments: [DocumentKey: EJSONObject] = [:]
+            if !written.isEmpty {
+                for stored in state.documents where written.contains(stored.key) { restoredDocuments[stored.key] = stored.fields }
+            }
             for method in state.methods where method.result == nil {
                 persistence.restoredStubEffects[method.id] = method.stubWrote.map { ($0, restoredDocuments[$0]) }
             }

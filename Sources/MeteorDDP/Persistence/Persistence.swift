@@ -108,11 +108,18 @@ public struct StoredState: Sendable, Equatable {
 /// A document of the cache.
 public struct StoredDocument: Sendable, Equatable {
     public var key: DocumentKey
-    public var fields: EJSONObject
+    /// The document (its id is `key.documentID`).
+    public var document: Document
+    /// Its fields (decoded on each call).
+    public var fields: EJSONObject { document.fields }
+
+    public init(key: DocumentKey, document: Document) {
+        self.key = key
+        self.document = document
+    }
 
     public init(key: DocumentKey, fields: EJSONObject) {
-        self.key = key
-        self.fields = fields
+        self.init(key: key, document: Document(id: key.documentID, fields: fields))
     }
 }
 
@@ -176,7 +183,7 @@ public struct StoredSubscription: Sendable, Equatable, Hashable {
 /// One atomic write of a ``ClientStore``.
 public struct StoreBatch: Sendable {
     /// Documents whose newest version is written (`nil`: removed), at most one entry per key.
-    public var documents: [(key: DocumentKey, fields: EJSONObject?)] = []
+    public var documents: [(key: DocumentKey, document: Document?)] = []
     /// Server versions written (`nil`: no longer kept), at most one entry per key.
     public var serverDocuments: [(key: DocumentKey, document: StoredServerDocument?)] = []
     /// Calls added, in call order.

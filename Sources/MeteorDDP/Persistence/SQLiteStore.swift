@@ -5,8 +5,10 @@ import GRDB
 /// A ``ClientStore`` in one SQLite file, through GRDB: WAL mode, one transaction per batch, schema versions migrated
 /// with a `DatabaseMigrator`.
 ///
-/// Documents are stored as EJSON text (the format of the wire, stable across versions of this library), keyed by
-/// collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files) to
+/// Documents are stored as the cache keeps them (packed fields, about their JSON size): writing one is a copy, and
+/// reading one back is a validation pass and a copy (``PackedFieldsValidator``: a changed file gives a typed error,
+/// never a bad read). A change of that format comes with a migration. Parameters and results of calls are EJSON
+/// text. Rows are keyed by collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files) to
 /// `<name>.unusable-<timestamp>` and starts a new one; see ``PersistenceError``.
 public final class SQLiteStore: ClientStore, @unchecked Sendable {
     // @unchecked because `database` is a GRDB `DatabaseQueue` (Sendable, serialising every access itself) and the
@@ -97,7 +99,7 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
-                CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields BLOB NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
                 CREATE TABLE serverDocument (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT, methods TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
                 CREATE TABLE method (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL, params TEXT NOT NULL, randomSeed TEXT, wait INTEGER NOT NULL, noRetry INTEGER NOT NULL, stubWrote TEXT NOT NULL, result TEXT);
                 CREATE TABLE subscription (position INTEGER PRIMARY KEY, name TEXT NOT NULL, params TEXT NOT NULL);
@@ -125,7 +127,16 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             var state = StoredState()
             let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document")
             while let row = try documents.next() {
-                state.documents.append(StoredDocument(key: DocumentKey(collectionName: row[0], documentID: row[1]), fields: try Self.object(row[2])))
+                let key = DocumentKey(collectionName: row[0], documentID: row[1])
+                guard let packed = row.dataNoCopy(atIndex: 2) else { throw BadRow(description: "a stored document without fields") }
+                let document = try packed.withUnsafeBytes { bytes in
+                    do {
+                        return try Document(id: key.documentID, validatingPackedFields: bytes)
+                    } catch {
+                        throw BadRow(description: "stored document \(key): \(error)")
+                    }
+                }
+                state.documents.append(StoredDocument(key: key, document: document))
             }
             let servers = try Row.fetchCursor(db, sql: "SELECT collection, id, fields, methods FROM serverDocument")
             while let row = try servers.next() {
@@ -157,9 +168,10 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             if !batch.documents.isEmpty {
                 let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO document (collection, id, fields) VALUES (?, ?, ?)")
                 let delete = try db.cachedStatement(sql: "DELETE FROM document WHERE collection = ? AND id = ?")
-                for (key, fields) in batch.documents {
-                    if let fields {
-                        try upsert.execute(arguments: [key.collectionName, key.documentID, EJSON.stringify(.object(fields))])
+                for (key, document) in batch.documents {
+                    if let document {
+                        let packed = document.withBytes { Data($0) }
+                        try upsert.execute(arguments: [key.collectionName, key.documentID, packed])
                     } else {
                         try delete.execute(arguments: [key.collectionName, key.documentID])
                     }

@@ -198,9 +198,9 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     /// Each document's newest version across the transactions, once (`nil`: removed).
-    static func newestVersions(_ changes: [DatabaseChanges]) -> [(key: DocumentKey, fields: EJSONObject?)] {
+    static func newestVersions(_ changes: [DatabaseChanges]) -> [(key: DocumentKey, document: Document?)] {
         if changes.count == 1 {
-            return changes[0].documentChangeDetails.map { ($0.key, $0.documentAfter?.fields) }
+            return changes[0].documentChangeDetails.map { ($0.key, $0.documentAfter) }
         }
         var newest: [DocumentKey: Document?] = [:]
         var order: [DocumentKey] = []
@@ -209,6 +209,6 @@ final class WriteBehind: @unchecked Sendable {
                 if newest.updateValue(detail.documentAfter, forKey: detail.key) == nil { order.append(detail.key) }
             }
         }
-        return order.map { ($0, newest[$0]!?.fields) }
+        return order.map { ($0, newest[$0]!) }
     }
 }

@@ -327,6 +327,22 @@ final class OfflineRestoreTests: XCTestCase {
         XCTAssertEqual(try SQLiteStore(fileURL: file).load().documents.count, 1, "the new store works")
     }
 
+    func testARowChangedBehindTheLibrarysBackStartsEmptyWithAReadError() throws {
+        firstRunWithPlayers()
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [file.path, "UPDATE document SET fields = X'0361646107FFFFFFFF' WHERE id = 'ada'"]
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let harness = launch()
+        XCTAssertEqual(harness.client.restoreReport.problem?.kind, .readFailed)
+        XCTAssertEqual(harness.client.database.collection("players").count, 0, "nothing half-restored")
+        harness.client.waitUntilPersisted()
+        XCTAssertEqual(try SQLiteStore(fileURL: file).load(), StoredState(), "the unreadable state was cleared, not mixed with new writes")
+    }
+
     func testLoggingOutClearsTheStore() async throws {
         firstRunWithPlayers()
         let harness = launch()

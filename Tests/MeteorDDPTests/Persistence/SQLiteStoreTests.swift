@@ -26,7 +26,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testWhatIsWrittenIsLoadedBackInOrder() throws {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
-        batch.documents = [(ada, ["name": "Ada", "born": .date(Date(timeIntervalSince1970: 1)), "tags": ["x", 1.5]]), (gauss, ["name": "Gauss"])]
+        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada", "born": .date(Date(timeIntervalSince1970: 1)), "tags": ["x", 1.5]])), (gauss, Document(id: "gauss", fields: ["name": "Gauss"]))]
         batch.serverDocuments = [(gauss, StoredServerDocument(key: gauss, fields: nil, writtenByMethods: ["2", "10"]))]
         batch.methodsAdded = [
             StoredMethod(id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true, stubWrote: [gauss]),
@@ -51,7 +51,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testTheFileAndItsDirectoryArePrivate() throws {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
-        batch.documents = [(ada, ["name": "Ada"])]
+        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"]))]
         try store.write(batch)
         for path in [file.path, file.path + "-wal"] {
             let permissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)
@@ -71,7 +71,7 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: movedTo)), Data(repeating: 0x5A, count: 8192), "the bad file is kept, untouched")
         XCTAssertEqual(try store.load(), StoredState(), "a new, empty store")
         var batch = StoreBatch()
-        batch.documents = [(ada, ["name": "Ada"])]
+        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"]))]
         XCTAssertNoThrow(try store.write(batch))
     }
 
@@ -103,7 +103,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testClearingKeepsTheDocumentsOnlyWhenAsked() throws {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
-        batch.documents = [(ada, ["name": "Ada"])]
+        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"]))]
         batch.methodsAdded = [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false)]
         batch.subscriptions = [StoredSubscription(name: "players", params: [])]
         try store.write(batch)

@@ -52,9 +52,9 @@ final class ScriptedClientStore: ClientStore, @unchecked Sendable {
         if let reason = failure.withLockedValue({ $0 }) { throw PersistenceError(.writeFailed, path: nil, reason: reason) }
         writes.withLockedValue { $0 += 1 }
         state.withLockedValue { state in
-            for (key, fields) in batch.documents {
+            for (key, document) in batch.documents {
                 state.documents.removeAll { $0.key == key }
-                if let fields { state.documents.append(StoredDocument(key: key, fields: fields)) }
+                if let document { state.documents.append(StoredDocument(key: key, document: document)) }
             }
             for (key, document) in batch.serverDocuments {
                 state.serverDocuments.removeAll { $0.key == key }
