@@ -64,6 +64,7 @@ struct MethodCoordinator {
     /// is not sent again, as after a reconnect); the others queue as if just called, not sent. Later ids follow the
     /// restored ones.
     mutating func restore(_ invocation: Invocation) {
+        guard invocations[invocation.id] == nil else { return }
         invocations[invocation.id] = invocation
         if invocation.result == nil {
             if invocation.options.wait || blocks.last?.wait != false {
@@ -72,7 +73,7 @@ struct MethodCoordinator {
                 blocks[blocks.count - 1].methodIDs.append(invocation.id)
             }
         }
-        if let number = Int(invocation.id), number >= nextID { nextID = number + 1 }
+        if let number = Int(invocation.id), number >= nextID, number < Int.max { nextID = number + 1 }
     }
 
     /// Whether the call went out on the current socket (or was "sent" while it was down).

@@ -78,6 +78,8 @@ public struct MethodOptions: Sendable {
     /// Like ``onResultReceived``, but called on the client queue while the result is handled, before anything else
     /// happens (for the client's own logins: the token must be resumable before a reconnect can follow).
     var onResultReceivedOnClientQueue: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
+    /// Whether the call stays in memory whatever its name (logins: their parameters are credentials).
+    var keepsInMemoryOnly = false
 
     /// Creates the default options.
     public init(wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false) {

@@ -51,8 +51,12 @@ struct ServerDocumentBuffer {
 
     /// Puts back what a store kept (at launch, before anything else).
     mutating func restore(_ stored: [StoredServerDocument], methods: [StoredMethod]) {
+        let restoredIDs = Set(methods.map(\.id))
         for document in stored {
-            documents[document.key] = ServerDocument(fields: document.fields, writtenByMethods: Set(document.writtenByMethods))
+            // Calls that were never stored (memory-only ones, those a logout cleared) will never have an `updated`.
+            let writers = Set(document.writtenByMethods).intersection(restoredIDs)
+            documents[document.key] = ServerDocument(fields: document.fields, writtenByMethods: writers)
+            if writers.count != document.writtenByMethods.count { noteChange(document.key) }
         }
         for method in methods {
             let keys = method.stubWrote.filter { documents[$0]?.writtenByMethods.contains(method.id) == true }
@@ -72,6 +76,9 @@ struct ServerDocumentBuffer {
     var keys: Set<DocumentKey> { Set(documents.keys) }
 
     func contains(_ key: DocumentKey) -> Bool { documents[key] != nil }
+
+    /// The server's fields of a tracked document (`nil`: the server has none, or it is not tracked).
+    func serverFields(_ key: DocumentKey) -> EJSONObject? { documents[key]?.fields }
 
     // MARK: - Stubs
 

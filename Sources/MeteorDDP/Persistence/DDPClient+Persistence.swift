@@ -39,7 +39,7 @@ final class ClientPersistence: @unchecked Sendable {
     static func open(_ settings: Persistence?) -> (ClientPersistence?, StoredState, RestoreReport) {
         var report = RestoreReport()
         guard let settings else { return (nil, StoredState(), report) }
-        let store: any ClientStore
+        var store: any ClientStore
         do {
             store = try settings.openStore()
         } catch {
@@ -50,7 +50,15 @@ final class ClientPersistence: @unchecked Sendable {
         report.problem = (store as? SQLiteStore)?.openingProblem
         var state = StoredState()
         do {
-            state = try store.load()
+            do {
+                state = try store.load()
+            } catch let error where SQLiteStore.isCorruption(error) {
+                // Damage past the header shows only when the pages are read: the file goes aside as at opening.
+                guard let damaged = store as? SQLiteStore else { throw error }
+                let replacement = try SQLiteStore.replacingDamagedFile(of: damaged, error)
+                store = replacement.0
+                report.problem = replacement.1
+            }
         } catch {
             report.problem = PersistenceError(.readFailed, path: path, reason: "\(error)")
             // What could not be read would otherwise be completed by later writes into a mix of two states.
@@ -59,6 +67,9 @@ final class ClientPersistence: @unchecked Sendable {
         report.documents = state.documents.count
         report.methods = state.methods.count
         report.subscriptions = state.subscriptions.count
+        // One call per id (a custom store might list one twice).
+        var seen = Set<String>()
+        state.methods = state.methods.filter { seen.insert($0.id).inserted }
         let calls = state.methods.map { RestoredCall(id: $0.id, name: $0.name, params: $0.params, randomSeed: $0.randomSeed) }
         let persistence = ClientPersistence(
             settings: settings,
@@ -85,8 +96,8 @@ extension DDPClient {
             self?.report(DDPError(.persistenceFailed, problem.description, persistenceError: problem))
         }
         queue.sync {
-            session.serverDocuments.restore(state.serverDocuments, methods: state.methods)
             session.serverDocuments.trackChanges()
+            session.serverDocuments.restore(state.serverDocuments, methods: state.methods)
             let calls = persistence.restoredCalls
             for method in state.methods {
                 guard let call = persistence.restoredByID[method.id] else { continue }
@@ -105,6 +116,10 @@ extension DDPClient {
                 switch method.result {
                 case .value(let value)?: invocation.result = .success(value)
                 case .error(let error)?: invocation.result = .failure(.server(method.name, error))
+                case nil where method.noRetry:
+                    // Whether it went out before the restart cannot be known, and it must not run twice: it fails as a
+                    // sent noRetry call does at a reconnect (completing, with its stub's effect undone, at reconciliation).
+                    invocation.result = .failure(.invocationFailed(method.name))
                 case nil: break
                 }
                 session.methods.restore(invocation)
@@ -133,7 +148,8 @@ extension DDPClient {
     /// A call was made (on the client queue, after its stub ran): unless its method stays in memory, its record goes
     /// to the store, and its frame waits until it is on disk.
     func persistCall(_ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue], stubWrote: [DocumentKey]) {
-        guard let persistence, !persistence.settings.memoryOnlyMethods.contains(invocation.name), !persistence.writer.hasFailed else { return }
+        guard let persistence, !invocation.options.keepsInMemoryOnly, !persistence.settings.memoryOnlyMethods.contains(invocation.name),
+              !persistence.writer.hasFailed else { return }
         let id = invocation.id
         persistence.persistedMethods.insert(id)
         persistence.notDurable.insert(id)
@@ -196,7 +212,11 @@ extension DDPClient {
     /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
     func noteRestoredCallServerVersions(_ id: String) {
         guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
-        let server = Dictionary(stub.map { key, _ in (key, database.document(key)?.fields) }, uniquingKeysWith: { first, _ in first })
+        // A document another pending call's stub also wrote still shows that stub's value: its server version is the
+        // copy kept aside.
+        let server = Dictionary(stub.map { key, _ in
+            (key, session.serverDocuments.contains(key) ? session.serverDocuments.serverFields(key) : database.document(key)?.fields)
+        }, uniquingKeysWith: { first, _ in first })
         persistence.restoredCalls.noteServerVersions(of: id, matchStub: RestoredCalls.serverHasStubEffect(stub: stub, server: server))
     }
 

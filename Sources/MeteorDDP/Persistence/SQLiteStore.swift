@@ -108,6 +108,20 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         return migrator
     }
 
+    /// Whether an error from SQLite says the file is damaged (found while reading, past the header).
+    static func isCorruption(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode)
+    }
+
+    /// A store in place of one whose file turned out damaged while reading: the file is moved aside and a new one
+    /// created. Returns the new store and the problem to report.
+    static func replacingDamagedFile(of store: SQLiteStore, _ error: any Error) throws -> (SQLiteStore, PersistenceError) {
+        let path = store.fileURL.path
+        let movedTo = try moveAside(path)
+        return (try SQLiteStore(fileURL: store.fileURL), PersistenceError(.corruptFile, path: path, movedTo: movedTo, reason: "\(error)"))
+    }
+
     /// Moves the file and its `-wal`/`-shm` companions aside; returns the new path of the file.
     private static func moveAside(_ path: String) throws -> String {
         let stamp = Int(Date().timeIntervalSince1970 * 1000)
@@ -127,7 +141,7 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             var state = StoredState()
             let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document")
             while let row = try documents.next() {
-                let key = DocumentKey(collectionName: row[0], documentID: row[1])
+                let key = DocumentKey(collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1))
                 guard let packed = row.dataNoCopy(atIndex: 2) else { throw BadRow(description: "a stored document without fields") }
                 let document = try packed.withUnsafeBytes { bytes in
                     do {
@@ -140,24 +154,25 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             }
             let servers = try Row.fetchCursor(db, sql: "SELECT collection, id, fields, methods FROM serverDocument")
             while let row = try servers.next() {
-                let fields: String? = row[2]
+                let fields: String? = try row.decode(atIndex: 2)
                 state.serverDocuments.append(StoredServerDocument(
-                    key: DocumentKey(collectionName: row[0], documentID: row[1]),
+                    key: DocumentKey(collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1)),
                     fields: try fields.map(Self.object),
-                    writtenByMethods: try Self.strings(row[3])
+                    writtenByMethods: try Self.strings(try row.decode(atIndex: 3))
                 ))
             }
             let methods = try Row.fetchCursor(db, sql: "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result FROM method ORDER BY position")
             while let row = try methods.next() {
-                let result: String? = row[7]
+                let result: String? = try row.decode(atIndex: 7)
                 state.methods.append(StoredMethod(
-                    id: row[0], name: row[1], params: try Self.array(row[2]), randomSeed: row[3], wait: row[4], noRetry: row[5],
-                    stubWrote: try Self.keys(row[6]), result: try result.map(Self.methodResult)
+                    id: try row.decode(atIndex: 0), name: try row.decode(atIndex: 1), params: try Self.array(try row.decode(atIndex: 2)),
+                    randomSeed: try row.decode(atIndex: 3), wait: try row.decode(atIndex: 4), noRetry: try row.decode(atIndex: 5),
+                    stubWrote: try Self.keys(try row.decode(atIndex: 6)), result: try result.map(Self.methodResult)
                 ))
             }
             let subscriptions = try Row.fetchCursor(db, sql: "SELECT name, params FROM subscription ORDER BY position")
             while let row = try subscriptions.next() {
-                state.subscriptions.append(StoredSubscription(name: row[0], params: try Self.array(row[1])))
+                state.subscriptions.append(StoredSubscription(name: try row.decode(atIndex: 0), params: try Self.array(try row.decode(atIndex: 1))))
             }
             return state
         }

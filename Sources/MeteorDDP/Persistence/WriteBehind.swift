@@ -14,7 +14,7 @@ import NIOConcurrencyHelpers
 final class WriteBehind: @unchecked Sendable {
     // @unchecked because `pending` is protected by its lock and everything else is immutable or confined to `queue`.
 
-    private struct Pending {
+    struct Pending {
         /// Committed transactions not written yet, in commit order. Protected by `pending`'s lock.
         var changes: [DatabaseChanges] = []
         /// Document changes listed in `changes`. Protected by `pending`'s lock.
@@ -38,10 +38,25 @@ final class WriteBehind: @unchecked Sendable {
         var scheduled = false
         /// Set once a write failed. Protected by `pending`'s lock.
         var failed = false
+        /// A clear asked for (a logout) and what was pending before it: written first, then the store is cleared,
+        /// then the rest. Protected by `pending`'s lock.
+        var clear: ClearRequest?
 
         var isEmpty: Bool {
             changes.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty && methodsRemoved.isEmpty
-                && subscriptions == nil && durable.isEmpty
+                && subscriptions == nil && durable.isEmpty && clear == nil
+        }
+    }
+
+    /// A clear of the store, in order with the writes around it.
+    final class ClearRequest: @unchecked Sendable {
+        // @unchecked because it is immutable once made.
+        let keepingDocuments: Bool
+        let before: Pending
+
+        init(keepingDocuments: Bool, before: Pending) {
+            self.keepingDocuments = keepingDocuments
+            self.before = before
         }
     }
 
@@ -118,17 +133,15 @@ final class WriteBehind: @unchecked Sendable {
         enqueue { $0.subscriptions = subscriptions }
     }
 
-    /// Writes what is pending, then clears the store (logging out); what is enqueued after this call is kept.
+    /// Clears the store (logging out), in order: what was enqueued before is written first, what is enqueued after
+    /// is kept.
     func clear(keepingDocuments: Bool) {
-        let taken = take()
-        queue.async { [self] in
-            write(taken)
-            guard !hasFailed else { return }
-            do {
-                try store.clear(keepingDocuments: keepingDocuments)
-            } catch {
-                fail(error)
-            }
+        enqueue { pending in
+            var before = Pending()
+            swap(&before, &pending)
+            pending.failed = before.failed
+            pending.scheduled = before.scheduled
+            pending.clear = ClearRequest(keepingDocuments: keepingDocuments, before: before)
         }
     }
 
@@ -147,16 +160,6 @@ final class WriteBehind: @unchecked Sendable {
         if schedule { queue.async { self.writePending() } }
     }
 
-    private func take() -> Pending {
-        pending.withLockedValue { pending in
-            var taken = Pending()
-            swap(&taken, &pending)
-            pending.failed = taken.failed
-            pending.scheduled = taken.scheduled
-            return taken
-        }
-    }
-
     // MARK: - Writing (on `queue`)
 
     private func writePending() {
@@ -170,8 +173,18 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     private func write(_ taken: Pending) {
+        if let clear = taken.clear {
+            write(clear.before)
+            if !hasFailed {
+                do {
+                    try store.clear(keepingDocuments: clear.keepingDocuments)
+                } catch {
+                    fail(error)
+                }
+            }
+        }
         defer { for durable in taken.durable { durable() } }
-        guard !taken.failed else { return }
+        guard !hasFailed else { return }
         var batch = StoreBatch()
         batch.documents = Self.newestVersions(taken.changes)
         batch.serverDocuments = taken.serverDocuments.map { ($0.key, $0.value) }
