@@ -18,6 +18,9 @@ let package = Package(
             name: "FuzzQueries",
             dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
         .executableTarget(
+            name: "FuzzStoredDocument",
+            dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
+        .executableTarget(
             name: "FuzzClientSession",
             dependencies: [
                 "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP"),

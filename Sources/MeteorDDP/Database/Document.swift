@@ -170,8 +170,9 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     // MARK: - Packed access
 
-    /// Calls `body` with the packed fields.
-    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    /// Calls `body` with the packed fields (SPI for the fuzz target; the format is internal).
+    @_spi(Storage)
+    public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
         try storage.withUnsafeMutablePointers { header, elements in
             try body(UnsafeRawBufferPointer(start: elements + header.pointee.idByteCount, count: header.pointee.byteCount))
         }

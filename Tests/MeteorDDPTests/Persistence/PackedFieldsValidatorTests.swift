@@ -2,7 +2,7 @@ import EJSON
 import Foundation
 import XCTest
 
-@testable import MeteorDDP
+@_spi(Storage) @testable import MeteorDDP
 
 /// Packed fields read back from a file: what the cache wrote validates and comes back equal; anything cut short or
 /// changed gives a typed error, never a read out of bounds.
@@ -57,6 +57,18 @@ final class PackedFieldsValidatorTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(rejected, 1_000)
+    }
+
+    func testInputsTheFuzzerFoundAreRefused() {
+        let inputs: [[UInt8]] = [
+            [0, 0, 0, 0],                    // two fields named "": a repeated name (decoded, it would lose one)
+            [0, 7, 0, 0, 0, 0, 0],           // an object whose field count runs past its own byte count
+            [1, 0xC3, 0],                    // a name that is not UTF-8
+            [1, 0x61, 4, 0x80, 0],           // an integer varint not in its shortest form
+        ]
+        for input in inputs {
+            XCTAssertThrowsError(try input.withUnsafeBytes { try Document(id: "x", validatingPackedFields: $0) }, "\(input)")
+        }
     }
 
     func testNestingDeeperThanTheLimitIsRejected() {
