@@ -6,7 +6,7 @@ import GRDB
 /// with a `DatabaseMigrator`.
 ///
 /// Documents are stored as the cache keeps them (packed fields, about their JSON size): writing one is a copy, and
-/// reading one back is a validation pass and a copy (``PackedFieldsValidator``: a changed file gives a typed error,
+/// reading one back is a validation pass and a copy (a changed file gives a typed error,
 /// never a bad read). A change of that format comes with a migration. Parameters and results of calls are EJSON
 /// text. Rows are keyed by collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files) to
 /// `<name>.unusable-<timestamp>` and starts a new one; see ``PersistenceError``.

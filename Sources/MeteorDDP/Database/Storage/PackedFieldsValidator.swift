@@ -3,7 +3,7 @@ import EJSON
 /// Checks packed fields that come from outside this process (the offline store's file) before they become a
 /// ``Document``: every length within the bytes, every tag known, every container's byte count exact, nesting at most
 /// ``maximumDepth`` deep, names unique within each object, text valid UTF-8, numbers, varints and flags in their
-/// canonical form: what validates is exactly what the cache itself would have written. ``PackedFieldsReader`` trusts
+/// canonical form: what validates is exactly what the cache itself would have written. `PackedFieldsReader` trusts
 /// what it reads; a file changed behind the library's back then gives a typed error instead of a read out of bounds.
 /// SPI (`@_spi(Storage)`) for the fuzz target.
 @_spi(Storage)
