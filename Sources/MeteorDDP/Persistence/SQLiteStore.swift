@@ -72,6 +72,13 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
                 throw PersistenceError(.cannotOpen, path: path, reason: "cannot create the file")
             }
         }
+        // A file others may read (made by hand, copied, restored from a backup) is made private again, with its
+        // companions: it holds what the user saw and did.
+        for file in [path, path + "-wal", path + "-shm"] {
+            guard let permissions = (try? fileManager.attributesOfItem(atPath: file))?[.posixPermissions] as? NSNumber,
+                  permissions.intValue & 0o077 != 0 else { continue }
+            try fileManager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
     }
 
     private static func openAndMigrate(_ path: String) throws -> DatabaseQueue {

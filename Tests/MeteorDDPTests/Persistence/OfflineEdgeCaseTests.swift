@@ -144,7 +144,7 @@ final class OfflineEdgeCaseTests: XCTestCase {
         let checkpoint = Process()
         checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
-        checkpoint.arguments = [file.path, "PRAGMA wal_checkpoint(TRUNCATE)"]
+        checkpoint.arguments = ["-cmd", ".timeout 10000", file.path, "PRAGMA wal_checkpoint(TRUNCATE)"]
         try checkpoint.run()
         checkpoint.waitUntilExit()
         let handle = try FileHandle(forWritingTo: file)

@@ -332,7 +332,7 @@ final class OfflineRestoreTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [file.path, "UPDATE document SET fields = X'0361646107FFFFFFFF' WHERE id = 'ada'"]
+        process.arguments = ["-cmd", ".timeout 10000", file.path, "UPDATE document SET fields = X'0361646107FFFFFFFF' WHERE id = 'ada'"]
         try process.run()
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0)

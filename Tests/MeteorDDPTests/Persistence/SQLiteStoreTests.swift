@@ -61,6 +61,14 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(directoryPermissions.intValue & 0o777, 0o700)
     }
 
+    func testAFileOthersCouldReadIsMadePrivateAgain() throws {
+        _ = try SQLiteStore(fileURL: file)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
+        _ = try SQLiteStore(fileURL: file)
+        let permissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)
+        XCTAssertEqual(permissions.intValue & 0o777, 0o600)
+    }
+
     func testACorruptFileIsMovedAsideAndReported() throws {
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(repeating: 0x5A, count: 8192).write(to: file)
@@ -80,7 +88,7 @@ final class SQLiteStoreTests: XCTestCase {
         // A later version of the library added a migration this one does not know.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [file.path, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')"]
+        process.arguments = ["-cmd", ".timeout 10000", file.path, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')"]
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
         try process.run()
         process.waitUntilExit()
