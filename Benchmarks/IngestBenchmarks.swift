@@ -27,13 +27,7 @@ enum IngestBenchmarks {
         var addedSeconds: [Double] = []
         var changedSeconds: [Double] = []
         for _ in 0..<3 {
-            let transport = InMemoryTransport()
-            let client = DDPClient(transport: transport)
-            client.connect()
-            transport.waitUntilOpenable(client)
-            transport.open()
-            transport.receive(#"{"msg":"connected","session":"bench"}"#)
-            _ = client.collection(BenchDocuments.collection)
+            let (client, transport) = DDPClient.connectedInMemory()
             let sub = client.subscribe("bench")
             let marker = client.subscribe("marker")
             let start = DispatchTime.now()
@@ -131,6 +125,21 @@ final class ResultsBox: @unchecked Sendable {
     private var stored: (Double, Double, Int, Int)?
     func set(raw: Double, ours: Double, frames: Int, cached: Int) { lock.withLock { stored = (raw, ours, frames, cached) } }
     var values: (raw: Double, ours: Double, frames: Int, cached: Int)? { lock.withLock { stored.map { ($0.0, $0.1, $0.2, $0.3) } } }
+}
+
+extension DDPClient {
+    /// A client connected over an in-memory transport (the `connected` message received), with the bench collection
+    /// declared.
+    static func connectedInMemory(configuration: DDPClient.Configuration = Configuration()) -> (DDPClient, InMemoryTransport) {
+        let transport = InMemoryTransport()
+        let client = DDPClient(transport: transport, configuration: configuration)
+        client.connect()
+        transport.waitUntilOpenable(client)
+        transport.open()
+        transport.receive(#"{"msg":"connected","session":"bench"}"#)
+        _ = client.collection(BenchDocuments.collection)
+        return (client, transport)
+    }
 }
 
 extension InMemoryTransport {

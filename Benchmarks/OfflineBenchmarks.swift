@@ -57,15 +57,9 @@ enum OfflineBenchmarks {
 
     /// One ingest; `ready` is measured from the first frame to readiness.
     static func ingest(_ frames: [String], persistence: Persistence?) -> (ready: (start: UInt64, seconds: Double), client: DDPClient) {
-        let transport = InMemoryTransport()
         var configuration = DDPClient.Configuration()
         configuration.persistence = persistence
-        let client = DDPClient(transport: transport, configuration: configuration)
-        client.connect()
-        transport.waitUntilOpenable(client)
-        transport.open()
-        transport.receive(#"{"msg":"connected","session":"bench"}"#)
-        _ = client.collection(BenchDocuments.collection)
+        let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
         let sub = client.subscribe("bench")
         let start = Bench.now()
         for frame in frames { transport.receive(frame) }

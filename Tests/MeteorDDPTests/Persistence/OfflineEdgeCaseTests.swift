@@ -12,16 +12,6 @@ final class OfflineEdgeCaseTests: XCTestCase {
         harness.sent.compactMap { if case .method(let id, let name, _, _) = $0 { (id, name) } else { nil } }
     }
 
-    private func outcomes(_ harness: ClientHarness) -> [String] {
-        harness.client.restoredCalls.outcomes.map { outcome in
-            switch outcome.result {
-            case .succeeded: return "succeeded"
-            case .failed(let error): return "failed \(error.meteorError.map { "\($0.error)" } ?? "\(error.kind)")"
-            case .alreadyApplied(let error): return "alreadyApplied \(error.meteorError.map { "\($0.error)" } ?? "\(error.kind)")"
-            }
-        }
-    }
-
     /// A store whose call 1 inserted todo t1 ("milk") with its stub; the server had not seen it.
     private func storeWithOneInsert(noRetry: Bool = false) -> ScriptedClientStore {
         ScriptedClientStore(StoredState(
@@ -72,7 +62,7 @@ final class OfflineEdgeCaseTests: XCTestCase {
         harness.establishConnection()
         harness.flushData()
         XCTAssertEqual(methods(harness).map(\.name), [], "it may have run before the restart")
-        XCTAssertEqual(outcomes(harness), ["failed invocation-failed"])
+        XCTAssertEqual(harness.restoredOutcomeSummaries, ["failed invocation-failed"])
         XCTAssertNil(harness.client.database.document(todo), "its stub's effect is undone")
     }
 
@@ -105,7 +95,7 @@ final class OfflineEdgeCaseTests: XCTestCase {
         harness.receive(.result(id: "1", result: nil, error: denied))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        XCTAssertEqual(outcomes(harness), ["failed 403"], "the server never had the todo: the cache shows call 2's stub, not the server")
+        XCTAssertEqual(harness.restoredOutcomeSummaries, ["failed 403"], "the server never had the todo: the cache shows call 2's stub, not the server")
     }
 
     func testDuplicateAndHugeStoredIdsNeitherCrashNorBlockLaterCalls() async throws {

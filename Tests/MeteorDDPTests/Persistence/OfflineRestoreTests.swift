@@ -36,23 +36,8 @@ final class OfflineRestoreTests: XCTestCase {
         harness.client.database.document(DocumentKey(collectionName: "todos", documentID: id))
     }
 
-    /// The restored calls' outcomes, in short: "succeeded", "failed <code>", "alreadyApplied <code>".
-    private func outcomes(_ harness: ClientHarness) -> [String] {
-        harness.client.restoredCalls.outcomes.map { outcome in
-            switch outcome.result {
-            case .succeeded: return "succeeded"
-            case .failed(let error): return "failed \(error.meteorError.map { "\($0.error)" } ?? "\(error.kind)")"
-            case .alreadyApplied(let error): return "alreadyApplied \(error.meteorError.map { "\($0.error)" } ?? "\(error.kind)")"
-            }
-        }
-    }
-
     private func methods(_ harness: ClientHarness) -> [(id: String, name: String, seed: String?)] {
         harness.sent.compactMap { if case .method(let id, let name, _, let seed) = $0 { (id, name, seed) } else { nil } }
-    }
-
-    private func subscriptionID(_ harness: ClientHarness, _ name: String) -> String? {
-        harness.sent.lazy.compactMap { if case .sub(let id, name, _) = $0 { id } else { nil } }.last
     }
 
     /// Run 1: connected, "players" ready with Ada and Gauss, everything on disk.
@@ -215,7 +200,7 @@ final class OfflineRestoreTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
         XCTAssertNil(todo(harness, todoID), "the server's view wins")
-        XCTAssertEqual(outcomes(harness), ["failed 403"])
+        XCTAssertEqual(harness.restoredOutcomeSummaries, ["failed 403"])
     }
 
     func testARestoredInsertThatHadAlreadyRunIsReportedAsAlreadyApplied() throws {
@@ -230,7 +215,7 @@ final class OfflineRestoreTests: XCTestCase {
         harness.receive(.result(id: "1", result: nil, error: duplicate))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        XCTAssertEqual(outcomes(harness), ["alreadyApplied 409"])
+        XCTAssertEqual(harness.restoredOutcomeSummaries, ["alreadyApplied 409"])
         XCTAssertEqual(todo(harness, todoID)?.fields, ["title": "milk", "createdAt": 5])
     }
 
