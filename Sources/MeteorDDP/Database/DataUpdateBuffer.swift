@@ -62,6 +62,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     /// The clock and timers of the debounce (tests pass a `ManualScheduler`-like scheduler: no real waiting).
     private let scheduler: any DDPScheduler
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// How close to a debounce deadline counts as reaching it (see `flushIfDue`).
+    static let deadlineSlack: TimeInterval = 0.000_001
 
     /// Creates a buffer for `database`.
     /// - Parameters:
@@ -172,7 +174,11 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             guard !state.holding else { return (false, nil) }
             if state.flushRequested || state.pending.isEmpty { return (true, nil) }
             guard let first = state.firstEnqueue, let last = state.lastEnqueue else { return (true, nil) }
-            if now >= last.addingTimeInterval(interval) || now >= first.addingTimeInterval(maxAge) { return (true, nil) }
+            // A deadline within a microsecond counts as reached: `Date` arithmetic at today's epoch is only good to
+            // ~0.1 µs, and a timer firing a hair early must not re-arm itself for nothing (on a manual clock, that
+            // re-armed timer could miss the end of the advance that was meant to fire it).
+            let reached = now.addingTimeInterval(Self.deadlineSlack)
+            if reached >= last.addingTimeInterval(interval) || reached >= first.addingTimeInterval(maxAge) { return (true, nil) }
             guard !state.timerPending else { return (false, nil) }
             state.timerPending = true
             return (false, min(last.addingTimeInterval(interval), first.addingTimeInterval(maxAge)))
@@ -181,7 +187,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             flushNow()
         } else if let deadline = decision.rearmAt {
             let delay = max(deadline.timeIntervalSince(now), 0)
-            _ = scheduler.schedule(after: .nanoseconds(Int64(delay * 1e9))) { [weak self] in
+            _ = scheduler.schedule(after: .nanoseconds(Int64((delay * 1e9).rounded(.up)))) { [weak self] in
                 guard let self else { return }
                 self.queue.async {
                     self.state.withLockedValue { $0.timerPending = false }
