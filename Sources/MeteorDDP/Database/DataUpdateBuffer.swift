@@ -63,7 +63,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     private let scheduler: any DDPScheduler
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     /// How close to a debounce deadline counts as reaching it (see `flushIfDue`).
-    static let deadlineSlack: TimeInterval = 0.000_001
+    static let deadlineSlack: TimeInterval = 0.000_002
 
     /// Creates a buffer for `database`.
     /// - Parameters:
@@ -174,9 +174,10 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             guard !state.holding else { return (false, nil) }
             if state.flushRequested || state.pending.isEmpty { return (true, nil) }
             guard let first = state.firstEnqueue, let last = state.lastEnqueue else { return (true, nil) }
-            // A deadline within a microsecond counts as reached: `Date` arithmetic at today's epoch is only good to
-            // ~0.1 µs, and a timer firing a hair early must not re-arm itself for nothing (on a manual clock, that
-            // re-armed timer could miss the end of the advance that was meant to fire it).
+            // A deadline within two microseconds counts as reached, and timers are armed to the whole microsecond below
+            // their deadline: `Date` arithmetic at today's epoch is only good to ~0.1 µs, so a delay computed from two
+            // dates may land a little after the deadline (on a manual clock, past the end of the advance meant to
+            // fire it) or a little before it (and the timer would re-arm itself for nothing).
             let reached = now.addingTimeInterval(Self.deadlineSlack)
             if reached >= last.addingTimeInterval(interval) || reached >= first.addingTimeInterval(maxAge) { return (true, nil) }
             guard !state.timerPending else { return (false, nil) }
@@ -187,7 +188,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             flushNow()
         } else if let deadline = decision.rearmAt {
             let delay = max(deadline.timeIntervalSince(now), 0)
-            _ = scheduler.schedule(after: .nanoseconds(Int64((delay * 1e9).rounded(.up)))) { [weak self] in
+            _ = scheduler.schedule(after: .microseconds(Int64((delay * 1e6).rounded(.down)))) { [weak self] in
                 guard let self else { return }
                 self.queue.async {
                     self.state.withLockedValue { $0.timerPending = false }
