@@ -66,6 +66,11 @@ final class OfflineKillTests: XCTestCase {
         }
         usleep(delayMicroseconds)
         writer.kill()
+        // What the killed process had already written to its socket still reaches the server: the server has done
+        // with it once the session is gone (its frames are handed to the server's queue before the close) and that
+        // queue has run everything it was handed.
+        try await waitUntil("the killed client's session closed", timeout: 10) { server.sessionCount == 0 }
+        server.perform {}
         let before = items(server)
 
         // The second run: restore, reconnect, report.
@@ -125,6 +130,15 @@ final class OfflineKillTests: XCTestCase {
             seen["restored, \(outcome)\(ranBefore && outcome == "succeeded" ? " (answer on disk)" : "")", default: 0] += 1
         }
         return seen
+    }
+
+    /// Checks `condition` until it holds, failing after `timeout` seconds.
+    private func waitUntil(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { throw TimedOut(what: what) }
+            try await Task.sleep(for: .milliseconds(2))
+        }
     }
 
     private func items(_ server: DDPTestServer) -> [String: Double] {
