@@ -64,13 +64,12 @@ final class OfflineKillTests: XCTestCase {
         } else {
             try writer.waitForLine(timeout: 60) { _ in true } // started
         }
+        // The kill point's random offset past that line (fault injection: nothing is waited for).
         usleep(delayMicroseconds)
         writer.kill()
         // What the killed process had already written to its socket still reaches the server: the server has done
-        // with it once the session is gone (its frames are handed to the server's queue before the close) and that
-        // queue has run everything it was handed.
-        try await waitUntil("the killed client's session closed", timeout: 10) { server.sessionCount == 0 }
-        server.perform {}
+        // with it once the session is gone and its queue has run everything the session handed it.
+        try await withTimeout(10, "the killed client's session closed") { await server.waitUntilNoSession() }
         let before = items(server)
 
         // The second run: restore, reconnect, report.
@@ -130,15 +129,6 @@ final class OfflineKillTests: XCTestCase {
             seen["restored, \(outcome)\(ranBefore && outcome == "succeeded" ? " (answer on disk)" : "")", default: 0] += 1
         }
         return seen
-    }
-
-    /// Checks `condition` until it holds, failing after `timeout` seconds.
-    private func waitUntil(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { throw TimedOut(what: what) }
-            try await Task.sleep(for: .milliseconds(2))
-        }
     }
 
     private func items(_ server: DDPTestServer) -> [String: Double] {

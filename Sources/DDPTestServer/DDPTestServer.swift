@@ -75,6 +75,8 @@ public final class DDPTestServer: @unchecked Sendable {
         var acceptedConnections = 0
         /// Tasks waiting for a matching client message. Protected by `state`'s lock.
         var messageWaiters: [MessageWaiter] = []
+        /// Tasks waiting until no session is left. Protected by `state`'s lock.
+        var noSessionWaiters: [CheckedContinuation<Void, Never>] = []
         /// Protected by `state`'s lock.
         var methodLatency: Duration = .zero
         /// Protected by `state`'s lock.
@@ -328,7 +330,28 @@ public final class DDPTestServer: @unchecked Sendable {
     }
 
     func unregister(_ session: ServerSession) {
-        _ = state.withLockedValue { $0.sessions.removeValue(forKey: ObjectIdentifier(session)) }
+        let waiters: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+            state.sessions.removeValue(forKey: ObjectIdentifier(session))
+            guard state.sessions.isEmpty else { return [] }
+            defer { state.noSessionWaiters.removeAll() }
+            return state.noSessionWaiters
+        }
+        // Behind everything the closed sessions handed the server's queue (their frames arrive before their close).
+        guard !waiters.isEmpty else { return }
+        queue.async { for waiter in waiters { waiter.resume() } }
+    }
+
+    /// Returns once no session is open and the server's queue has run what the closed ones handed it (every frame
+    /// they received is handled); at once if none is open. No polling.
+    public func waitUntilNoSession() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let none: Bool = state.withLockedValue { state in
+                guard !state.sessions.isEmpty else { return true }
+                state.noSessionWaiters.append(continuation)
+                return false
+            }
+            if none { queue.async { continuation.resume() } }
+        }
     }
 
     func record(_ message: ClientMessage) {

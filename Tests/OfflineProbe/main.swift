@@ -56,11 +56,13 @@ case "offline", "online":
             if case .success = result { say("completed \(n)") }
         }
         say("called \(n)")
+        // Calls spread over time (0–3 ms apart), so that kills land before, during and after the store's writes.
+        // This paces the program the test kills; nothing waits on it.
         usleep(UInt32.random(in: 0...3_000))
     }
     say("done")
     // Waits to be killed.
-    while true { sleep(60) }
+    DispatchSemaphore(value: 0).wait()
 
 case "verify":
     let restored: EJSONValue = ["docs": items(), "calls": .array(client.restoredCalls.calls.map { .string($0.id) })]
