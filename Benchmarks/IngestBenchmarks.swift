@@ -31,20 +31,11 @@ enum IngestBenchmarks {
             let sub = client.subscribe("bench")
             let marker = client.subscribe("marker")
             let start = DispatchTime.now()
-            for frame in frames { transport.receive(frame) }
-            transport.receive(ServerMessage.ready(subscriptionIDs: [sub.id]))
-            let ready = DispatchSemaphore(value: 0)
-            sub.whenReady { _ in ready.signal() }
-            ready.wait()
+            transport.deliver(frames, thenReadyOf: sub)
             addedSeconds.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
             precondition(client.database.collection(BenchDocuments.collection).count == count)
             let changeStart = DispatchTime.now()
-            for frame in changed { transport.receive(frame) }
-            // A subscription becomes ready only after everything received before its `ready` is in the cache.
-            transport.receive(ServerMessage.ready(subscriptionIDs: [marker.id]))
-            let done = DispatchSemaphore(value: 0)
-            marker.whenReady { _ in done.signal() }
-            done.wait()
+            transport.deliver(changed, thenReadyOf: marker)
             changedSeconds.append(Double(DispatchTime.now().uptimeNanoseconds - changeStart.uptimeNanoseconds) / 1e9)
             client.close()
         }
@@ -143,6 +134,16 @@ extension DDPClient {
 }
 
 extension InMemoryTransport {
+    /// Delivers `frames`, then `ready` for `subscription`, and waits until it is ready: a subscription becomes ready
+    /// only after everything received before its `ready` is in the cache.
+    func deliver(_ frames: [String], thenReadyOf subscription: Subscription) {
+        for frame in frames { receive(frame) }
+        receive(ServerMessage.ready(subscriptionIDs: [subscription.id]))
+        let ready = DispatchSemaphore(value: 0)
+        subscription.whenReady { _ in ready.signal() }
+        ready.wait()
+    }
+
     /// Waits until the client has asked for a connection (it does so on its own queue after `connect()`).
     func waitUntilOpenable(_ client: DDPClient) {
         while connectionAttempts == 0 { sched_yield() }

@@ -62,11 +62,7 @@ enum OfflineBenchmarks {
         let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
         let sub = client.subscribe("bench")
         let start = Bench.now()
-        for frame in frames { transport.receive(frame) }
-        transport.receive(ServerMessage.ready(subscriptionIDs: [sub.id]))
-        let ready = DispatchSemaphore(value: 0)
-        sub.whenReady { _ in ready.signal() }
-        ready.wait()
+        transport.deliver(frames, thenReadyOf: sub)
         let seconds = Double(Bench.now() - start) / 1e9
         precondition(client.database.collection(BenchDocuments.collection).count == count)
         return ((start, seconds), client)

@@ -193,7 +193,7 @@ extension DDPClient {
             }
         }
         store.push()
-        if persistence != nil { persistSessionChanges() }
+        persistSessionChanges()
     }
 
     private func handleTransportEvent(_ event: TransportEvent, generation: Int) {

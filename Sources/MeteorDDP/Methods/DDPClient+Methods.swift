@@ -125,9 +125,7 @@ extension DDPClient {
                 completion: completion
             )
             invocation.completesInline = completesInline
-            if persistence != nil {
-                persistCall(invocation, randomSeed: randomSeed, params: params, stubWrote: stubWrittenKeys)
-            }
+            persistCall(invocation, randomSeed: randomSeed, params: params, stubWrote: stubWrittenKeys)
             sendInvocations(session.methods.enqueue(invocation))
             return options.returnStubValue ? stubValue : nil
         }

@@ -201,8 +201,10 @@ extension DDPClient {
         }
     }
 
-    /// A kept call completed: it leaves the store.
+    /// A call completed: if restored, whether the server already had its effect is noted first; if kept, it leaves
+    /// the store.
     func persistCompletion(_ id: String) {
+        noteRestoredCallServerVersions(id)
         guard let persistence, persistence.persistedMethods.remove(id) != nil else { return }
         persistence.writer.methodRemoved(id)
     }
@@ -210,7 +212,7 @@ extension DDPClient {
     /// A restored call completes (its data is visible: the cache has the server's versions of what its stub
     /// wrote): notes whether the server has what the stub wrote (see
     /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
-    func noteRestoredCallServerVersions(_ id: String) {
+    private func noteRestoredCallServerVersions(_ id: String) {
         guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
         // A document another pending call's stub also wrote still shows that stub's value: its server version is the
         // copy kept aside.

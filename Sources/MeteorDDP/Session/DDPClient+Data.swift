@@ -163,10 +163,7 @@ extension DDPClient {
         case .recorded:
             break
         case .completed(let invocation, let next):
-            if persistence != nil {
-                noteRestoredCallServerVersions(invocation.id)
-                persistCompletion(invocation.id)
-            }
+            persistCompletion(invocation.id)
             if let result = invocation.result {
                 let completion = invocation.completion
                 if invocation.completesInline {

@@ -27,7 +27,7 @@ extension DDPClient {
                 send(.sub(id: record.id, name: name, params: params))
                 session.subscriptions.markSent(record.id)
             }
-            if persistence != nil { persistSessionChanges() }
+            persistSessionChanges()
             return (record, isNew)
         }
         logger.debug(isNew ? "subscribed" : "joined subscription", metadata: ["name": "\(name)", "id": "\(record.id)"])
@@ -54,7 +54,7 @@ extension DDPClient {
         logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(id)"])
         send(.unsub(id: id))
         endQuiescenceIfPossible()
-        if persistence != nil { persistSessionChanges() }
+        persistSessionChanges()
     }
 
     /// Runs `body` on the client queue: synchronously from any other thread, directly when already on it.
