@@ -24,6 +24,10 @@ final class ClientPersistence: @unchecked Sendable {
     var awaitingDurability: [MethodCoordinator.Invocation] = []
     /// The subscriptions last handed to the store. Confined to the client queue.
     var storedSubscriptions: [StoredSubscription] = []
+    /// What `storedSubscriptions` was made from (the records' version; how many restored ones were added, -1 for
+    /// none), so that handing the session's changes to the store after every drain rebuilds the list only when it may
+    /// differ. Confined to the client queue.
+    var storedSubscriptionsSource: (membershipVersion: Int, restored: Int)?
     /// The restored calls by id. Confined to the client queue.
     var restoredByID: [String: RestoredCall] = [:]
     /// Per restored call: the documents its stub wrote, as restored (its effect). Confined to the client queue.
@@ -229,6 +233,10 @@ extension DDPClient {
     func persistSessionChanges() {
         guard let persistence else { return }
         persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+        let source = (membershipVersion: session.subscriptions.membershipVersion,
+                      restored: persistence.pendingReconciliation ? persistence.restoredSubscriptions.count : -1)
+        guard persistence.storedSubscriptionsSource.map({ $0 != source }) ?? true else { return }
+        persistence.storedSubscriptionsSource = source
         var subscriptions = session.subscriptions.active
         if persistence.pendingReconciliation {
             let made = Set(subscriptions)
@@ -276,6 +284,7 @@ extension DDPClient {
         persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout)
         persistence.persistedMethods = []
         persistence.storedSubscriptions = []
+        persistence.storedSubscriptionsSource = nil
         persistSessionChanges()
     }
 

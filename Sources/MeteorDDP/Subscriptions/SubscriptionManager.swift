@@ -54,6 +54,7 @@ struct SubscriptionManager {
         let record = Record(id: id, name: name, params: params, shared: SubscriptionState(name: name, userCode: userCode), notInUseTimeout: notInUseTimeout, useCount: 1)
         records[id] = record
         order.append(id)
+        membershipVersion += 1
         return (record, true)
     }
 
@@ -167,6 +168,9 @@ struct SubscriptionManager {
         awaitingRestored = []
     }
 
+    /// Changes whenever a record is added or removed (what ``active`` lists). Confined to the client queue.
+    private(set) var membershipVersion = 0
+
     /// The subscriptions on the server, in subscription order (what a store keeps): those no handle uses any more
     /// count until they are unsubscribed, so an app tearing its handles down as it quits does not forget them.
     var active: [StoredSubscription] {
@@ -179,11 +183,13 @@ struct SubscriptionManager {
             records.removeAll()
             order.removeAll()
             beingRevived.removeAll()
+            membershipVersion += 1
         }
         return order.compactMap { records[$0] }
     }
 
     private mutating func remove(_ id: String) {
+        membershipVersion += 1
         records.removeValue(forKey: id)
         order.removeAll { $0 == id }
         beingRevived.remove(id)
