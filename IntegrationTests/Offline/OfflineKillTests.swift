@@ -59,6 +59,7 @@ final class OfflineKillTests: XCTestCase {
 
         // The first run, killed.
         let writer = try ProbeProcess([online ? "online" : "offline", store, String(calls)] + (online ? [String(server.port)] : []))
+        defer { writer.kill() } // also when a wait below throws
         if killAfter > 0 {
             try writer.waitForLine(timeout: 60) { $0 == "called \(killAfter)" }
         } else {
@@ -74,6 +75,7 @@ final class OfflineKillTests: XCTestCase {
 
         // The second run: restore, reconnect, report.
         let verifier = try ProbeProcess(["verify", store, String(server.port)])
+        defer { verifier.kill() }
         try verifier.waitForLine(timeout: 60) { $0.hasPrefix("notified ") }
         let lines = verifier.lines
         verifier.kill()
@@ -143,8 +145,12 @@ final class OfflineKillTests: XCTestCase {
 }
 
 /// A running `OfflineProbe`, its output read line by line.
+///
+/// A thread of its own reads the probe's output with blocking reads until end of file (the probe exited or was
+/// killed); ``kill()`` waits for that end before returning, so the pipe is closed only once nothing reads it. (Not
+/// Foundation's `readabilityHandler`: its dispatch source can outlive the handle and read a reused descriptor.)
 final class ProbeProcess: @unchecked Sendable {
-    // @unchecked because `output` is protected by `condition`.
+    // @unchecked because `output` and `finished` are protected by `condition`.
     private let process = Process()
     private let condition = NSCondition()
     private var output = ""
@@ -161,15 +167,24 @@ final class ProbeProcess: @unchecked Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            self.condition.lock()
-            if data.isEmpty { self.finished = true } else { self.output += String(decoding: data, as: UTF8.self) }
-            self.condition.broadcast()
-            self.condition.unlock()
-        }
         try process.run()
+        let reader = Thread { [self] in readUntilEndOfFile(pipe.fileHandleForReading) }
+        reader.name = "OfflineProbe output"
+        reader.start()
+    }
+
+    private func readUntilEndOfFile(_ handle: FileHandle) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            condition.lock()
+            if count > 0 { output += String(decoding: buffer[..<count], as: UTF8.self) } else { finished = true }
+            condition.broadcast()
+            condition.unlock()
+            if count <= 0 { break }
+        }
+        try? handle.close()
     }
 
     /// The complete lines printed so far.
@@ -192,9 +207,13 @@ final class ProbeProcess: @unchecked Sendable {
         }
     }
 
-    /// SIGKILL: no cleanup, no flush, nothing.
+    /// SIGKILL: no cleanup, no flush, nothing. Returns once the probe has exited and its output is read to the end.
     func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        let deadline = Date().addingTimeInterval(10)
+        condition.lock()
+        defer { condition.unlock() }
+        while !finished && condition.wait(until: deadline) {}
     }
 }
