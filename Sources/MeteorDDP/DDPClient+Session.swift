@@ -104,13 +104,13 @@ extension DDPClient {
     }
 
     /// Holds a data message until quiescence, noting the subscriptions and methods it settles (LC `_livedata_data`).
-    func holdUntilQuiescence(_ message: ServerMessage) {
+    func holdUntilQuiescence(_ message: IncomingMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
         session.quiescence!.messages.append(message)
         switch message {
-        case .ready(let ids): session.subscriptions.stopReviving(ids)
-        case .nosub(let id, _): session.subscriptions.stopReviving([id])
-        case .updated(let ids): session.methodsBlockingQuiescence.subtract(ids)
+        case .message(.ready(let ids)): session.subscriptions.stopReviving(ids)
+        case .message(.nosub(let id, _)): session.subscriptions.stopReviving([id])
+        case .message(.updated(let ids)): session.methodsBlockingQuiescence.subtract(ids)
         default: break
         }
         if session.quiescence!.messages.count >= configuration.maxMessagesHeldForQuiescence, session.isWaitingForQuiescence {

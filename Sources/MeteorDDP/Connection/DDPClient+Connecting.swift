@@ -215,7 +215,15 @@ extension DDPClient {
         }
     }
 
-    static func parse(_ frame: String) -> Result<ServerMessage, DDPProtocolViolation> {
+    /// Reads a frame: `added` and `changed` straight into packed documents where ``DocumentMessageDecoder`` takes
+    /// them, everything else (and anything it does not take) with the general parser, which reports every error.
+    static func parse(_ frame: String) -> Result<IncomingMessage, DDPProtocolViolation> {
+        if let document = DocumentMessageDecoder.decode(frame) { return .success(.document(document)) }
+        return parseGenerally(frame).map(IncomingMessage.message)
+    }
+
+    /// Reads a frame with the general parser (EJSON.parse, then ``ServerMessage``).
+    static func parseGenerally(_ frame: String) -> Result<ServerMessage, DDPProtocolViolation> {
         let value: EJSONValue
         do {
             value = try EJSON.parse(frame)

@@ -5,7 +5,7 @@ import EJSON
 
 extension DDPClient {
     /// Handles one parsed frame from the current connection, on the client queue.
-    func handleIncoming(_ parsed: Result<ServerMessage, DDPProtocolViolation>, generation: Int) {
+    func handleIncoming(_ parsed: Result<IncomingMessage, DDPProtocolViolation>, generation: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard generation == connectionGeneration else { return }
         // Any frame proves the connection is alive (heartbeat.js `messageReceived`).
@@ -13,9 +13,16 @@ extension DDPClient {
         switch parsed {
         case .failure(let violation):
             report(.protocolViolation(violation))
-        case .success(let message):
+        case .success(.message(let message)):
             logger.trace("received", metadata: ["msg": "\(message.name)"])
             handle(message)
+        case .success(let document):
+            logger.trace("received", metadata: ["msg": "\(document.name)"])
+            guard machine.version != nil else {
+                reportUnexpected(document.serverMessage, "data before the session was established")
+                return
+            }
+            handleSessionMessage(document)
         }
     }
 
@@ -44,7 +51,7 @@ extension DDPClient {
                 reportUnexpected(message, "data before the session was established")
                 return
             }
-            handleSessionMessage(message)
+            handleSessionMessage(.message(message))
         }
     }
 

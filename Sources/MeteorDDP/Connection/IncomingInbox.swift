@@ -10,7 +10,7 @@ final class IncomingInbox: @unchecked Sendable {
     // @unchecked because `state` is protected by its lock.
 
     enum Item: Sendable {
-        case message(Result<ServerMessage, DDPProtocolViolation>, generation: Int)
+        case message(Result<IncomingMessage, DDPProtocolViolation>, generation: Int)
         case transport(TransportEvent, generation: Int)
     }
 

@@ -28,7 +28,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     private struct State {
         /// Updates not yet applied. Protected by `state`'s lock.
-        var pending: [DataUpdate] = []
+        var pending: [CacheUpdate] = []
         /// Callbacks to run after the batch containing everything enqueued before them. Protected by `state`'s lock.
         var afterFlush: [@Sendable () -> Void] = []
         /// Whether updates are held back (quiescence). Protected by `state`'s lock.
@@ -98,6 +98,11 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     /// Queues updates for the next batch.
     public func enqueue<Updates: Collection<DataUpdate>>(contentsOf updates: Updates) {
+        enqueue(cacheUpdates: updates.map(CacheUpdate.init))
+    }
+
+    /// Queues updates already in the cache's form for the next batch.
+    func enqueue(cacheUpdates updates: [CacheUpdate]) {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
@@ -199,7 +204,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     }
 
     private func flushNow() {
-        let batch: (updates: [DataUpdate], callbacks: [@Sendable () -> Void], reset: Set<DocumentKey>?)? = state.withLockedValue { state in
+        let batch: (updates: [CacheUpdate], callbacks: [@Sendable () -> Void], reset: Set<DocumentKey>?)? = state.withLockedValue { state in
             guard !state.holding else { return nil }
             defer {
                 state.pending.removeAll(keepingCapacity: true)
@@ -216,7 +221,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         if batch.reset != nil || !batch.updates.isEmpty {
             database.performUpdates {
                 if let keeping = batch.reset { database.removeAllDocuments(except: keeping) }
-                database.apply(batch.updates)
+                database.apply(cacheUpdates: batch.updates)
             }
         }
         state.withLockedValue { $0.applying = false }

@@ -124,6 +124,7 @@ public final class Database: @unchecked Sendable {
 
     /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).
     public func apply(_ update: DataUpdate) {
+        let update = CacheUpdate(update)
         begin()
         defer { end() }
         applyInTransaction(update)
@@ -131,11 +132,15 @@ public final class Database: @unchecked Sendable {
 
     /// Applies updates in order, in one transaction (an array, a slice of one, any sequence).
     public func apply(_ updates: some Sequence<DataUpdate>) {
+        apply(cacheUpdates: updates.map(CacheUpdate.init))
+    }
+
+    /// Applies updates in the cache's form in order, in one transaction.
+    func apply(cacheUpdates updates: [CacheUpdate]) {
         begin()
         defer { end() }
-        transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.underestimatedCount)
-        // Each update read in place where the sequence allows it (an array or a slice): no copy per update.
-        let appliedInPlace: Void? = updates.withContiguousStorageIfAvailable { buffer in
+        transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.count)
+        updates.withUnsafeBufferPointer { buffer in
             guard buffer.count >= VersionPreparation.minimumBatch, VersionPreparation.isWorthwhile else {
                 for index in buffer.indices { applyInTransaction(buffer[index]) }
                 return
@@ -150,34 +155,31 @@ public final class Database: @unchecked Sendable {
                 }
             }
         }
-        if appliedInPlace == nil {
-            for update in updates { applyInTransaction(update) }
-        }
     }
 
     /// Applies one update; `prepared`, a version made ahead on another thread, is used if it was made from the
     /// version the update finds.
-    private func applyInTransaction(_ update: DataUpdate, prepared: VersionPreparation.PreparedVersion? = nil) {
+    private func applyInTransaction(_ update: CacheUpdate, prepared: VersionPreparation.PreparedVersion? = nil) {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch update {
         case .added(let key, let fields):
             transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
-                if current != nil { logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"]) }
+                guard let current else { return .some(fields) }
+                logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
                 if let ready = prepared?.document(for: current) { return .some(ready) }
-                guard let current else { return .some(Document(id: key.documentID, fields: fields)) }
                 return .some(current.setting(fields))
             }
         case .changed(let key, let fields, let cleared):
             transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
-                if let current, let ready = prepared?.document(for: current) { return .some(ready) }
                 guard let current else {
                     logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
-                    return .some(Document(id: key.documentID, fields: fields))
+                    return .some(fields)
                 }
+                if let ready = prepared?.document(for: current) { return .some(ready) }
                 return .some(current.setting(fields, clearing: cleared))
             }
-        case .replaced(let key, let fields):
-            transaction!.update(key) { _ in .some(fields.map { Document(id: key.documentID, fields: $0) }) }
+        case .replaced(let key, let document):
+            transaction!.update(key) { _ in .some(document) }
         case .removed(let key):
             transaction!.update(key) { current -> Document?? in
                 guard current != nil else {

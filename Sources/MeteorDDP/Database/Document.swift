@@ -241,17 +241,34 @@ extension Document {
     /// byte. When nothing actually changes (every value set is equal to the one there, nothing cleared was there),
     /// the result is this very document (``isIdentical(to:)``): a new version always differs from the old one.
     func setting(_ changes: EJSONObject, clearing cleared: [String] = []) -> Document {
-        // A field both set and cleared ends up cleared, as when Meteor's store applies `fields` then `cleared`.
-        var changes = changes
-        if !cleared.isEmpty { changes.removeAll { cleared.contains($0.key) } }
-        // The changes' names and values are read in place (no copy of a name or value per field compared).
-        return changes.keys.elements.withUnsafeBufferPointer { names in
-            changes.values.withUnsafeBufferPointer { values in
+        setting(Document(id: "", fields: changes), clearing: cleared)
+    }
+
+    /// This document with the fields of `changes` (packed: a data message decoded by `DocumentMessageDecoder`, whose
+    /// names are unique) set and those named in `cleared` removed; as the `EJSONObject` form above.
+    func setting(_ changes: Document, clearing cleared: [String] = []) -> Document {
+        changes.withBytes { _ in
+            // The changes' names and values are read in place (spans into `changes`, alive for this closure).
+            withUnsafeTemporaryAllocation(of: FieldSpan.self, capacity: changes.fieldCount) { spans in
                 cleared.withUnsafeBufferPointer { cleared in
-                    setting(names: names, values: values, clearing: cleared)
+                    var count = 0
+                    changes.forEachField { name, value in
+                        // A field both set and cleared ends up cleared, as when Meteor's store applies `fields` then
+                        // `cleared`.
+                        if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil { return }
+                        spans.initializeElement(at: count, to: FieldSpan(name: name, value: value))
+                        count += 1
+                    }
+                    return setting(UnsafeBufferPointer(rebasing: spans[..<count]), clearing: cleared)
                 }
             }
         }
+    }
+
+    /// A field's UTF-8 name and packed value (tag included).
+    private struct FieldSpan {
+        let name: UnsafeRawBufferPointer
+        let value: UnsafeRawBufferPointer
     }
 
     /// What becomes of one field of the old version.
@@ -264,18 +281,17 @@ extension Document {
         let change: Int
     }
 
-    private func setting(
-        names: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<EJSONValue>, clearing cleared: UnsafeBufferPointer<String>
-    ) -> Document {
+    private func setting(_ changes: UnsafeBufferPointer<FieldSpan>, clearing cleared: UnsafeBufferPointer<String>) -> Document {
         let oldCount = fieldCount
         // Scratch, no heap: the old fields walked once (their spans and plans), then per change whether it
         // replaced a field.
         return withUnsafeTemporaryAllocation(of: FieldPlan.self, capacity: oldCount) { plans in
-            withUnsafeTemporaryAllocation(of: Bool.self, capacity: names.count) { replaced in
+            withUnsafeTemporaryAllocation(of: Bool.self, capacity: changes.count) { replaced in
                 replaced.initialize(repeating: false)
                 var byteCount = 0
                 var fieldCount = 0
                 var structureChanged = false
+                var valuesChanged = false
                 var position = 0
                 forEachField { name, value in
                     defer { position += 1 }
@@ -284,48 +300,49 @@ extension Document {
                         structureChanged = true
                         return
                     }
-                    let change = Self.index(of: name, in: names)
+                    let change = Self.index(of: name, in: changes)
                     plans.initializeElement(at: position, to: FieldPlan(name: name, value: value, change: change ?? FieldPlan.keep))
                     let valueSize: Int
                     if let change {
                         replaced[change] = true
-                        valueSize = PackedFields.valueSize(values[change])
+                        valueSize = changes[change].value.count
+                        if !valuesChanged { valuesChanged = !PackedFields.valuesEqual(changes[change].value, value) }
                     } else {
                         valueSize = value.count
                     }
                     byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + valueSize
                     fieldCount += 1
                 }
-                for j in names.indices where !replaced[j] {
-                    byteCount += PackedFields.fieldSize(name: names[j], value: values[j])
+                for j in changes.indices where !replaced[j] {
+                    let name = changes[j].name
+                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + changes[j].value.count
                     fieldCount += 1
                     structureChanged = true
                 }
-                var valuesChanged = false
-                let storage = self.storage.withIDBytes { idBytes in
+                // FieldPlan is trivial: nothing to deinitialise.
+                guard structureChanged || valuesChanged else { return self }
+                return Document(storage: self.storage.withIDBytes { idBytes in
                     Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount) { writer in
-                        for plan in plans[..<oldCount] {
-                            guard plan.change != FieldPlan.drop else { continue }
+                        for plan in plans[..<oldCount] where plan.change != FieldPlan.drop {
                             writer.varint(UInt64(plan.name.count))
                             writer.bytes(plan.name)
-                            if plan.change == FieldPlan.keep {
-                                writer.bytes(plan.value)
-                            } else {
-                                let start = writer.offset
-                                writer.value(values[plan.change])
-                                if !valuesChanged {
-                                    let written = UnsafeRawBufferPointer(start: writer.base + start, count: writer.offset - start)
-                                    valuesChanged = !PackedFields.valuesEqual(written, plan.value)
-                                }
-                            }
+                            writer.bytes(plan.change == FieldPlan.keep ? plan.value : changes[plan.change].value)
                         }
-                        for j in names.indices where !replaced[j] { writer.field(name: names[j], value: values[j]) }
+                        for j in changes.indices where !replaced[j] {
+                            writer.varint(UInt64(changes[j].name.count))
+                            writer.bytes(changes[j].name)
+                            writer.bytes(changes[j].value)
+                        }
                     }
-                }
-                // FieldPlan is trivial: nothing to deinitialise.
-                return structureChanged || valuesChanged ? Document(storage: storage) : self
+                })
             }
         }
+    }
+
+    /// The index of the change named `name` (UTF-8) in `changes`.
+    private static func index(of name: UnsafeRawBufferPointer, in changes: UnsafeBufferPointer<FieldSpan>) -> Int? {
+        for index in changes.indices where PackedFields.bytesEqual(changes[index].name, name) { return index }
+        return nil
     }
 
     /// The index of the name equal to `name` (UTF-8) in `names`.

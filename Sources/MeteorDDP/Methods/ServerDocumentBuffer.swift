@@ -115,23 +115,23 @@ struct ServerDocumentBuffer {
     }
 
     /// An `added` for a tracked document updates the copy.
-    mutating func serverAdded(_ key: DocumentKey, fields: EJSONObject) -> Routing {
+    mutating func serverAdded(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject) -> Routing {
         guard documents[key] != nil else { return .toCache }
         let anomaly: Anomaly? = documents[key]!.fields == nil ? nil : .addedExistingDocument
-        documents[key]!.fields = fields
+        documents[key]!.fields = fields()
         noteChange(key)
         return .keptAside(anomaly)
     }
 
     /// A `changed` for a tracked document updates the copy (tolerantly: a change of a missing copy makes one).
-    mutating func serverChanged(_ key: DocumentKey, fields: EJSONObject, cleared: [String]) -> Routing {
+    mutating func serverChanged(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject, cleared: [String]) -> Routing {
         guard documents[key] != nil else { return .toCache }
         noteChange(key)
         guard var current = documents[key]!.fields else {
-            documents[key]!.fields = fields
+            documents[key]!.fields = fields()
             return .keptAside(.changedMissingDocument)
         }
-        for (name, value) in fields { current[name] = value }
+        for (name, value) in fields() { current[name] = value }
         for name in cleared { current.removeValue(forKey: name) }
         documents[key]!.fields = current
         return .keptAside(nil)

@@ -6,9 +6,9 @@ import EJSON
 extension DDPClient {
     /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the
     /// session waits for quiescence, data messages are held back, in order, before any routing.
-    func handleSessionMessage(_ message: ServerMessage) {
+    func handleSessionMessage(_ message: IncomingMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
-        if case .result(let id, let result, let error) = message {
+        if case .message(.result(let id, let result, let error)) = message {
             methodResultReceived(id, result: result, error: error)
         } else if session.quiescence != nil {
             holdUntilQuiescence(message)
@@ -19,18 +19,40 @@ extension DDPClient {
 
     /// Routes one data message: to the cache, or to the server's version of a stub-written document
     /// (LC `_processOneDataMessage`).
-    func processDataMessage(_ message: ServerMessage) {
+    func processDataMessage(_ message: IncomingMessage) {
+        switch message {
+        case .document(let document): processDocumentMessage(document)
+        case .message(let message): processDataMessage(message)
+        }
+    }
+
+    /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.
+    private func processDocumentMessage(_ message: DocumentMessage) {
+        let key = message.key
+        let fields = message.fields
+        switch message.kind {
+        case .added:
+            guard admit(session.undeclaredCollections.added(key.collectionName, key.documentID), key.collectionName) else { return }
+            route(session.serverDocuments.serverAdded(key, fields: fields.fields), key: key) { .added(key, fields) }
+        case .changed:
+            let cleared = message.cleared
+            guard admit(session.undeclaredCollections.changed(key.collectionName, key.documentID), key.collectionName) else { return }
+            route(session.serverDocuments.serverChanged(key, fields: fields.fields, cleared: cleared), key: key) {
+                .changed(key, fields, cleared: cleared)
+            }
+        }
+    }
+
+    private func processDataMessage(_ message: ServerMessage) {
         switch message {
         case .added(let collection, let id, let fields):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            guard admit(session.undeclaredCollections.added(collection, key.documentID), collection) else { return }
-            route(session.serverDocuments.serverAdded(key, fields: fields), key: key) { .added(key, fields) }
+            let document = Document(id: key.documentID, fields: fields)
+            processDocumentMessage(DocumentMessage(kind: .added, key: key, wireID: id, fields: document, cleared: []))
         case .changed(let collection, let id, let fields, let cleared):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            guard admit(session.undeclaredCollections.changed(collection, key.documentID), collection) else { return }
-            route(session.serverDocuments.serverChanged(key, fields: fields, cleared: cleared), key: key) {
-                .changed(key, fields, cleared: cleared)
-            }
+            let document = Document(id: key.documentID, fields: fields)
+            processDocumentMessage(DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
         case .removed(let collection, let id):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
             guard admit(session.undeclaredCollections.removed(collection, key.documentID), collection) else { return }
@@ -63,11 +85,11 @@ extension DDPClient {
     /// The document id a wire id stands for (Meteor's `MongoID.idParse`): string ids that were escaped with `-` lose
     /// it; other forms (`~` + EJSON for non-string ids, ObjectID hex) are kept as they travel.
     static func documentID(fromWire id: String) -> String {
-        if case .string(let parsed)? = MongoID.parse(id), id.hasPrefix("-") { return parsed }
+        if id.utf8.first == UInt8(ascii: "-"), case .string(let parsed)? = MongoID.parse(id) { return parsed }
         return id
     }
 
-    private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> DataUpdate) {
+    private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> CacheUpdate) {
         switch routing {
         case .toCache:
             store.enqueue(update())
@@ -126,7 +148,7 @@ extension DDPClient {
         let methods = session.methods
         let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: methods.isSent)
         for replacement in replacements {
-            store.enqueue(.replaced(replacement.key, replacement.fields))
+            store.enqueue(.replaced(replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }
         for callback in flushCallbacks { callback() }
     }

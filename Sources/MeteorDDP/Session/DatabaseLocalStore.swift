@@ -10,19 +10,19 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     let database: Database
     let buffer: DataUpdateBuffer
     /// Updates not yet handed to the buffer. Confined to the client queue.
-    private var pending: [DataUpdate] = []
+    private var pending: [CacheUpdate] = []
 
     init(database: Database, buffer: DataUpdateBuffer) {
         self.database = database
         self.buffer = buffer
     }
 
-    func enqueue(_ update: DataUpdate) { pending.append(update) }
+    func enqueue(_ update: CacheUpdate) { pending.append(update) }
 
     /// Hands the collected updates to the buffer.
     func push() {
         guard !pending.isEmpty else { return }
-        buffer.enqueue(contentsOf: pending)
+        buffer.enqueue(cacheUpdates: pending)
         pending.removeAll(keepingCapacity: true)
     }
 

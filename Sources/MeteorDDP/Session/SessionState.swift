@@ -46,7 +46,7 @@ struct QuiescenceHold {
     /// Whether processing the messages replaces the cache (after a reconnect: the new session re-sends everything).
     let resetting: Bool
     /// The held messages, in arrival order.
-    var messages: [ServerMessage] = []
+    var messages: [IncomingMessage] = []
     /// Methods that had their result but not their data when the connection was lost: they are not re-sent, so their
     /// data counts as visible once the held messages are applied (LC `_livedata_connected`).
     var methodsVisibleAtQuiescence: [String] = []

@@ -74,16 +74,15 @@ final class VersionPreparationTests: XCTestCase {
     func testTheHelperMakesEachVersionFromTheSnapshotAndTheWriterTakesOnlyMatchingOnes() {
         let database = seeded()
         let snapshotBefore = database.collection("items").document(id: "item1")!
-        let updates: [DataUpdate] = (0..<(3 * VersionPreparation.chunkSize)).map { n in
-            n == 0 ? .added(key(1000), ["fresh": true]) : .changed(key(n % 200), ["n": .number(Double(n))], cleared: [])
+        let updates: [CacheUpdate] = (0..<(3 * VersionPreparation.chunkSize)).map { n in
+            CacheUpdate(n == 0 ? .added(key(1000), ["fresh": true]) : .changed(key(n % 200), ["n": .number(Double(n))], cleared: []))
         }
         updates.withUnsafeBufferPointer { buffer in
             let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
             preparation.waitForHelper()
             for chunk in 0..<3 { XCTAssertTrue(preparation.claimForWriter(chunk)) }
-            let fresh = preparation.version(at: 0)
-            XCTAssertEqual(fresh?.document(for: nil)?.fields, ["fresh": true])
-            XCTAssertNil(fresh?.document(for: snapshotBefore), "made for a missing document, not for an existing one")
+            // A new document's update carries the document itself: nothing is made for it.
+            XCTAssertNil(preparation.version(at: 0))
             let changed = preparation.version(at: 1)
             XCTAssertEqual(changed?.document(for: snapshotBefore)?["n"], 1)
             // Another version of the same document (equal or not) is not the one it was made from.
@@ -95,7 +94,7 @@ final class VersionPreparationTests: XCTestCase {
 
     func testEveryChunkGrantedToTheWriterHasItsVersionsAndFinishingReturns() {
         let database = seeded()
-        let updates = (0..<VersionPreparation.minimumBatch).map { DataUpdate.changed(key($0 % 200), ["n": 1], cleared: []) }
+        let updates = (0..<VersionPreparation.minimumBatch).map { CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: [])) }
         updates.withUnsafeBufferPointer { buffer in
             let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
             // Racing the helper: whichever chunks it finished first are granted, complete; the others are the writer's.
@@ -112,7 +111,7 @@ final class VersionPreparationTests: XCTestCase {
 
     func testTheWriterStopsWaitingForAStalledHelperAndMakesTheChunkItself() {
         let database = seeded()
-        let updates = (0..<VersionPreparation.minimumBatch).map { DataUpdate.changed(key($0 % 200), ["n": 1], cleared: []) }
+        let updates = (0..<VersionPreparation.minimumBatch).map { CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: [])) }
         let claimedFirst = DispatchSemaphore(value: 0)
         let resume = DispatchSemaphore(value: 0)
         updates.withUnsafeBufferPointer { buffer in

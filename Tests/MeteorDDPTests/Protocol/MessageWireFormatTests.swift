@@ -24,7 +24,7 @@ final class MessageWireFormatTests: XCTestCase {
             switch DDPClient.parse(frame) {
             case .success(let message):
                 decoded += 1
-                XCTAssertEqual(EJSON.stringify(message.ejsonValue), frame, "in scenario \(scenario)")
+                XCTAssertEqual(EJSON.stringify(message.serverMessage.ejsonValue), frame, "in scenario \(scenario)")
             case .failure(let violation):
                 switch violation.kind {
                 case .unknownMessage(let name): XCTAssertTrue(unsupportedServerFrames.contains(name), "\(name) in \(scenario)")

@@ -131,8 +131,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.client.queue.async { clientGate.wait() }
         harness.client.queue.async {
             let generation = harness.client.connectionGeneration
-            harness.client.handleIncoming(.success(.updated(methodIDs: ["3"])), generation: generation)
-            harness.client.handleIncoming(.success(.result(id: "3", result: nil, error: nil)), generation: generation)
+            harness.client.handleIncoming(.success(.message(.updated(methodIDs: ["3"]))), generation: generation)
+            harness.client.handleIncoming(.success(.message(.result(id: "3", result: nil, error: nil))), generation: generation)
         }
         bufferGate.signal()
         harness.client.updateBuffer.queue.sync {}

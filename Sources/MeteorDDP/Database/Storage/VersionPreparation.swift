@@ -43,7 +43,7 @@ final class VersionPreparation: @unchecked Sendable {
     /// Whether this machine has a second processor to prepare on.
     static let isWorthwhile = ProcessInfo.processInfo.activeProcessorCount > 1
 
-    private let updates: UnsafeBufferPointer<DataUpdate>
+    private let updates: UnsafeBufferPointer<CacheUpdate>
     private let snapshot: DatabaseSnapshot
     private let prepared: UnsafeMutableBufferPointer<PreparedVersion?>
     private let done: [ManagedAtomic<Bool>]
@@ -72,7 +72,7 @@ final class VersionPreparation: @unchecked Sendable {
 
     /// Starts preparing `updates` against `snapshot` on a global queue. `updates` must stay valid until
     /// ``finish()`` returns.
-    init(updates: UnsafeBufferPointer<DataUpdate>, snapshot: DatabaseSnapshot, helperClaimed: (@Sendable (Int) -> Void)? = nil) {
+    init(updates: UnsafeBufferPointer<CacheUpdate>, snapshot: DatabaseSnapshot, helperClaimed: (@Sendable (Int) -> Void)? = nil) {
         self.updates = updates
         self.snapshot = snapshot
         self.helperClaimed = helperClaimed
@@ -148,12 +148,11 @@ final class VersionPreparation: @unchecked Sendable {
         }
     }
 
-    private func prepare(_ update: DataUpdate) -> PreparedVersion? {
+    private func prepare(_ update: CacheUpdate) -> PreparedVersion? {
         switch update {
         case .added(let key, let fields):
-            guard let current = snapshot.document(key) else {
-                return PreparedVersion(base: nil, document: Document(id: key.documentID, fields: fields))
-            }
+            // A new document needs nothing made: the update carries it.
+            guard let current = snapshot.document(key) else { return nil }
             return PreparedVersion(base: ObjectIdentifier(current.storage), document: current.setting(fields))
         case .changed(let key, let fields, let cleared):
             guard let current = snapshot.document(key) else { return nil }

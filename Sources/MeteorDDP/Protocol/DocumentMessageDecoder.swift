@@ -1,0 +1,598 @@
+import EJSON
+import Foundation
+
+/// Decodes `added` and `changed` frames straight from their UTF-8 bytes into packed fields (``PackedFields``), the
+/// form the cache keeps documents in: no `EJSONValue` tree, no `EJSONObject`, one allocation per document.
+///
+/// It takes exactly the frames whose meaning it can produce byte for byte as the general path would (EJSON.parse,
+/// then ``ServerMessage``, then packing): frames Meteor's server writes (`{"msg":"added",…`), with plain JSON values
+/// and `{"$date": n}`. For anything else it returns `nil` and the frame goes to the general parser, which then
+/// reports exactly the error it always reported: other EJSON types (`$binary`, `$type`, `$escape`, …; any `$` key),
+/// duplicate keys, keys with escapes at the top level, objects of more than ``maximumFieldsPerObject`` fields,
+/// nesting deeper than ``maximumDepth``, numbers beyond a double's range, lone surrogates, unknown top-level keys,
+/// and every malformed frame. The input is valid UTF-8 (a Swift string's bytes), so it is not validated again.
+struct DocumentMessageDecoder {
+    /// Deeper frames take the general path (which rejects them past `EJSON.maximumNestingDepth`).
+    static let maximumDepth = 256
+    /// Objects with more fields take the general path (duplicate keys are looked for by a linear scan of hashes).
+    static let maximumFieldsPerObject = 256
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+    private var depth = 0
+    private var out: PackedScratch
+    /// The names of the objects being written (hash, offset in `out`, length), innermost last.
+    private var names: [(hash: UInt32, offset: Int, count: Int)] = []
+
+    private init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        self.out = PackedScratch(capacity: bytes.count + 64)
+    }
+
+    /// The frame's `added` or `changed` message, packed; `nil` for every other frame and everything the fast path does
+    /// not take (see the type's discussion).
+    static func decode(_ frame: String) -> DocumentMessage? {
+        var frame = frame
+        return frame.withUTF8 { decode($0) }
+    }
+
+    /// See ``decode(_:)-(String)``; `bytes` must be valid UTF-8.
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> DocumentMessage? {
+        guard startsLikeADataMessage(bytes) else { return nil }
+        var decoder = DocumentMessageDecoder(bytes: bytes)
+        defer { decoder.out.deallocate() }
+        return decoder.message()
+    }
+
+    /// Meteor's server writes `msg` first: a frame that does not start `{"msg":"added"` or `{"msg":"changed"` goes to
+    /// the general parser without a second look.
+    private static func startsLikeADataMessage(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let added: StaticString = #"{"msg":"added""#
+        let changed: StaticString = #"{"msg":"changed""#
+        return hasPrefix(bytes, added) || hasPrefix(bytes, changed)
+    }
+
+    private static func hasPrefix(_ bytes: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        guard bytes.count >= count, let base = bytes.baseAddress else { return false }
+        return memcmp(base, prefix.utf8Start, count) == 0
+    }
+
+    // MARK: - The message
+
+    private mutating func message() -> DocumentMessage? {
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var kind: DocumentMessage.Kind?
+        var collection: String?
+        var wireID: String?
+        var fieldCount: Int?
+        var fieldsEnd = 0
+        var cleared: [String]?
+        while true {
+            skipWhitespace()
+            guard let key = plainKey(), take(UInt8(ascii: ":")) else { return nil }
+            skipWhitespace()
+            switch key {
+            case .msg:
+                guard kind == nil, let name = stringValue() else { return nil }
+                switch name {
+                case "added": kind = .added
+                case "changed": kind = .changed
+                default: return nil
+                }
+            case .collection:
+                guard collection == nil, let name = stringValue() else { return nil }
+                collection = name
+            case .id:
+                guard wireID == nil, let id = stringValue() else { return nil }
+                wireID = id
+            case .fields:
+                guard fieldCount == nil else { return nil }
+                if literal("null") {
+                    fieldCount = 0
+                } else {
+                    guard peek() == UInt8(ascii: "{"), let count = objectFields() else { return nil }
+                    fieldCount = count
+                }
+                fieldsEnd = out.count
+            case .cleared:
+                guard cleared == nil else { return nil }
+                if literal("null") {
+                    cleared = []
+                } else {
+                    guard let names = stringArray() else { return nil }
+                    cleared = names
+                }
+            }
+            skipWhitespace()
+            if take(UInt8(ascii: ",")) { continue }
+            guard take(UInt8(ascii: "}")) else { return nil }
+            break
+        }
+        skipWhitespace()
+        guard index == bytes.count, let kind, let collection, let wireID else { return nil }
+        let key = DocumentKey(collectionName: collection, documentID: DDPClient.documentID(fromWire: wireID))
+        let fields = Document(
+            id: key.documentID, fieldCount: fieldCount ?? 0,
+            packedFields: UnsafeRawBufferPointer(start: out.base, count: fieldsEnd)
+        )
+        return DocumentMessage(kind: kind, key: key, wireID: wireID, fields: fields, cleared: kind == .added ? [] : cleared ?? [])
+    }
+
+    private enum TopLevelKey {
+        case msg, collection, id, fields, cleared
+    }
+
+    /// A top-level key without escapes that the message reads; `nil` for any other.
+    private mutating func plainKey() -> TopLevelKey? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+            guard bytes[index] != UInt8(ascii: "\\") else { return nil }
+            index += 1
+        }
+        guard index < bytes.count else { return nil }
+        let key = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        index += 1
+        skipWhitespace()
+        switch key.count {
+        case 2 where Self.equal(key, "id"): return .id
+        case 3 where Self.equal(key, "msg"): return .msg
+        case 6 where Self.equal(key, "fields"): return .fields
+        case 7 where Self.equal(key, "cleared"): return .cleared
+        case 10 where Self.equal(key, "collection"): return .collection
+        default: return nil
+        }
+    }
+
+    private static func equal(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        bytes.count == literal.utf8CodeUnitCount && memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0
+    }
+
+    /// A string value as a `String`.
+    private mutating func stringValue() -> String? {
+        let start = out.count
+        guard peek() == UInt8(ascii: "\""), writeString() else { return nil }
+        // The string was written packed (varint length, bytes): read it back and drop it.
+        var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
+        let string = reader.string()
+        out.count = start
+        return string
+    }
+
+    /// `cleared`: an array of strings.
+    private mutating func stringArray() -> [String]? {
+        guard take(UInt8(ascii: "[")) else { return nil }
+        var strings: [String] = []
+        skipWhitespace()
+        if take(UInt8(ascii: "]")) { return strings }
+        while true {
+            skipWhitespace()
+            guard let string = stringValue() else { return nil }
+            strings.append(string)
+            skipWhitespace()
+            if take(UInt8(ascii: ",")) { continue }
+            guard take(UInt8(ascii: "]")) else { return nil }
+            return strings
+        }
+    }
+
+    // MARK: - Values
+
+    /// Writes one value, tag first.
+    private mutating func value() -> Bool {
+        guard index < bytes.count else { return false }
+        switch bytes[index] {
+        case UInt8(ascii: "\""):
+            out.byte(PackedFields.Tag.string.rawValue)
+            return writeString()
+        case UInt8(ascii: "{"): return object()
+        case UInt8(ascii: "["): return array()
+        case UInt8(ascii: "t"):
+            guard literal("true") else { return false }
+            out.byte(PackedFields.Tag.true.rawValue)
+        case UInt8(ascii: "f"):
+            guard literal("false") else { return false }
+            out.byte(PackedFields.Tag.false.rawValue)
+        case UInt8(ascii: "n"):
+            guard literal("null") else { return false }
+            out.byte(PackedFields.Tag.null.rawValue)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            guard let number = number() else { return false }
+            if let integer = PackedFields.exactInteger(number) {
+                out.byte(PackedFields.Tag.integer.rawValue)
+                out.varint(PackedFields.zigzag(integer))
+            } else {
+                out.byte(PackedFields.Tag.double.rawValue)
+                out.double(number)
+            }
+        default: return false
+        }
+        return true
+    }
+
+    /// An object value: `{"$date": n}` becomes a date; any other object with a `$` key takes the general path.
+    private mutating func object() -> Bool {
+        if let date = dateObject() {
+            out.byte(PackedFields.Tag.date.rawValue)
+            out.double(date)
+            return true
+        }
+        out.byte(PackedFields.Tag.object.rawValue)
+        let lengthPosition = out.reserve(4)
+        guard let count = objectFields(countFirst: true) else { return false }
+        out.patchLength(at: lengthPosition)
+        _ = count
+        return true
+    }
+
+    /// `{"$date": number}` (and nothing else), read ahead without writing; the milliseconds as the general path
+    /// keeps them (whole milliseconds, toward zero).
+    private mutating func dateObject() -> Double? {
+        let literal: StaticString = #"{"$date":"#
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count - index > count, memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0 else { return nil }
+        let start = index
+        index += count
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]),
+           let milliseconds = number() {
+            skipWhitespace()
+            if take(UInt8(ascii: "}")) { return milliseconds.rounded(.towardZero) == 0 ? 0 : milliseconds.rounded(.towardZero) }
+        }
+        index = start
+        return nil
+    }
+
+    /// The fields of an object at `index` (which is at its `{`), written as packed fields (names and values); with
+    /// `countFirst`, preceded by their count (as inside a container value). Returns the field count.
+    private mutating func objectFields(countFirst: Bool = false) -> Int? {
+        guard take(UInt8(ascii: "{")), enter() else { return nil }
+        let countPosition = countFirst ? out.reserve(1) : 0
+        let namesBase = names.count
+        var count = 0
+        skipWhitespace()
+        if !take(UInt8(ascii: "}")) {
+            while true {
+                skipWhitespace()
+                guard peek() == UInt8(ascii: "\"") else { return nil }
+                let nameStart = out.count
+                guard writeString() else { return nil }
+                guard count < Self.maximumFieldsPerObject, recordName(from: nameStart, namesBase: namesBase) else { return nil }
+                skipWhitespace()
+                guard take(UInt8(ascii: ":")) else { return nil }
+                skipWhitespace()
+                guard value() else { return nil }
+                count += 1
+                skipWhitespace()
+                if take(UInt8(ascii: ",")) { continue }
+                guard take(UInt8(ascii: "}")) else { return nil }
+                break
+            }
+        }
+        names.removeSubrange(namesBase...)
+        if countFirst { out.insertVarint(UInt64(count), at: countPosition) }
+        depth -= 1
+        return count
+    }
+
+    /// Notes the name just written at `start` (varint length, bytes); `false` if the object already has it, or if it
+    /// starts with `$` (decoded: `"\u0024date"` is `$date` too).
+    private mutating func recordName(from start: Int, namesBase: Int) -> Bool {
+        var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
+        let name = reader.span()
+        guard name.first != UInt8(ascii: "$") else { return false }
+        var hash: UInt32 = 2_166_136_261
+        for byte in name { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        let offset = name.baseAddress! - UnsafeRawPointer(out.base)
+        for earlier in names[namesBase...] where earlier.hash == hash && earlier.count == name.count {
+            if memcmp(out.base + earlier.offset, name.baseAddress!, name.count) == 0 { return false }
+        }
+        names.append((hash, offset, name.count))
+        return true
+    }
+
+    private mutating func array() -> Bool {
+        guard take(UInt8(ascii: "[")), enter() else { return false }
+        out.byte(PackedFields.Tag.array.rawValue)
+        let lengthPosition = out.reserve(4)
+        let countPosition = out.reserve(1)
+        var count = 0
+        skipWhitespace()
+        if !take(UInt8(ascii: "]")) {
+            while true {
+                skipWhitespace()
+                guard value() else { return false }
+                count += 1
+                skipWhitespace()
+                if take(UInt8(ascii: ",")) { continue }
+                guard take(UInt8(ascii: "]")) else { return false }
+                break
+            }
+        }
+        out.insertVarint(UInt64(count), at: countPosition)
+        out.patchLength(at: lengthPosition)
+        depth -= 1
+        return true
+    }
+
+    private mutating func enter() -> Bool {
+        depth += 1
+        return depth <= Self.maximumDepth
+    }
+
+    // MARK: - Strings
+
+    /// Writes the string at `index` (at its opening quote) as a varint length and its UTF-8 bytes.
+    private mutating func writeString() -> Bool {
+        index += 1
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let count = index - start
+                out.varint(UInt64(count))
+                out.bytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))
+                index += 1
+                return true
+            }
+            if byte == UInt8(ascii: "\\") { return writeEscapedString(from: start) }
+            if byte < 0x20 { return false }
+            index += 1
+        }
+        return false
+    }
+
+    /// A string with escapes: decoded into a buffer, then written.
+    private mutating func writeEscapedString(from start: Int) -> Bool {
+        var buffer = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                out.varint(UInt64(buffer.count))
+                buffer.withUnsafeBytes { out.bytes($0) }
+                return true
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { return false }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): buffer.append(escape)
+                case UInt8(ascii: "b"): buffer.append(0x08)
+                case UInt8(ascii: "f"): buffer.append(0x0C)
+                case UInt8(ascii: "n"): buffer.append(0x0A)
+                case UInt8(ascii: "r"): buffer.append(0x0D)
+                case UInt8(ascii: "t"): buffer.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard let scalar = unicodeEscape() else { return false }
+                    buffer.append(contentsOf: UTF8.encode(scalar)!)
+                default: return false
+                }
+            default:
+                if byte < 0x20 { return false }
+                buffer.append(byte)
+                index += 1
+            }
+        }
+        return false
+    }
+
+    /// `\uXXXX` (after the `u`), joining a surrogate pair; a lone surrogate takes the general path (an error there).
+    private mutating func unicodeEscape() -> Unicode.Scalar? {
+        guard let first = hex4() else { return nil }
+        if (0xD800...0xDBFF).contains(first) {
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+            index += 2
+            guard let second = hex4(), (0xDC00...0xDFFF).contains(second) else { return nil }
+            return Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
+        }
+        return Unicode.Scalar(first)
+    }
+
+    private mutating func hex4() -> UInt32? {
+        guard index + 4 <= bytes.count else { return nil }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: return nil
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    // MARK: - Numbers
+
+    /// A JSON number, read as the general parser reads it (integers of up to 15 digits exactly, others by `Double`);
+    /// `nil` when it is malformed or beyond a double's range.
+    private mutating func number() -> Double? {
+        let start = index
+        var negative = false
+        if bytes[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
+        var integer: UInt64 = 0
+        var digits = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            digits = 1
+        } else {
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                if digits < 19 { integer = integer &* 10 &+ UInt64(bytes[index] - UInt8(ascii: "0")) }
+                digits += 1
+                index += 1
+            }
+        }
+        guard digits > 0 else { return nil }
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard skipDigits() else { return nil }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard skipDigits() else { return nil }
+        }
+        if isInteger, digits <= 15 {
+            let value = Double(integer)
+            return negative ? -value : value
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { return nil }
+        return value
+    }
+
+    private mutating func skipDigits() -> Bool {
+        let start = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+        return index > start
+    }
+
+    // MARK: - Scanning
+
+    @inline(__always)
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    @inline(__always)
+    private func peek(_ offset: Int = 0) -> UInt8? {
+        index + offset < bytes.count ? bytes[index + offset] : nil
+    }
+
+    /// Consumes `byte` if it is next.
+    @inline(__always)
+    private mutating func take(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    private mutating func literal(_ text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard bytes.count - index >= count, memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0 else { return false }
+        index += count
+        return true
+    }
+}
+
+/// The growable buffer ``DocumentMessageDecoder`` writes packed fields into.
+struct PackedScratch {
+    private(set) var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    func deallocate() { base.deallocate() }
+
+    @inline(__always)
+    private mutating func ensure(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        var newCapacity = capacity * 2
+        while count + extra > newCapacity { newCapacity *= 2 }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+        grown.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = grown
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    mutating func byte(_ value: UInt8) {
+        ensure(1)
+        base.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    mutating func varint(_ value: UInt64) {
+        ensure(10)
+        var writer = PackedFieldsWriter(base: base, offset: count)
+        writer.varint(value)
+        count = writer.offset
+    }
+
+    mutating func double(_ value: Double) {
+        ensure(8)
+        base.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: count, as: UInt64.self)
+        count += 8
+    }
+
+    mutating func bytes(_ source: UnsafeRawBufferPointer) {
+        guard let address = source.baseAddress, source.count > 0 else { return }
+        ensure(source.count)
+        (base + count).copyMemory(from: address, byteCount: source.count)
+        count += source.count
+    }
+
+    /// Reserves `size` bytes to be written later; returns their position.
+    mutating func reserve(_ size: Int) -> Int {
+        ensure(size)
+        defer { count += size }
+        return count
+    }
+
+    /// Writes a container's length (the bytes after the 4 reserved at `position`).
+    mutating func patchLength(at position: Int) {
+        base.storeBytes(of: UInt32(count - position - 4).littleEndian, toByteOffset: position, as: UInt32.self)
+    }
+
+    /// Writes `value` as a varint into the one byte reserved at `position`, moving what follows when it needs more.
+    mutating func insertVarint(_ value: UInt64, at position: Int) {
+        let size = PackedFields.varintSize(value)
+        if size > 1 {
+            ensure(size - 1)
+            memmove(base + position + size, base + position + 1, count - position - 1)
+            count += size - 1
+        }
+        var writer = PackedFieldsWriter(base: base, offset: position)
+        writer.varint(value)
+    }
+}
+
+/// The packed decoding checked against the general path, for the fuzz target (the decoder itself is internal).
+@_spi(Storage)
+public enum DocumentMessageDecoding {
+    /// What differs between the fast path's reading of `frame` and the general path's (EJSON.parse, ``ServerMessage``,
+    /// packing): `nil` when the fast path declines the frame, or takes it and reads the same message with
+    /// byte-identical packed fields.
+    public static func disagreement(_ frame: String) -> String? {
+        guard let fast = DocumentMessageDecoder.decode(frame) else { return nil }
+        guard case .success(let expected) = DDPClient.parseGenerally(frame) else { return "the general parser rejects \(frame)" }
+        guard fast.serverMessage == expected else { return "read \(fast.serverMessage), the general parser \(expected)" }
+        guard case .added(_, _, let fields) = expected.normalizedForPacking else { return "not added/changed: \(expected)" }
+        let packed = Document(id: fast.key.documentID, fields: fields)
+        let same = fast.fields.fieldCount == packed.fieldCount && fast.fields.hasSameID(as: packed)
+            && fast.fields.withBytes { mine in packed.withBytes { PackedFields.bytesEqual(mine, $0) } }
+        return same ? nil : "packed fields differ for \(frame)"
+    }
+}
+
+private extension ServerMessage {
+    /// `changed` read as `added` (the same collection, id and fields), for comparing packed fields.
+    var normalizedForPacking: ServerMessage {
+        if case .changed(let collection, let id, let fields, _) = self { return .added(collection: collection, id: id, fields: fields) }
+        return self
+    }
+}

@@ -1,0 +1,206 @@
+import EJSON
+import Foundation
+import XCTest
+
+@_spi(Storage) @testable import MeteorDDP
+
+/// The packed decoding of `added` and `changed` (``DocumentMessageDecoder``) against the general path (EJSON.parse,
+/// ``ServerMessage``, then packing): for every frame of every corpus, either the fast path declines and the frame reads
+/// exactly as before (the same message, or the same violation), or it takes the frame and gives the same message with
+/// byte-identical packed fields.
+final class DocumentMessageDecoderTests: XCTestCase {
+    private struct Tally {
+        var fast = 0
+        var general = 0
+    }
+
+    /// Checks one frame; returns whether the fast path took it.
+    @discardableResult
+    private func check(_ frame: String, _ label: @autoclosure () -> String, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+        let general = DDPClient.parseGenerally(frame)
+        guard let fast = DocumentMessageDecoder.decode(frame) else {
+            // Declined: the client reads the frame with the general parser, errors included.
+            switch (DDPClient.parse(frame), general) {
+            case (.success(.message(let read)), .success(let expected)):
+                XCTAssertEqual(read, expected, label(), file: file, line: line)
+            case (.failure(let read), .failure(let expected)):
+                XCTAssertEqual(read, expected, label(), file: file, line: line)
+            case (let read, let expected):
+                XCTFail("\(label()): read \(read), the general parser \(expected)", file: file, line: line)
+            }
+            return false
+        }
+        // Taken: the same message as the general path, with byte-identical packed fields.
+        XCTAssertNil(DocumentMessageDecoding.disagreement(frame), label(), file: file, line: line)
+        if case .success(let expected) = general, case .added(_, let id, _) = expected {
+            XCTAssertEqual(fast.key.documentID, DDPClient.documentID(fromWire: id), label(), file: file, line: line)
+        }
+        return true
+    }
+
+    private static func added(fields: String, id: String = "x") -> String {
+        #"{"msg":"added","collection":"c","id":"\#(id)","fields":\#(fields)}"#
+    }
+
+    // MARK: - Corpora
+
+    func testMeteorsTranscriptsReadTheSameAndTheirDataMessagesTakeTheFastPath() throws {
+        var tally = Tally()
+        for (scenario, direction, frame) in try Fixtures.transcriptFrames() where direction == "S->C" {
+            if check(frame, "\(scenario): \(frame)") { tally.fast += 1 } else { tally.general += 1 }
+        }
+        XCTAssertGreaterThan(tally.fast, 5, "Meteor's own added/changed frames take the fast path")
+        XCTAssertGreaterThan(tally.general, 5)
+    }
+
+    func testEveryEJSONVectorAsAFieldValueReadsTheSame() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("EJSONTests/Fixtures/ejson.json")
+        let vectors = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var texts: [String] = []
+        for entry in vectors["stringify"] as? [[String: Any]] ?? [] {
+            texts += [entry["stringify"], entry["canonical"]].compactMap { $0 as? String }
+        }
+        for entry in vectors["parse"] as? [[String: Any]] ?? [] { texts += [entry["input"]].compactMap { $0 as? String } }
+        for entry in vectors["equals"] as? [[String: Any]] ?? [] { texts += [entry["a"], entry["b"]].compactMap { $0 as? String } }
+        XCTAssertGreaterThan(texts.count, 40)
+        var fast = 0
+        for text in texts {
+            if check(Self.added(fields: #"{"v":\#(text)}"#), text) { fast += 1 }
+            check(#"{"msg":"changed","collection":"c","id":"x","fields":{"v":\#(text),"w":1},"cleared":["z"]}"#, text)
+        }
+        XCTAssertGreaterThan(fast, 10)
+    }
+
+    func testTheFuzzCorpusReadsTheSame() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/FuzzServerMessage")
+        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+        XCTAssertGreaterThan(files.count, 5)
+        for file in files {
+            let frame = String(decoding: try Data(contentsOf: file), as: UTF8.self)
+            check(frame, file.lastPathComponent)
+            // Every prefix: truncated frames are the general parser's to report.
+            for length in stride(from: 0, to: frame.utf8.count, by: 3) {
+                check(String(decoding: Array(frame.utf8.prefix(length)), as: UTF8.self), "\(file.lastPathComponent) cut at \(length)")
+            }
+        }
+    }
+
+    func testGeneratedDocumentsOfEveryShapeReadTheSameAndTakeTheFastPath() {
+        var generator = SplitMix(seed: 0x5eed)
+        for n in 0..<2_000 {
+            var fields = EJSONObject()
+            for f in 0..<generator.next(below: 12) { fields["f\(f)\(generator.next(below: 3) == 0 ? "é\u{1F600}" : "")"] = randomValue(&generator, depth: 0) }
+            let frame = EJSON.stringify(["msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields)])
+            XCTAssertTrue(check(frame, frame), "a Meteor-shaped frame of plain values and dates takes the fast path: \(frame)")
+            let cleared: EJSONValue = .array((0..<generator.next(below: 3)).map { .string("f\($0)") })
+            let changed = EJSON.stringify(["msg": "changed", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields), "cleared": cleared])
+            XCTAssertTrue(check(changed, changed))
+        }
+    }
+
+    private func randomValue(_ generator: inout SplitMix, depth: Int) -> EJSONValue {
+        switch generator.next(below: depth > 3 ? 7 : 9) {
+        case 0: return .null
+        case 1: return .bool(generator.next(below: 2) == 0)
+        case 2: return .number(Double(Int(generator.next(below: 2_000_000)) - 1_000_000))
+        case 3:
+            let numbers: [Double] = [0.25, -1.5e-7, 1e21, 123456789012345678, 9_007_199_254_740_993, -0.0, 0.1, 1.7976931348623157e308, 5e-324]
+            return .number(numbers[Int(generator.next(below: UInt64(numbers.count)))])
+        case 4:
+            let strings = ["", "plain", "quote \" backslash \\ slash /", "tab\tnew\nline\u{1}", "ünïcødé", "emoji \u{1F600}", "\u{2028}\u{2029}"]
+            return .string(strings[Int(generator.next(below: UInt64(strings.count)))])
+        case 5: return .date(millisecondsSince1970: Double(generator.next(below: 4_000_000_000_000)) - 1_000_000_000_000)
+        case 6: return .string(String(repeating: "x", count: Int(generator.next(below: 300))))
+        case 7:
+            // Now and then more than 127 elements (a two-byte count); small otherwise (the shapes nest).
+            let count = depth == 0 && generator.next(below: 4) == 0 ? 130 + generator.next(below: 70) : generator.next(below: 6)
+            return .array((0..<count).map { _ in randomValue(&generator, depth: depth + 1) })
+        default:
+            var object = EJSONObject()
+            for k in 0..<generator.next(below: 6) { object["k\(k)"] = randomValue(&generator, depth: depth + 1) }
+            return .object(object)
+        }
+    }
+
+    // MARK: - Frames the fast path declines
+
+    func testEveryBadInputRowAndEveryUnusualFrameReadsExactlyAsTheGeneralParserReadsIt() {
+        let frames = [
+            // The README's bad-input table.
+            #"{"msg":"added","collection":"c","id":"1","fields":{"s":"\ud800"}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"n":1e400}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"t":{"$type":"unregistered","$value":1}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"a":[1,2}}"#,
+            #"{"msg":"added","collection":"c","id":1,"fields":{}}"#,
+            #"{"msg":"added","collection":"c","fields":{}}"#,
+            #"{"msg":"added","id":"1","fields":{}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":[]}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"$date":5}}"#,
+            #"{"msg":"changed","collection":"c","id":"1","cleared":[1]}"#,
+            #"{"msg":"changed","collection":"c","id":"1","cleared":"a"}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"d":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}}",
+            #"{"msg":"added","collection":"c","id":"1","fields":{"d":"# + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "}}",
+            // EJSON types other than dates, escapes, duplicate and `$` keys: the general parser's to read.
+            #"{"msg":"added","collection":"c","id":"1","fields":{"b":{"$binary":"AAEC"},"i":{"$InfNaN":-1}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"e":{"$escape":{"$date":1}}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"r":{"$regexp":"a+","$flags":"gi"}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"d":{"$date":"soon"}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"d":{"$date":1.9}, "e":{"$date":-0.5}, "f":{ "$date" : 7 }}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"\u0024date":1}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"o":{"\u0024date":1}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"a":1,"a":2}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"o":{"k":1,"\u006b":2}}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"a":1},"fields":{"b":2}}"#,
+            #"{"msg":"added","msg":"changed","collection":"c","id":"1"}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":null,"cleared":5}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{},"extra":true}"#,
+            #"{"msg":"added","collection":"c","id":"-abc","fields":{}}"#,
+            #"{"msg":"added","collection":"c","id":"~{\"n\":1}","fields":{}}"#,
+            #"{"msg":"changed","collection":"c","id":"1","fields":{"a":1,"b":null},"cleared":["a","c"]}"#,
+            #"{"msg":"changed","collection":"c","id":"1"}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"s":"a\u00e9\ud83d\ude00\/\b\f\r"}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"s":"\x"}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"n":-}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"n":01}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"n":1.}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"n":12345678901234567890}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"n":tru}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{}} x"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{}}  "#,
+            #"{"msg":"added" , "collection" : "c" , "id" : "1" , "fields" : { "a" : [ 1 , { } ] } }"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":{"a":"ctl\#u{1}"}}"#,
+            #"{"msg":"addedBefore","collection":"c","id":"1","fields":{},"before":null}"#,
+            #"{"msg":"changedX","collection":"c","id":"1"}"#,
+            #"{"msg":"ready","subs":["a"]}"#,
+            "{\"msg\":\"added\"",
+            "",
+        ]
+        for frame in frames { check(frame, frame) }
+        // 300 fields: past the fast path's limit per object, read by the general parser.
+        let wide = (0..<300).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
+        XCTAssertFalse(check(Self.added(fields: "{\(wide)}"), "300 fields"))
+        let narrow = (0..<200).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
+        XCTAssertTrue(check(Self.added(fields: "{\(narrow)}"), "200 fields"))
+    }
+
+    func testAnArrayOrObjectOfMoreThan127ElementsHasItsCountWrittenInFull() {
+        let elements = (0..<20_000).map { "\($0 % 50)" }.joined(separator: ",")
+        XCTAssertTrue(check(Self.added(fields: #"{"a":[\#(elements)],"b":[[\#(elements)],{"x":[\#(elements)]}]}"#), "long arrays"))
+    }
+}
+
+/// A small deterministic generator (SplitMix64).
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func next(below bound: UInt64) -> UInt64 { next() % bound }
+}
