@@ -3,7 +3,8 @@ import Foundation
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
 //   sections: memory, ejson, database, queries, ingest, methods, large, clients, offline (and, alone for profiling: apply, inprocess;
-//   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate)
+//   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1
+//   makes `inprocess` run only our side, five times)
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
 let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients", "offline"]

@@ -145,12 +145,14 @@ extension DDPClient {
     private func openTransport() {
         connectionGeneration += 1
         let generation = connectionGeneration
+        // The connection's events come one at a time: its frames share one decoding scratch.
+        let scratch = DocumentMessageDecoder.Scratch()
         connection = transport.connect { [weak self] event in
             guard let self else { return }
             // Parse on the transport's thread, then hand over in order, in batches.
             let item: IncomingInbox.Item
             if case .text(let frame) = event {
-                item = .message(DDPClient.parse(frame), generation: generation)
+                item = .message(DDPClient.parse(frame, scratch: scratch), generation: generation)
             } else {
                 item = .transport(event, generation: generation)
             }
@@ -217,8 +219,8 @@ extension DDPClient {
 
     /// Reads a frame: `added` and `changed` straight into packed documents where ``DocumentMessageDecoder`` takes
     /// them, everything else (and anything it does not take) with the general parser, which reports every error.
-    static func parse(_ frame: String) -> Result<IncomingMessage, DDPProtocolViolation> {
-        if let document = DocumentMessageDecoder.decode(frame) { return .success(.document(document)) }
+    static func parse(_ frame: String, scratch: DocumentMessageDecoder.Scratch = .init()) -> Result<IncomingMessage, DDPProtocolViolation> {
+        if let document = DocumentMessageDecoder.decode(frame, scratch: scratch) { return .success(.document(document)) }
         return parseGenerally(frame).map(IncomingMessage.message)
     }
 

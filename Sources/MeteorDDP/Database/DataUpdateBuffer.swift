@@ -106,7 +106,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
-            state.pending.append(contentsOf: updates)
+            // Taken whole when nothing is pending (no copy of the elements).
+            if state.pending.isEmpty { state.pending = updates } else { state.pending.append(contentsOf: updates) }
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
             defer { state.wakeScheduled = true }
@@ -207,7 +208,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         let batch: (updates: [CacheUpdate], callbacks: [@Sendable () -> Void], reset: Set<DocumentKey>?)? = state.withLockedValue { state in
             guard !state.holding else { return nil }
             defer {
-                state.pending.removeAll(keepingCapacity: true)
+                state.pending = []
                 state.afterFlush.removeAll()
                 state.firstEnqueue = nil
                 state.lastEnqueue = nil

@@ -141,7 +141,7 @@ public final class Database: @unchecked Sendable {
         defer { end() }
         transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.count)
         updates.withUnsafeBufferPointer { buffer in
-            guard buffer.count >= VersionPreparation.minimumBatch, VersionPreparation.isWorthwhile else {
+            guard VersionPreparation.isWorthwhile(for: buffer) else {
                 for index in buffer.indices { applyInTransaction(buffer[index]) }
                 return
             }

@@ -21,26 +21,49 @@ struct DocumentMessageDecoder {
     private var index = 0
     private var depth = 0
     private var out: PackedScratch
-    /// The names of the objects being written (hash, offset in `out`, length), innermost last.
-    private var names: [(hash: UInt32, offset: Int, count: Int)] = []
+    /// The names of the objects being written, innermost last.
+    private var names: NameStack
 
-    private init(bytes: UnsafeBufferPointer<UInt8>) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, scratch: Scratch) {
         self.bytes = bytes
-        self.out = PackedScratch(capacity: bytes.count + 64)
+        self.out = scratch.packed
+        self.names = scratch.names
+        out.count = 0
+        names.count = 0
+    }
+
+    /// Memory a decoder writes into, kept from one frame to the next by whoever decodes a connection's frames (one at
+    /// a time: a transport delivers a connection's events in order, never concurrently), so that decoding a frame
+    /// allocates only the document it makes.
+    final class Scratch: @unchecked Sendable {
+        // @unchecked because a scratch is used by one decode at a time (see above); `decode` takes it and gives it back.
+        fileprivate var packed = PackedScratch(capacity: 4096)
+        fileprivate var names = NameStack()
+
+        init() {}
+
+        deinit {
+            packed.deallocate()
+            names.deallocate()
+        }
     }
 
     /// The frame's `added` or `changed` message, packed; `nil` for every other frame and everything the fast path does
-    /// not take (see the type's discussion).
-    static func decode(_ frame: String) -> DocumentMessage? {
+    /// not take (see the type's discussion). `scratch` is kept across frames when given (one decode at a time).
+    static func decode(_ frame: String, scratch: Scratch = Scratch()) -> DocumentMessage? {
         var frame = frame
-        return frame.withUTF8 { decode($0) }
+        return frame.withUTF8 { decode($0, scratch: scratch) }
     }
 
-    /// See ``decode(_:)-(String)``; `bytes` must be valid UTF-8.
-    static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> DocumentMessage? {
+    /// See ``decode(_:scratch:)-(String,_)``; `bytes` must be valid UTF-8.
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, scratch: Scratch = Scratch()) -> DocumentMessage? {
         guard startsLikeADataMessage(bytes) else { return nil }
-        var decoder = DocumentMessageDecoder(bytes: bytes)
-        defer { decoder.out.deallocate() }
+        var decoder = DocumentMessageDecoder(bytes: bytes, scratch: scratch)
+        // The buffers may have grown (moved): they go back to the scratch for the next frame.
+        defer {
+            scratch.packed = decoder.out
+            scratch.names = decoder.names
+        }
         return decoder.message()
     }
 
@@ -256,9 +279,7 @@ struct DocumentMessageDecoder {
             while true {
                 skipWhitespace()
                 guard peek() == UInt8(ascii: "\"") else { return nil }
-                let nameStart = out.count
-                guard writeString() else { return nil }
-                guard count < Self.maximumFieldsPerObject, recordName(from: nameStart, namesBase: namesBase) else { return nil }
+                guard let name = writeName(), count < Self.maximumFieldsPerObject, names.push(name, in: out, from: namesBase) else { return nil }
                 skipWhitespace()
                 guard take(UInt8(ascii: ":")) else { return nil }
                 skipWhitespace()
@@ -270,26 +291,10 @@ struct DocumentMessageDecoder {
                 break
             }
         }
-        names.removeSubrange(namesBase...)
+        names.count = namesBase
         if countFirst { out.insertVarint(UInt64(count), at: countPosition) }
         depth -= 1
         return count
-    }
-
-    /// Notes the name just written at `start` (varint length, bytes); `false` if the object already has it, or if it
-    /// starts with `$` (decoded: `"\u0024date"` is `$date` too).
-    private mutating func recordName(from start: Int, namesBase: Int) -> Bool {
-        var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
-        let name = reader.span()
-        guard name.first != UInt8(ascii: "$") else { return false }
-        var hash: UInt32 = 2_166_136_261
-        for byte in name { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        let offset = name.baseAddress! - UnsafeRawPointer(out.base)
-        for earlier in names[namesBase...] where earlier.hash == hash && earlier.count == name.count {
-            if memcmp(out.base + earlier.offset, name.baseAddress!, name.count) == 0 { return false }
-        }
-        names.append((hash, offset, name.count))
-        return true
     }
 
     private mutating func array() -> Bool {
@@ -322,6 +327,17 @@ struct DocumentMessageDecoder {
     }
 
     // MARK: - Strings
+
+    /// Writes a field name (varint length, bytes) and returns where its bytes are; `nil` for a malformed name or one
+    /// starting with `$` (decoded: `"\u0024date"` is `$date` too).
+    private mutating func writeName() -> NameStack.Name? {
+        let start = out.count
+        guard writeString() else { return nil }
+        var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
+        let count = Int(reader.varint())
+        guard count == 0 || out.base.load(fromByteOffset: reader.offset, as: UInt8.self) != UInt8(ascii: "$") else { return nil }
+        return NameStack.Name(offset: Int32(truncatingIfNeeded: reader.offset), count: Int32(truncatingIfNeeded: count))
+    }
 
     /// Writes the string at `index` (at its opening quote) as a varint length and its UTF-8 bytes.
     private mutating func writeString() -> Bool {
@@ -450,9 +466,59 @@ struct DocumentMessageDecoder {
             let value = Double(integer)
             return negative ? -value : value
         }
+        if let exact = Self.exactDecimal(UnsafeBufferPointer(rebasing: bytes[start..<index])) { return exact }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else { return nil }
         return value
+    }
+
+    /// Powers of ten a double holds exactly.
+    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in (0..<exponent).reduce(1.0) { value, _ in value * 10 } }
+
+    /// A well-formed JSON number whose significant digits fit in 2^53 and whose decimal exponent is within ±22: one
+    /// multiplication or division of two exact doubles, so rounded once, exactly as a correctly rounded parse
+    /// (`Double(String)`) rounds it (Clinger's fast path). `nil` for any other number.
+    private static func exactDecimal(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
+        var index = 0
+        let negative = text[0] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var mantissa: UInt64 = 0
+        var significant = 0
+        var exponent = 0
+        var seenPoint = false
+        while index < text.count {
+            let byte = text[index]
+            if byte == UInt8(ascii: ".") {
+                seenPoint = true
+            } else if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                if mantissa != 0 || byte != UInt8(ascii: "0") { significant += 1 }
+                guard significant <= 19 else { return nil }
+                mantissa = mantissa * 10 + UInt64(byte - UInt8(ascii: "0"))
+                if seenPoint { exponent -= 1 }
+            } else {
+                break
+            }
+            index += 1
+        }
+        if index < text.count {
+            // The exponent part (`e`/`E`, sign, digits: well formed, checked by the caller).
+            index += 1
+            var negativeExponent = false
+            if text[index] == UInt8(ascii: "+") || text[index] == UInt8(ascii: "-") {
+                negativeExponent = text[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            var written = 0
+            while index < text.count {
+                written = written * 10 + Int(text[index] - UInt8(ascii: "0"))
+                guard written <= 1_000 else { return nil }
+                index += 1
+            }
+            exponent += negativeExponent ? -written : written
+        }
+        guard mantissa <= 1 << 53, abs(exponent) <= 22 else { return nil }
+        let value = exponent < 0 ? Double(mantissa) / exactPowersOfTen[-exponent] : Double(mantissa) * exactPowersOfTen[exponent]
+        return negative ? -value : value
     }
 
     private mutating func skipDigits() -> Bool {
@@ -490,6 +556,42 @@ struct DocumentMessageDecoder {
         let count = text.utf8CodeUnitCount
         guard bytes.count - index >= count, memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0 else { return false }
         index += count
+        return true
+    }
+}
+
+/// The names of the objects ``DocumentMessageDecoder`` is writing (where each name's bytes are in its output), to
+/// find duplicate keys: a linear scan, comparing lengths and first bytes before the bytes themselves (objects have at
+/// most `maximumFieldsPerObject` fields).
+struct NameStack {
+    struct Name {
+        let offset: Int32
+        let count: Int32
+    }
+
+    private var base = UnsafeMutablePointer<Name>.allocate(capacity: 64)
+    private var capacity = 64
+    var count = 0
+
+    func deallocate() { base.deallocate() }
+
+    /// Adds `name` (bytes in `out`) to the object whose names start at `first`; `false` if that object has it already.
+    mutating func push(_ name: Name, in out: PackedScratch, from first: Int) -> Bool {
+        let bytes = out.base + Int(name.offset)
+        for index in first..<count {
+            let earlier = base[index]
+            guard earlier.count == name.count else { continue }
+            if name.count == 0 || memcmp(out.base + Int(earlier.offset), bytes, Int(name.count)) == 0 { return false }
+        }
+        if count == capacity {
+            let grown = UnsafeMutablePointer<Name>.allocate(capacity: capacity * 2)
+            grown.initialize(from: base, count: count)
+            base.deallocate()
+            base = grown
+            capacity *= 2
+        }
+        base[count] = name
+        count += 1
         return true
     }
 }
@@ -571,9 +673,18 @@ struct PackedScratch {
     }
 }
 
-/// The packed decoding checked against the general path, for the fuzz target (the decoder itself is internal).
+/// The packed decoding checked against the general path, for the fuzz target, and timed alone, for the benchmarks (the
+/// decoder itself is internal).
 @_spi(Storage)
 public enum DocumentMessageDecoding {
+    /// Decodes `frames` one after another as a connection does (one scratch); returns how many the fast path took.
+    public static func decodeAll(_ frames: [String]) -> Int {
+        let scratch = DocumentMessageDecoder.Scratch()
+        var taken = 0
+        for frame in frames where DocumentMessageDecoder.decode(frame, scratch: scratch) != nil { taken += 1 }
+        return taken
+    }
+
     /// What differs between the fast path's reading of `frame` and the general path's (EJSON.parse, ``ServerMessage``,
     /// packing): `nil` when the fast path declines the frame, or takes it and reads the same message with
     /// byte-identical packed fields.

@@ -22,8 +22,9 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     /// Hands the collected updates to the buffer.
     func push() {
         guard !pending.isEmpty else { return }
+        // Handed over whole: the buffer keeps this array, the next burst starts a new one.
         buffer.enqueue(cacheUpdates: pending)
-        pending.removeAll(keepingCapacity: true)
+        pending = []
     }
 
     func flush() {

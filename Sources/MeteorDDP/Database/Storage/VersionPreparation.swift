@@ -43,6 +43,19 @@ final class VersionPreparation: @unchecked Sendable {
     /// Whether this machine has a second processor to prepare on.
     static let isWorthwhile = ProcessInfo.processInfo.activeProcessorCount > 1
 
+    /// Whether a second thread would have enough to make for `updates`: at least ``minimumBatch`` changes. An `added`
+    /// carries its new document already (data messages are decoded packed), so a flood of them would only keep a
+    /// helper busy on a core the frames' decoding needs.
+    static func isWorthwhile(for updates: UnsafeBufferPointer<CacheUpdate>) -> Bool {
+        guard isWorthwhile, updates.count >= minimumBatch else { return false }
+        var changes = 0
+        for index in updates.indices {
+            if case .changed = updates[index] { changes += 1 }
+            if changes >= minimumBatch { return true }
+        }
+        return false
+    }
+
     private let updates: UnsafeBufferPointer<CacheUpdate>
     private let snapshot: DatabaseSnapshot
     private let prepared: UnsafeMutableBufferPointer<PreparedVersion?>
