@@ -1,3 +1,4 @@
+import Atomics
 import EJSON
 import Foundation
 
@@ -8,14 +9,16 @@ import Foundation
 /// then ``ServerMessage``, then packing): frames Meteor's server writes (`{"msg":"added",…`), with plain JSON values
 /// and `{"$date": n}`. For anything else it returns `nil` and the frame goes to the general parser, which then
 /// reports exactly the error it always reported: other EJSON types (`$binary`, `$type`, `$escape`, …; any `$` key),
-/// duplicate keys, keys with escapes at the top level, objects of more than ``maximumFieldsPerObject`` fields,
+/// duplicate keys, field names with non-ASCII characters (Swift's `String` equality, which the general parser's objects
+/// use, merges canonically equivalent names: `"K"` and `"\u212a"`), keys with escapes at the top level, objects of
+/// more than ``maximumFieldsPerObject`` fields,
 /// nesting deeper than ``maximumDepth``, numbers beyond a double's range, lone surrogates, unknown top-level keys,
 /// and every malformed frame. The input is valid UTF-8 (a Swift string's bytes), so it is not validated again.
 struct DocumentMessageDecoder {
     /// Deeper frames take the general path (which rejects them past `EJSON.maximumNestingDepth`).
     static let maximumDepth = 256
     /// Objects with more fields take the general path (duplicate keys are looked for by a linear scan of hashes).
-    static let maximumFieldsPerObject = 256
+    static let maximumFieldsPerObject = 128
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
@@ -32,19 +35,44 @@ struct DocumentMessageDecoder {
         names.count = 0
     }
 
-    /// Memory a decoder writes into, kept from one frame to the next by whoever decodes a connection's frames (one at
-    /// a time: a transport delivers a connection's events in order, never concurrently), so that decoding a frame
-    /// allocates only the document it makes.
+    /// Memory a decoder writes into, kept from one frame to the next by whoever decodes a connection's frames, so that
+    /// decoding a frame allocates only the document it makes. A transport delivers a connection's events one at a
+    /// time; should two decodes overlap anyway, the second works in memory of its own (``decode(_:scratch:)-(String,_)``
+    /// claims the scratch with an atomic flag).
     final class Scratch: @unchecked Sendable {
-        // @unchecked because a scratch is used by one decode at a time (see above); `decode` takes it and gives it back.
-        fileprivate var packed = PackedScratch(capacity: 4096)
-        fileprivate var names = NameStack()
+        // @unchecked because `packed` and `names` are used only by the decode that claimed `inUse`.
+        fileprivate(set) var packed = PackedScratch(capacity: Scratch.initialBytes)
+        fileprivate(set) var names = NameStack()
+        private let inUse = ManagedAtomic(false)
+        /// What a scratch keeps between frames; a larger frame's memory is given back after it.
+        static let initialBytes = 4096
+        static let keptBytes = 1 << 20
 
         init() {}
 
         deinit {
             packed.deallocate()
             names.deallocate()
+        }
+
+        /// Claims the scratch; `false` if a decode is using it.
+        fileprivate func claim() -> Bool {
+            inUse.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
+        }
+
+        /// Takes back the buffers (moved if they grew), shrunk if a large frame grew them, and lets the scratch go.
+        fileprivate func giveBack(_ packed: PackedScratch, _ names: NameStack) {
+            self.packed = packed
+            self.names = names
+            if packed.capacity > Self.keptBytes {
+                self.packed.deallocate()
+                self.packed = PackedScratch(capacity: Self.initialBytes)
+            }
+            if names.capacity > 1024 {
+                self.names.deallocate()
+                self.names = NameStack()
+            }
+            inUse.store(false, ordering: .releasing)
         }
     }
 
@@ -58,12 +86,11 @@ struct DocumentMessageDecoder {
     /// See ``decode(_:scratch:)-(String,_)``; `bytes` must be valid UTF-8.
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>, scratch: Scratch = Scratch()) -> DocumentMessage? {
         guard startsLikeADataMessage(bytes) else { return nil }
+        // Two decodes at once (a transport breaking its contract): the second one gets memory of its own.
+        guard scratch.claim() else { return decode(bytes, scratch: Scratch()) }
         var decoder = DocumentMessageDecoder(bytes: bytes, scratch: scratch)
         // The buffers may have grown (moved): they go back to the scratch for the next frame.
-        defer {
-            scratch.packed = decoder.out
-            scratch.names = decoder.names
-        }
+        defer { scratch.giveBack(decoder.out, decoder.names) }
         return decoder.message()
     }
 
@@ -328,15 +355,24 @@ struct DocumentMessageDecoder {
 
     // MARK: - Strings
 
-    /// Writes a field name (varint length, bytes) and returns where its bytes are; `nil` for a malformed name or one
-    /// starting with `$` (decoded: `"\u0024date"` is `$date` too).
+    /// Writes a field name (varint length, bytes) and returns where its bytes are, with their hash; `nil` for a
+    /// malformed name, one starting with `$` (decoded: `"\u0024date"` is `$date` too), or one with a non-ASCII
+    /// character (see the type's discussion).
     private mutating func writeName() -> NameStack.Name? {
         let start = out.count
         guard writeString() else { return nil }
         var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
         let count = Int(reader.varint())
-        guard count == 0 || out.base.load(fromByteOffset: reader.offset, as: UInt8.self) != UInt8(ascii: "$") else { return nil }
-        return NameStack.Name(offset: Int32(truncatingIfNeeded: reader.offset), count: Int32(truncatingIfNeeded: count))
+        let name = UnsafeRawBufferPointer(start: out.base + reader.offset, count: count)
+        guard name.first != UInt8(ascii: "$") else { return nil }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var bits: UInt8 = 0
+        for byte in name {
+            bits |= byte
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        guard bits < 0x80 else { return nil }
+        return NameStack.Name(offset: reader.offset, count: count, hash: hash)
     }
 
     /// Writes the string at `index` (at its opening quote) as a varint length and its UTF-8 bytes.
@@ -561,27 +597,28 @@ struct DocumentMessageDecoder {
 }
 
 /// The names of the objects ``DocumentMessageDecoder`` is writing (where each name's bytes are in its output), to
-/// find duplicate keys: a linear scan, comparing lengths and first bytes before the bytes themselves (objects have at
-/// most `maximumFieldsPerObject` fields).
+/// find duplicate keys: a linear scan over the object's names comparing hashes (FNV-1a) and lengths, and the bytes
+/// only when both match (objects have at most `maximumFieldsPerObject` fields).
 struct NameStack {
     struct Name {
-        let offset: Int32
-        let count: Int32
+        let offset: Int
+        let count: Int
+        let hash: UInt64
     }
 
     private var base = UnsafeMutablePointer<Name>.allocate(capacity: 64)
-    private var capacity = 64
+    private(set) var capacity = 64
     var count = 0
 
     func deallocate() { base.deallocate() }
 
     /// Adds `name` (bytes in `out`) to the object whose names start at `first`; `false` if that object has it already.
     mutating func push(_ name: Name, in out: PackedScratch, from first: Int) -> Bool {
-        let bytes = out.base + Int(name.offset)
+        let bytes = out.base + name.offset
         for index in first..<count {
             let earlier = base[index]
-            guard earlier.count == name.count else { continue }
-            if name.count == 0 || memcmp(out.base + Int(earlier.offset), bytes, Int(name.count)) == 0 { return false }
+            guard earlier.hash == name.hash, earlier.count == name.count else { continue }
+            if name.count == 0 || memcmp(out.base + earlier.offset, bytes, name.count) == 0 { return false }
         }
         if count == capacity {
             let grown = UnsafeMutablePointer<Name>.allocate(capacity: capacity * 2)
@@ -599,7 +636,7 @@ struct NameStack {
 /// The growable buffer ``DocumentMessageDecoder`` writes packed fields into.
 struct PackedScratch {
     private(set) var base: UnsafeMutableRawPointer
-    private var capacity: Int
+    private(set) var capacity: Int
     var count = 0
 
     init(capacity: Int) {

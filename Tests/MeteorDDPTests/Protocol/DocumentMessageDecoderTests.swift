@@ -91,9 +91,13 @@ final class DocumentMessageDecoderTests: XCTestCase {
         var generator = SplitMix(seed: 0x5eed)
         for n in 0..<2_000 {
             var fields = EJSONObject()
-            for f in 0..<generator.next(below: 12) { fields["f\(f)\(generator.next(below: 3) == 0 ? "é\u{1F600}" : "")"] = randomValue(&generator, depth: 0) }
+            for f in 0..<generator.next(below: 12) { fields["f\(f)\(generator.next(below: 3) == 0 ? " with.dots-and_marks" : "")"] = randomValue(&generator, depth: 0) }
             let frame = EJSON.stringify(["msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields)])
             XCTAssertTrue(check(frame, frame), "a Meteor-shaped frame of plain values and dates takes the fast path: \(frame)")
+            // A non-ASCII name: the general parser's frame, read as before.
+            var accented = fields
+            accented["é\u{1F600}"] = .number(Double(n))
+            XCTAssertFalse(check(EJSON.stringify(["msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(accented)]), "accented"))
             let cleared: EJSONValue = .array((0..<generator.next(below: 3)).map { .string("f\($0)") })
             let changed = EJSON.stringify(["msg": "changed", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields), "cleared": cleared])
             XCTAssertTrue(check(changed, changed))
@@ -178,11 +182,48 @@ final class DocumentMessageDecoderTests: XCTestCase {
             "",
         ]
         for frame in frames { check(frame, frame) }
-        // 300 fields: past the fast path's limit per object, read by the general parser.
-        let wide = (0..<300).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
-        XCTAssertFalse(check(Self.added(fields: "{\(wide)}"), "300 fields"))
-        let narrow = (0..<200).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
-        XCTAssertTrue(check(Self.added(fields: "{\(narrow)}"), "200 fields"))
+        // Past the fast path's limit of fields per object: read by the general parser.
+        let limit = DocumentMessageDecoder.maximumFieldsPerObject
+        let wide = (0...limit).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
+        XCTAssertFalse(check(Self.added(fields: "{\(wide)}"), "\(limit + 1) fields"))
+        let narrow = (0..<limit).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
+        XCTAssertTrue(check(Self.added(fields: "{\(narrow)}"), "\(limit) fields"))
+    }
+
+    func testCanonicallyEquivalentNamesAreOneFieldAsTheGeneralParserReadsThem() {
+        // Swift's String equality (the general parser's objects) merges "K" and KELVIN SIGN, "é" and "e" + accent.
+        for fields in [#"{"K":1,"\u212a":2}"#, #"{"\u00e9":1,"e\u0301":2}"#, #"{"o":{"K":1,"\u212a":2}}"#, #"{"ü":1}"#] {
+            XCTAssertFalse(check(Self.added(fields: fields), fields), "names with non-ASCII characters take the general path")
+            check(#"{"msg":"changed","collection":"c","id":"x","fields":\#(fields)}"#, fields)
+        }
+        // Non-ASCII values are the fast path's.
+        XCTAssertTrue(check(Self.added(fields: #"{"name":"K\u212aé"}"#), "non-ASCII value"))
+    }
+
+    func testDecodesSharingAScratchAtOnceEachReadTheirOwnFrame() {
+        // A transport delivers a connection's frames one at a time; if two decodes overlap anyway, neither may write
+        // into the other's memory.
+        let scratch = DocumentMessageDecoder.Scratch()
+        let frames = (0..<64).map { n in
+            Self.added(fields: "{" + (0..<(n % 3 + 1) * 40).map { #""f\#($0)":"\#(String(repeating: "v", count: n))""# }.joined(separator: ",") + "}", id: "d\(n)")
+        }
+        DispatchQueue.concurrentPerform(iterations: 4_000) { round in
+            let frame = frames[round % frames.count]
+            let decoded = DocumentMessageDecoder.decode(frame, scratch: scratch)
+            guard case .success(.added(_, let id, let fields))? = decoded.map({ Result<ServerMessage, Never>.success($0.serverMessage) }),
+                  case .success(.added(_, id, let expected)) = DDPClient.parseGenerally(frame), fields == expected else {
+                XCTFail("round \(round): \(String(describing: decoded?.serverMessage))")
+                return
+            }
+        }
+    }
+
+    func testAScratchGivesBackTheMemoryOfALargeFrame() {
+        let scratch = DocumentMessageDecoder.Scratch()
+        let large = Self.added(fields: #"{"s":"\#(String(repeating: "x", count: 4 << 20))"}"#)
+        XCTAssertTrue(check(large, "4 MiB string"))
+        XCTAssertNotNil(DocumentMessageDecoder.decode(large, scratch: scratch))
+        XCTAssertLessThanOrEqual(scratch.packed.capacity, DocumentMessageDecoder.Scratch.keptBytes)
     }
 
     func testAnArrayOrObjectOfMoreThan127ElementsHasItsCountWrittenInFull() {
