@@ -29,6 +29,7 @@ if requested.isEmpty {
         case "queries": QueryBenchmarks.run()
         case "large": DatabaseBenchmarks.largeCache()
         case "clients": try await ManyClientsBenchmarks.run()
+        case "serve-ten": try await ManyClientsBenchmarks.serveTen()  // the server process of `clients`
         case "apply": DatabaseBenchmarks.applyThroughput()
         case "inprocess": IngestBenchmarks.inProcess()
         case "ingest": IngestBenchmarks.run()

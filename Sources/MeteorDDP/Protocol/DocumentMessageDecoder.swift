@@ -45,7 +45,7 @@ struct DocumentMessageDecoder {
         fileprivate(set) var names = NameStack()
         private let inUse = ManagedAtomic(false)
         /// What a scratch keeps between frames; a larger frame's memory is given back after it.
-        static let initialBytes = 4096
+        static let initialBytes = 1024  // a connection each: many clients in one process keep theirs small
         static let keptBytes = 1 << 20
 
         init() {}
@@ -606,8 +606,8 @@ struct NameStack {
         let hash: UInt64
     }
 
-    private var base = UnsafeMutablePointer<Name>.allocate(capacity: 64)
-    private(set) var capacity = 64
+    private var base = UnsafeMutablePointer<Name>.allocate(capacity: 16)
+    private(set) var capacity = 16
     var count = 0
 
     func deallocate() { base.deallocate() }
