@@ -13,6 +13,7 @@ enum MethodBenchmarks {
     static func run() {
         stubToNotification()
         callRoundTrip()
+        pipelinedCalls()
     }
 
     /// A stub inserts a document; an observer of `database.changes` receives the change set.
@@ -81,6 +82,82 @@ enum MethodBenchmarks {
                      target: "within 1.5x")
     }
 
+    /// 1,000 `echo` calls made at once, until every one has completed (its result received and its data visible),
+    /// against a bare swift-websocket client sending the same 1,000 `method` frames at once and reading until every
+    /// `result` and `updated` came back, on the same server; five rounds each, alternating, medians compared.
+    static func pipelinedCalls(calls: Int = 1_000, rounds: Int = 5) {
+        Bench.section("Methods: \(calls) calls in flight over loopback, until all completed, vs a raw WebSocket client sending the same frames")
+        let group = DispatchGroup()
+        group.enter()
+        let box = PairBox()
+        Task {
+            do {
+                var serverConfiguration = DDPTestServer.Configuration()
+                serverConfiguration.eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                let server = DDPTestServer(configuration: serverConfiguration)
+                try await server.start()
+                server.method("echo") { context in context.params.first }
+                let client = DDPClient(url: server.url)
+                client.connect()
+                for await status in client.statusUpdates where status.isConnected { break }
+                var ours: [Double] = []
+                var raw: [Double] = []
+                for round in 0..<rounds {
+                    raw.append(try await rawPipelinedSeconds(url: server.url, calls: calls, round: round))
+                    ours.append(try await pipelinedSeconds(client: client, calls: calls))
+                }
+                box.set(ours: Double(calls) / ours.sorted()[rounds / 2], raw: Double(calls) / raw.sorted()[rounds / 2])
+                client.close()
+                try await server.stop()
+            } catch {
+                print("pipelined calls benchmark failed: \(error)")
+            }
+            group.leave()
+        }
+        group.wait()
+        guard let (ours, raw) = box.values else { return }
+        Bench.report("\(calls) pipelined calls", ours: ours, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames",
+                     target: "≥ 0.8x")
+    }
+
+    /// Seconds for `calls` echo calls made at once through the client, until the last completion.
+    static func pipelinedSeconds(client: DDPClient, calls: Int) async throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let remaining = ManagedTimestamp()
+            remaining.set(UInt64(calls))
+            for n in 0..<calls {
+                _ = try? client.call("echo", params: [.number(Double(n))]) { _ in
+                    if remaining.decrement() == 0 { done.resume() }
+                }
+            }
+        }
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    /// Seconds for a bare WebSocket client to send `calls` method frames at once and read every `result` and
+    /// `updated` back (a fresh connection per round; its connect is not timed).
+    static func rawPipelinedSeconds(url: URL, calls: Int, round: Int) async throws -> Double {
+        let box = PairBox()
+        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
+        configuration.validateUTF8 = true
+        try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
+            var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+            try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
+            _ = try await iterator.next()  // connected
+            let start = DispatchTime.now().uptimeNanoseconds
+            for n in 0..<calls {
+                try await outbound.write(.text(#"{"msg":"method","id":"r\#(round)-\#(n)","method":"echo","params":[\#(n)]}"#))
+            }
+            // Each call answers with `result` and `updated`.
+            for _ in 0..<(2 * calls) { _ = try await iterator.next() }
+            box.set(ours: 0, raw: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            try await outbound.close(.normalClosure, reason: nil)
+        }
+        guard let values = box.values else { throw CancellationError() }
+        return values.raw
+    }
+
     /// Rounds of DDP pings answered by the server over a bare swift-websocket client (the floor for a call), each
     /// followed by a round of `echo` calls through the client; returns both p50s.
     static func interleavedRoundTrips(url: URL, client: DDPClient, rounds: Int, perRound: Int) async throws -> (ours: Double, raw: Double) {
@@ -121,6 +198,8 @@ final class ManagedTimestamp: @unchecked Sendable {
     private var stored: UInt64 = 0
     func set(_ value: UInt64) { lock.withLock { stored = value } }
     var value: UInt64 { lock.withLock { stored } }
+    /// Subtracts one and returns the new value (a countdown).
+    func decrement() -> UInt64 { lock.withLock { stored -= 1; return stored } }
 }
 
 final class PairBox: @unchecked Sendable {
