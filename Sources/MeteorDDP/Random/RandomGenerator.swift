@@ -1,3 +1,5 @@
+import Crypto
+
 /// A source of random fractions with Meteor's derived helpers (`Random.id`, `secret`, `hexString`, `choice`),
 /// each drawing exactly as Meteor's `AbstractRandomGenerator` does: one fraction per character.
 ///
@@ -84,5 +86,15 @@ public struct SecureRandomGenerator: RandomGenerator {
         var generator = SystemRandomNumberGenerator()
         // 53 random bits scaled into [0, 1).
         return Double(generator.next() >> 11) * 0x1p-53
+    }
+
+    /// `count` fractions from one request to a secure generator (swift-crypto's, which BoringSSL reseeds from the
+    /// system; `SecRandom` on Apple platforms): an id or a seed costs one request, not one system call per character.
+    public func fractions(_ count: Int) -> [Double] {
+        guard count > 0 else { return [] }
+        let key = SymmetricKey(size: SymmetricKeySize(bitCount: count * 64))
+        return key.withUnsafeBytes { bytes in
+            (0..<count).map { index in Double(bytes.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self) >> 11) * 0x1p-53 }
+        }
     }
 }

@@ -123,5 +123,12 @@ final class AleaTests: XCTestCase {
         let seed = generator.hexString(20)
         XCTAssertTrue(seed.count == 20 && seed.allSatisfy(\.isHexDigit))
         XCTAssertTrue((0..<1000).map { _ in generator.fraction() }.allSatisfy { $0 >= 0 && $0 < 1 })
+        // Drawn in one request: every fraction in [0, 1), all different, spread over the interval (mean 0.5, σ ≈ 0.009).
+        let fractions = generator.fractions(1000)
+        XCTAssertEqual(fractions.count, 1000)
+        XCTAssertTrue(fractions.allSatisfy { $0 >= 0 && $0 < 1 })
+        XCTAssertEqual(Set(fractions).count, 1000)
+        XCTAssertEqual(fractions.reduce(0, +) / 1000, 0.5, accuracy: 0.1)
+        XCTAssertEqual(generator.fractions(0), [])
     }
 }
