@@ -38,7 +38,9 @@ enum IngestBenchmarks {
         var addedSeconds: [Double] = []
         var changedSeconds: [Double] = []
         for _ in 0..<(profiling ? 5 : 3) {
-            let (client, transport) = DDPClient.connectedInMemory()
+            var configuration = DDPClient.Configuration()
+            if let size = ProcessInfo.processInfo.environment["MDDP_BATCH"].flatMap(Int.init) { configuration.bufferedWritesMaxBatchSize = size }
+            let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
             let sub = client.subscribe("bench")
             let marker = client.subscribe("marker")
             let start = DispatchTime.now()

@@ -131,6 +131,7 @@ public final class DDPClient: @unchecked Sendable {
             database: database,
             interval: configuration.bufferedWritesInterval,
             maxAge: configuration.bufferedWritesMaxAge,
+            maxBatchSize: configuration.bufferedWritesMaxBatchSize,
             scheduler: configuration.scheduler
         )
         self.store = DatabaseLocalStore(database: database, buffer: updateBuffer)
@@ -206,6 +207,9 @@ extension DDPClient {
         public var bufferedWritesInterval: Duration = .milliseconds(5)
         /// The longest incoming data waits after the first update of a batch (Meteor: 500 ms).
         public var bufferedWritesMaxAge: Duration = .milliseconds(500)
+        /// The number of incoming updates at which a batch is applied without waiting for the two bounds above
+        /// (ours, not Meteor's): on a flood the cache applies one batch while the next is decoded. Default 32,768.
+        public var bufferedWritesMaxBatchSize = 32_768
         /// Where the logged-in account is kept between runs; `nil` keeps it in memory only.
         /// ``FileAccountStore`` keeps it in a 0600 file in the application-support directory.
         public var accountStore: (any AccountStore)?

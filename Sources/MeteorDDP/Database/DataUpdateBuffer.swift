@@ -6,7 +6,10 @@ import NIOConcurrencyHelpers
 ///
 /// A `DispatchSource` of kind *user data add* on a serial queue coalesces the wake-ups: everything enqueued before a
 /// flush runs lands in one transaction and one notification. Meteor's bounds apply: a batch waits until
-/// `interval` passed without a new update (5 ms) but never longer than `maxAge` after its first update (500 ms).
+/// `interval` passed without a new update (5 ms) but never longer than `maxAge` after its first update (500 ms). A
+/// third bound is ours: a batch of `maxBatchSize` updates (32,768) is applied at once, so that on a flood the cache
+/// applies one batch while the next is being decoded (both cores busy) rather than all of it after the last frame; a
+/// burst of 100k updates gives four notifications.
 /// While held (quiescence) nothing is applied; on release everything lands in one transaction, and with
 /// `resetting` the cache becomes exactly what arrived while held, reported as a diff (unchanged documents give no
 /// change entry at all).
@@ -59,6 +62,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     private let source: any DispatchSourceUserDataAdd
     private let interval: TimeInterval
     private let maxAge: TimeInterval
+    private let maxBatchSize: Int
     /// The clock and timers of the debounce (tests pass a `ManualScheduler`-like scheduler: no real waiting).
     private let scheduler: any DDPScheduler
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -71,14 +75,19 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     ///   - interval: How long a batch waits for more updates (Meteor's `bufferedWritesInterval`, 5 ms); zero applies
     ///     every batch as soon as the queue gets to it.
     ///   - maxAge: The longest a batch waits after its first update (Meteor's `bufferedWritesMaxAge`, 500 ms).
+    ///   - maxBatchSize: The number of updates at which a batch is applied without waiting (not while held).
     ///   - scheduler: The clock and timers of the debounce; `nil` uses real time.
-    public init(database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), scheduler: (any DDPScheduler)? = nil) {
+    public init(
+        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), maxBatchSize: Int = 32_768,
+        scheduler: (any DDPScheduler)? = nil
+    ) {
         self.database = database
         let queue = DispatchQueue(label: "MeteorDDP.DataUpdateBuffer")
         self.queue = queue
         self.source = DispatchSource.makeUserDataAddSource(queue: queue)
         self.interval = interval.timeInterval
         self.maxAge = maxAge.timeInterval
+        self.maxBatchSize = max(1, maxBatchSize)
         self.scheduler = scheduler ?? DispatchScheduler(queue: queue)
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         source.setEventHandler { [weak self] in self?.flushIfDue() }
@@ -111,6 +120,11 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
             defer { state.wakeScheduled = true }
+            // A full batch goes now, whatever the debounce is waiting for (a timer already armed finds it gone).
+            if state.pending.count >= maxBatchSize, !state.holding, !state.flushRequested {
+                state.flushRequested = true
+                return true
+            }
             return !state.wakeScheduled
         }
         // A flood of small enqueues signals once: the rest find the queue already due to look.

@@ -24,6 +24,38 @@ final class DataUpdateBufferTests: XCTestCase {
         XCTAssertEqual(database.collection("players").count, 1000)
     }
 
+    func testAFullBatchIsAppliedWithoutWaitingForTheDebounce() {
+        // A long debounce: only the size bound applies anything before the after-flush request. (Below the bound a
+        // batch waits: testUpdatesEnqueuedBeforeAFlushLandInOneTransactionAndOneNotification.)
+        let database = Database()
+        let recorder = ChangesRecorder(database)
+        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .seconds(60), maxBatchSize: 100)
+        for batch in 0..<2 {
+            let applied = expectation(forNotification: .databaseDidChange, object: database)
+            for i in 0..<100 { buffer.enqueue(.added(key("p\(batch)-\(i)"), ["score": .number(Double(i))])) }
+            wait(for: [applied], timeout: 5)
+            XCTAssertEqual(database.collection("players").count, 100 * (batch + 1))
+        }
+        for i in 0..<50 { buffer.enqueue(.added(key("q\(i)"), [:])) }
+        flushed(buffer)
+        XCTAssertEqual(database.collection("players").count, 250)
+        XCTAssertEqual(recorder.changes.map { $0.affectedDocumentKeys.count }, [100, 100, 50])
+    }
+
+    func testWhileHeldAFullBatchWaitsForTheRelease() {
+        let database = Database()
+        let recorder = ChangesRecorder(database)
+        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .seconds(60), maxBatchSize: 100)
+        buffer.hold(resetting: false)
+        for i in 0..<250 { buffer.enqueue(.added(key("p\(i)"), [:])) }
+        buffer.queue.sync {}
+        XCTAssertEqual(database.collection("players").count, 0)
+        buffer.release()
+        flushed(buffer)
+        XCTAssertEqual(database.collection("players").count, 250)
+        XCTAssertEqual(recorder.changes.count, 1, "a release applies everything held in one transaction")
+    }
+
     func testABatchFlushesByItselfOnceItsMaxAgeHasPassed() {
         // The debounce runs on the scheduler's clock: nothing waits in real time.
         let database = Database()
