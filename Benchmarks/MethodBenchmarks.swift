@@ -53,31 +53,9 @@ enum MethodBenchmarks {
     /// machine's speed during the run affects both alike.
     static func callRoundTrip() {
         Bench.section("Methods: call → completion over loopback vs a raw WebSocket round trip (interleaved rounds)")
-        let group = DispatchGroup()
-        group.enter()
-        let box = PairBox()
-        Task {
-            do {
-                // The server on a loop of its own: no client connection ever shares its thread, whichever loop it gets.
-                var serverConfiguration = DDPTestServer.Configuration()
-                serverConfiguration.eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-                let server = DDPTestServer(configuration: serverConfiguration)
-                try await server.start()
-                server.method("echo") { context in context.params.first }
-                let client = DDPClient(url: server.url)
-                client.connect()
-                for await status in client.statusUpdates where status.isConnected { break }
-                let (ours, raw) = try await interleavedRoundTrips(url: server.url, client: client, rounds: 20, perRound: 150)
-                box.set(ours: ours, raw: raw)
-                client.close()
-                try await server.stop()
-            } catch {
-                print("call benchmark failed: \(error)")
-            }
-            group.leave()
-        }
-        group.wait()
-        guard let (ours, raw) = box.values else { return }
+        guard let (ours, raw) = withEchoServer({ url, client in
+            try await interleavedRoundTrips(url: url, client: client, rounds: 20, perRound: 150)
+        }) else { return }
         Bench.report("call → completion p50", ours: ours, baseline: raw, unit: "µs", baselineName: "raw WebSocket ping → pong p50",
                      target: "within 1.5x")
     }
@@ -87,6 +65,23 @@ enum MethodBenchmarks {
     /// `result` and `updated` came back, on the same server; five rounds each, alternating, medians compared.
     static func pipelinedCalls(calls: Int = 1_000, rounds: Int = 5) {
         Bench.section("Methods: \(calls) calls in flight over loopback, until all completed, vs a raw WebSocket client sending the same frames")
+        guard let (ours, raw) = withEchoServer({ url, client in
+            var ours: [Double] = []
+            var raw: [Double] = []
+            for round in 0..<rounds {
+                raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round))
+                ours.append(try await pipelinedSeconds(client: client, calls: calls))
+            }
+            return (Double(calls) / ours.sorted()[rounds / 2], Double(calls) / raw.sorted()[rounds / 2])
+        }) else { return }
+        Bench.report("\(calls) pipelined calls", ours: ours, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames",
+                     target: "≥ 0.8x")
+    }
+
+    /// Runs `measure` (from a task; the calling thread waits) with the URL of a test server answering `echo` and a
+    /// client connected to it; returns what it measured, `nil` if it failed. The server runs on a loop of its own: no
+    /// client connection ever shares its thread, whichever loop it gets.
+    static func withEchoServer(_ measure: @escaping @Sendable (URL, DDPClient) async throws -> (ours: Double, raw: Double)) -> (ours: Double, raw: Double)? {
         let group = DispatchGroup()
         group.enter()
         let box = PairBox()
@@ -100,24 +95,17 @@ enum MethodBenchmarks {
                 let client = DDPClient(url: server.url)
                 client.connect()
                 for await status in client.statusUpdates where status.isConnected { break }
-                var ours: [Double] = []
-                var raw: [Double] = []
-                for round in 0..<rounds {
-                    raw.append(try await rawPipelinedSeconds(url: server.url, calls: calls, round: round))
-                    ours.append(try await pipelinedSeconds(client: client, calls: calls))
-                }
-                box.set(ours: Double(calls) / ours.sorted()[rounds / 2], raw: Double(calls) / raw.sorted()[rounds / 2])
+                let (ours, raw) = try await measure(server.url, client)
+                box.set(ours: ours, raw: raw)
                 client.close()
                 try await server.stop()
             } catch {
-                print("pipelined calls benchmark failed: \(error)")
+                print("benchmark failed: \(error)")
             }
             group.leave()
         }
         group.wait()
-        guard let (ours, raw) = box.values else { return }
-        Bench.report("\(calls) pipelined calls", ours: ours, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames",
-                     target: "≥ 0.8x")
+        return box.values
     }
 
     /// Seconds for `calls` echo calls made at once through the client, until the last completion.

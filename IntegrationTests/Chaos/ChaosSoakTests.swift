@@ -3,6 +3,7 @@ import Dispatch
 import EJSON
 import Foundation
 import MeteorDDP
+import TestSupport
 import XCTest
 
 /// The chaos soak: a fault-injecting proxy between the client and DDPTestServer drops connections (sometimes cutting a

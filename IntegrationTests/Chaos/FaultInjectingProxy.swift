@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TestSupport
 
 /// A TCP proxy on 127.0.0.1 that injects faults between a client and a server: it drops each connection after a random
 /// time, sometimes cutting the last chunk in half first (a frame cut mid-way), refuses new connections for a while
@@ -258,26 +259,5 @@ private final class RelayHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         link.close()
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing soak can be replayed with its seed.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func nextDouble() -> Double { Double(next() >> 11) / Double(1 << 53) }
-
-    mutating func next(in range: ClosedRange<Double>) -> Double {
-        range.lowerBound + nextDouble() * (range.upperBound - range.lowerBound)
     }
 }

@@ -205,93 +205,14 @@ struct EJSONParser {
         throw EJSONError(.unexpectedEndOfInput, at: index)
     }
 
-    /// `\uXXXX`, joining a surrogate pair; a lone surrogate is an error (a Swift string cannot hold one).
+    /// `\uXXXX` (after the `u`), joining a surrogate pair; a lone surrogate is an error.
     private mutating func parseUnicodeEscape() throws(EJSONError) -> Unicode.Scalar {
-        let escapeStart = index - 2
-        let first = try parseHex4()
-        if (0xD800...0xDBFF).contains(first) {
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                throw EJSONError(.invalidEscape, at: escapeStart)
-            }
-            index += 2
-            let second = try parseHex4()
-            guard (0xDC00...0xDFFF).contains(second) else { throw EJSONError(.invalidEscape, at: escapeStart) }
-            let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-            return Unicode.Scalar(value)!
-        }
-        guard let scalar = Unicode.Scalar(first) else { throw EJSONError(.invalidEscape, at: escapeStart) }
-        return scalar
-    }
-
-    private mutating func parseHex4() throws(EJSONError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: bytes.count) }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt32
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-            default: throw EJSONError(.invalidEscape, at: index)
-            }
-            value = value << 4 | digit
-            index += 1
-        }
-        return value
+        try JSONScanning.unicodeEscape(bytes, at: &index)
     }
 
     // MARK: - Numbers
 
     private mutating func parseNumber() throws(EJSONError) -> Double {
-        let start = index
-        var negative = false
-        if bytes[index] == UInt8(ascii: "-") {
-            negative = true
-            index += 1
-        }
-        guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
-        var integer: UInt64 = 0
-        var digits = 0
-        if bytes[index] == UInt8(ascii: "0") {
-            index += 1
-            digits = 1
-        } else {
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                if digits < 19 { integer = integer &* 10 &+ UInt64(bytes[index] - UInt8(ascii: "0")) }
-                digits += 1
-                index += 1
-            }
-        }
-        guard digits > 0 else {
-            throw index < bytes.count ? EJSONError(.unexpectedCharacter(bytes[index]), at: index) : EJSONError(.unexpectedEndOfInput, at: index)
-        }
-        var isInteger = true
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            isInteger = false
-            index += 1
-            try skipDigits()
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            isInteger = false
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            try skipDigits()
-        }
-        if isInteger, digits <= 15 {
-            let value = Double(integer)
-            return negative ? -value : value
-        }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { throw EJSONError(.numberOutOfRange, at: start) }
-        return value
-    }
-
-    private mutating func skipDigits() throws(EJSONError) {
-        let start = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
-        guard index > start else {
-            throw index < bytes.count ? EJSONError(.unexpectedCharacter(bytes[index]), at: index) : EJSONError(.unexpectedEndOfInput, at: index)
-        }
+        try JSONScanning.number(bytes, at: &index)
     }
 }

@@ -419,7 +419,8 @@ struct DocumentMessageDecoder {
                 case UInt8(ascii: "r"): buffer.append(0x0D)
                 case UInt8(ascii: "t"): buffer.append(0x09)
                 case UInt8(ascii: "u"):
-                    guard let scalar = unicodeEscape() else { return false }
+                    // A lone surrogate takes the general path (an error there).
+                    guard let scalar = try? JSONScanning.unicodeEscape(bytes, at: &index) else { return false }
                     buffer.append(contentsOf: UTF8.encode(scalar)!)
                 default: return false
                 }
@@ -432,135 +433,11 @@ struct DocumentMessageDecoder {
         return false
     }
 
-    /// `\uXXXX` (after the `u`), joining a surrogate pair; a lone surrogate takes the general path (an error there).
-    private mutating func unicodeEscape() -> Unicode.Scalar? {
-        guard let first = hex4() else { return nil }
-        if (0xD800...0xDBFF).contains(first) {
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
-            index += 2
-            guard let second = hex4(), (0xDC00...0xDFFF).contains(second) else { return nil }
-            return Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
-        }
-        return Unicode.Scalar(first)
-    }
-
-    private mutating func hex4() -> UInt32? {
-        guard index + 4 <= bytes.count else { return nil }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt32
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-            default: return nil
-            }
-            value = value << 4 | digit
-            index += 1
-        }
-        return value
-    }
-
     // MARK: - Numbers
 
-    /// A JSON number, read as the general parser reads it (integers of up to 15 digits exactly, others by `Double`);
-    /// `nil` when it is malformed or beyond a double's range.
+    /// A JSON number, read as the general parser reads it; `nil` when it is malformed or beyond a double's range.
     private mutating func number() -> Double? {
-        let start = index
-        var negative = false
-        if bytes[index] == UInt8(ascii: "-") {
-            negative = true
-            index += 1
-        }
-        var integer: UInt64 = 0
-        var digits = 0
-        if index < bytes.count, bytes[index] == UInt8(ascii: "0") {
-            index += 1
-            digits = 1
-        } else {
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                if digits < 19 { integer = integer &* 10 &+ UInt64(bytes[index] - UInt8(ascii: "0")) }
-                digits += 1
-                index += 1
-            }
-        }
-        guard digits > 0 else { return nil }
-        var isInteger = true
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            isInteger = false
-            index += 1
-            guard skipDigits() else { return nil }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            isInteger = false
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard skipDigits() else { return nil }
-        }
-        if isInteger, digits <= 15 {
-            let value = Double(integer)
-            return negative ? -value : value
-        }
-        if let exact = Self.exactDecimal(UnsafeBufferPointer(rebasing: bytes[start..<index])) { return exact }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { return nil }
-        return value
-    }
-
-    /// Powers of ten a double holds exactly.
-    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in (0..<exponent).reduce(1.0) { value, _ in value * 10 } }
-
-    /// A well-formed JSON number whose significant digits fit in 2^53 and whose decimal exponent is within ±22: one
-    /// multiplication or division of two exact doubles, so rounded once, exactly as a correctly rounded parse
-    /// (`Double(String)`) rounds it (Clinger's fast path). `nil` for any other number.
-    private static func exactDecimal(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
-        var index = 0
-        let negative = text[0] == UInt8(ascii: "-")
-        if negative { index += 1 }
-        var mantissa: UInt64 = 0
-        var significant = 0
-        var exponent = 0
-        var seenPoint = false
-        while index < text.count {
-            let byte = text[index]
-            if byte == UInt8(ascii: ".") {
-                seenPoint = true
-            } else if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
-                if mantissa != 0 || byte != UInt8(ascii: "0") { significant += 1 }
-                guard significant <= 19 else { return nil }
-                mantissa = mantissa * 10 + UInt64(byte - UInt8(ascii: "0"))
-                if seenPoint { exponent -= 1 }
-            } else {
-                break
-            }
-            index += 1
-        }
-        if index < text.count {
-            // The exponent part (`e`/`E`, sign, digits: well formed, checked by the caller).
-            index += 1
-            var negativeExponent = false
-            if text[index] == UInt8(ascii: "+") || text[index] == UInt8(ascii: "-") {
-                negativeExponent = text[index] == UInt8(ascii: "-")
-                index += 1
-            }
-            var written = 0
-            while index < text.count {
-                written = written * 10 + Int(text[index] - UInt8(ascii: "0"))
-                guard written <= 1_000 else { return nil }
-                index += 1
-            }
-            exponent += negativeExponent ? -written : written
-        }
-        guard mantissa <= 1 << 53, abs(exponent) <= 22 else { return nil }
-        let value = exponent < 0 ? Double(mantissa) / exactPowersOfTen[-exponent] : Double(mantissa) * exactPowersOfTen[exponent]
-        return negative ? -value : value
-    }
-
-    private mutating func skipDigits() -> Bool {
-        let start = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
-        return index > start
+        try? JSONScanning.number(bytes, at: &index)
     }
 
     // MARK: - Scanning

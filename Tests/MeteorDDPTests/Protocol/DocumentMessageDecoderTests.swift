@@ -1,5 +1,6 @@
 import EJSON
 import Foundation
+import TestSupport
 import XCTest
 
 @_spi(Storage) @testable import MeteorDDP
@@ -88,7 +89,7 @@ final class DocumentMessageDecoderTests: XCTestCase {
     }
 
     func testGeneratedDocumentsOfEveryShapeReadTheSameAndTakeTheFastPath() {
-        var generator = SplitMix(seed: 0x5eed)
+        var generator = SplitMix64(seed: 0x5eed)
         for n in 0..<2_000 {
             var fields = EJSONObject()
             for f in 0..<generator.next(below: 12) { fields["f\(f)\(generator.next(below: 3) == 0 ? " with.dots-and_marks" : "")"] = randomValue(&generator, depth: 0) }
@@ -104,7 +105,7 @@ final class DocumentMessageDecoderTests: XCTestCase {
         }
     }
 
-    private func randomValue(_ generator: inout SplitMix, depth: Int) -> EJSONValue {
+    private func randomValue(_ generator: inout SplitMix64, depth: Int) -> EJSONValue {
         switch generator.next(below: depth > 3 ? 7 : 9) {
         case 0: return .null
         case 1: return .bool(generator.next(below: 2) == 0)
@@ -230,18 +231,4 @@ final class DocumentMessageDecoderTests: XCTestCase {
         let elements = (0..<20_000).map { "\($0 % 50)" }.joined(separator: ",")
         XCTAssertTrue(check(Self.added(fields: #"{"a":[\#(elements)],"b":[[\#(elements)],{"x":[\#(elements)]}]}"#), "long arrays"))
     }
-}
-
-/// A small deterministic generator (SplitMix64).
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(below bound: UInt64) -> UInt64 { next() % bound }
 }
