@@ -149,12 +149,14 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document")
             while let row = try documents.next() {
                 let key = DocumentKey(collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1))
-                guard let packed = row.dataNoCopy(atIndex: 2) else { throw BadRow(description: "a stored document without fields") }
-                let document = try packed.withUnsafeBytes { bytes in
-                    do {
-                        return try Document(id: key.documentID, validatingPackedFields: bytes)
-                    } catch {
-                        throw BadRow(description: "stored document \(key): \(error)")
+                let document = try row.withUnsafeData(atIndex: 2) { packed in
+                    guard let packed else { throw BadRow(description: "a stored document without fields") }
+                    return try packed.withUnsafeBytes { bytes in
+                        do {
+                            return try Document(id: key.documentID, validatingPackedFields: bytes)
+                        } catch {
+                            throw BadRow(description: "stored document \(key): \(error)")
+                        }
                     }
                 }
                 state.documents.append(StoredDocument(key: key, document: document))
