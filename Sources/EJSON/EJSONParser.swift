@@ -179,15 +179,11 @@ struct EJSONParser {
                 guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
                 let escape = bytes[index]
                 index += 1
+                if let unescaped = JSONScanning.singleCharacterEscape(escape) {
+                    buffer.append(unescaped)
+                    continue
+                }
                 switch escape {
-                case UInt8(ascii: "\""): buffer.append(0x22)
-                case UInt8(ascii: "\\"): buffer.append(0x5C)
-                case UInt8(ascii: "/"): buffer.append(0x2F)
-                case UInt8(ascii: "b"): buffer.append(0x08)
-                case UInt8(ascii: "f"): buffer.append(0x0C)
-                case UInt8(ascii: "n"): buffer.append(0x0A)
-                case UInt8(ascii: "r"): buffer.append(0x0D)
-                case UInt8(ascii: "t"): buffer.append(0x09)
                 case UInt8(ascii: "u"):
                     let scalar = try parseUnicodeEscape()
                     if scalar.value >= 0x80 { isASCII = false }

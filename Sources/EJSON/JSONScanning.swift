@@ -112,6 +112,20 @@ package enum JSONScanning {
 
     // MARK: - Escapes
 
+    /// The byte a one-character escape stands for (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`: pass the byte after
+    /// the backslash); `nil` for any other, `u` included.
+    package static func singleCharacterEscape(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): byte
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+
     /// `\uXXXX` with `index` just past the `u`, `index` moved past it (and past a second `\uXXXX` joined as a
     /// surrogate pair).
     ///

@@ -1,0 +1,36 @@
+import EJSON
+
+/// The packed decoding checked against the general path, for the fuzz target, and timed alone, for the benchmarks (the
+/// decoder itself is internal).
+@_spi(Storage)
+public enum DocumentMessageDecoding {
+    /// Decodes `frames` one after another as a connection does (one scratch); returns how many the fast path took.
+    public static func decodeAll(_ frames: [String]) -> Int {
+        let scratch = DocumentMessageDecoder.Scratch()
+        var taken = 0
+        for frame in frames where DocumentMessageDecoder.decode(frame, scratch: scratch) != nil { taken += 1 }
+        return taken
+    }
+
+    /// What differs between the fast path's reading of `frame` and the general path's (EJSON.parse, ``ServerMessage``,
+    /// packing): `nil` when the fast path declines the frame, or takes it and reads the same message with
+    /// byte-identical packed fields.
+    public static func disagreement(_ frame: String) -> String? {
+        guard let fast = DocumentMessageDecoder.decode(frame) else { return nil }
+        guard case .success(let expected) = DDPClient.parseGenerally(frame) else { return "the general parser rejects \(frame)" }
+        guard fast.serverMessage == expected else { return "read \(fast.serverMessage), the general parser \(expected)" }
+        guard case .added(_, _, let fields) = expected.normalizedForPacking else { return "not added/changed: \(expected)" }
+        let packed = Document(id: fast.key.documentID, fields: fields)
+        let same = fast.fields.fieldCount == packed.fieldCount && fast.fields.hasSameID(as: packed)
+            && fast.fields.withBytes { mine in packed.withBytes { PackedFields.bytesEqual(mine, $0) } }
+        return same ? nil : "packed fields differ for \(frame)"
+    }
+}
+
+private extension ServerMessage {
+    /// `changed` read as `added` (the same collection, id and fields), for comparing packed fields.
+    var normalizedForPacking: ServerMessage {
+        if case .changed(let collection, let id, let fields, _) = self { return .added(collection: collection, id: id, fields: fields) }
+        return self
+    }
+}
