@@ -111,7 +111,7 @@ final class DocumentMessageDecoderTests: XCTestCase {
         case 1: return .bool(generator.next(below: 2) == 0)
         case 2: return .number(Double(Int(generator.next(below: 2_000_000)) - 1_000_000))
         case 3:
-            let numbers: [Double] = [0.25, -1.5e-7, 1e21, 123456789012345678, 9_007_199_254_740_994, -0.0, 0.1, .greatestFiniteMagnitude, .leastNonzeroMagnitude]
+            let numbers: [Double] = [0.25, -1.5e-7, 1e21, 123_456_789_012_345_680, 9_007_199_254_740_994, -0.0, 0.1, .greatestFiniteMagnitude, .leastNonzeroMagnitude]
             return .number(numbers[Int(generator.next(below: UInt64(numbers.count)))])
         case 4:
             let strings = ["", "plain", "quote \" backslash \\ slash /", "tab\tnew\nline\u{1}", "ünïcødé", "emoji \u{1F600}", "\u{2028}\u{2029}"]
