@@ -164,46 +164,10 @@ struct EJSONParser {
 
     /// The slow path: a string with escapes, decoded into a byte buffer.
     private mutating func parseEscapedString(from start: Int) throws(EJSONError) -> String {
-        var buffer = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
-        var isASCII = !buffer.contains { $0 >= 0x80 }
-        while index < bytes.count {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                index += 1
-                return try buffer.withUnsafeBufferPointer { (pointer) throws(EJSONError) -> String in
-                    try makeString(pointer, isASCII: isASCII, offset: start)
-                }
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
-                let escape = bytes[index]
-                index += 1
-                if let unescaped = JSONScanning.singleCharacterEscape(escape) {
-                    buffer.append(unescaped)
-                    continue
-                }
-                switch escape {
-                case UInt8(ascii: "u"):
-                    let scalar = try parseUnicodeEscape()
-                    if scalar.value >= 0x80 { isASCII = false }
-                    buffer.append(contentsOf: Array(String(Character(scalar)).utf8))
-                default:
-                    throw EJSONError(.invalidEscape, at: index - 2)
-                }
-            default:
-                if byte < 0x20 { throw EJSONError(.controlCharacterInString, at: index) }
-                if byte >= 0x80 { isASCII = false }
-                buffer.append(byte)
-                index += 1
-            }
+        let (buffer, isASCII) = try JSONScanning.escapedString(bytes, from: start, at: &index)
+        return try buffer.withUnsafeBufferPointer { (pointer) throws(EJSONError) -> String in
+            try makeString(pointer, isASCII: isASCII, offset: start)
         }
-        throw EJSONError(.unexpectedEndOfInput, at: index)
-    }
-
-    /// `\uXXXX` (after the `u`), joining a surrogate pair; a lone surrogate is an error.
-    private mutating func parseUnicodeEscape() throws(EJSONError) -> Unicode.Scalar {
-        try JSONScanning.unicodeEscape(bytes, at: &index)
     }
 
     // MARK: - Numbers

@@ -1,5 +1,5 @@
-/// JSON's numbers and `\u` escapes read from UTF-8 bytes: shared by ``EJSON``'s parser and MeteorDDP's packed decoding
-/// of data messages (package access), so that both read every number and escape alike, errors included.
+/// JSON's numbers and strings with escapes read from UTF-8 bytes: shared by ``EJSON``'s parser and MeteorDDP's packed
+/// decoding of data messages (package access), so that both read every number and escape alike, errors included.
 package enum JSONScanning {
     // MARK: - Numbers
 
@@ -112,9 +112,49 @@ package enum JSONScanning {
 
     // MARK: - Escapes
 
+    /// The string whose content starts at `start`, `index` at its first backslash: its bytes with every escape
+    /// decoded, and whether they are all ASCII; `index` moved past the closing quote.
+    ///
+    /// - Throws: ``EJSONError`` for an invalid escape (at its backslash), a control character, or the end of the
+    ///   input before the closing quote.
+    package static func escapedString(
+        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, at index: inout Int
+    ) throws(EJSONError) -> (bytes: [UInt8], isASCII: Bool) {
+        var buffer = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        var isASCII = !buffer.contains { $0 >= 0x80 }
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return (buffer, isASCII)
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
+                let escape = bytes[index]
+                index += 1
+                if let unescaped = singleCharacterEscape(escape) {
+                    buffer.append(unescaped)
+                } else if escape == UInt8(ascii: "u") {
+                    let scalar = try unicodeEscape(bytes, at: &index)
+                    if scalar.value >= 0x80 { isASCII = false }
+                    buffer.append(contentsOf: UTF8.encode(scalar)!)
+                } else {
+                    throw EJSONError(.invalidEscape, at: index - 2)
+                }
+            default:
+                if byte < 0x20 { throw EJSONError(.controlCharacterInString, at: index) }
+                if byte >= 0x80 { isASCII = false }
+                buffer.append(byte)
+                index += 1
+            }
+        }
+        throw EJSONError(.unexpectedEndOfInput, at: index)
+    }
+
     /// The byte a one-character escape stands for (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`: pass the byte after
     /// the backslash); `nil` for any other, `u` included.
-    package static func singleCharacterEscape(_ byte: UInt8) -> UInt8? {
+    private static func singleCharacterEscape(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): byte
         case UInt8(ascii: "b"): 0x08
@@ -131,7 +171,7 @@ package enum JSONScanning {
     ///
     /// - Throws: ``EJSONError`` (`invalidEscape`, at the backslash) for a lone surrogate (a Swift string cannot hold
     ///   one) or a digit that is not hexadecimal; `unexpectedEndOfInput` when the input ends first.
-    package static func unicodeEscape(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) throws(EJSONError) -> Unicode.Scalar {
+    private static func unicodeEscape(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) throws(EJSONError) -> Unicode.Scalar {
         let escapeStart = index - 2
         let first = try hex4(bytes, at: &index)
         if (0xD800...0xDBFF).contains(first) {

@@ -395,40 +395,13 @@ struct DocumentMessageDecoder {
         return false
     }
 
-    /// A string with escapes: decoded into a buffer, then written.
+    /// A string with escapes: decoded into a buffer, then written; a lone surrogate, a bad escape or a control
+    /// character takes the general path (an error there).
     private mutating func writeEscapedString(from start: Int) -> Bool {
-        var buffer = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
-        while index < bytes.count {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                index += 1
-                out.varint(UInt64(buffer.count))
-                buffer.withUnsafeBytes { out.bytes($0) }
-                return true
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { return false }
-                let escape = bytes[index]
-                index += 1
-                if let unescaped = JSONScanning.singleCharacterEscape(escape) {
-                    buffer.append(unescaped)
-                    continue
-                }
-                switch escape {
-                case UInt8(ascii: "u"):
-                    // A lone surrogate takes the general path (an error there).
-                    guard let scalar = try? JSONScanning.unicodeEscape(bytes, at: &index) else { return false }
-                    buffer.append(contentsOf: UTF8.encode(scalar)!)
-                default: return false
-                }
-            default:
-                if byte < 0x20 { return false }
-                buffer.append(byte)
-                index += 1
-            }
-        }
-        return false
+        guard let (buffer, _) = try? JSONScanning.escapedString(bytes, from: start, at: &index) else { return false }
+        out.varint(UInt64(buffer.count))
+        buffer.withUnsafeBytes { out.bytes($0) }
+        return true
     }
 
     // MARK: - Numbers
