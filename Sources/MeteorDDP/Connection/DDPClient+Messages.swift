@@ -18,12 +18,17 @@ extension DDPClient {
             handle(message)
         case .success(let document):
             logger.trace("received", metadata: ["msg": "\(document.name)"])
-            guard machine.version != nil else {
-                reportUnexpected(document.serverMessage, "data before the session was established")
-                return
-            }
-            handleSessionMessage(document)
+            handleSessionData(document)
         }
+    }
+
+    /// Data and method messages: for the established session only.
+    private func handleSessionData(_ message: IncomingMessage) {
+        guard machine.version != nil else {
+            reportUnexpected(message.serverMessage, "data before the session was established")
+            return
+        }
+        handleSessionMessage(message)
     }
 
     private func handle(_ message: ServerMessage) {
@@ -47,11 +52,7 @@ extension DDPClient {
         case .error(let reason, let offending):
             report(.serverError(reason: reason, offendingMessage: offending.map { EJSON.stringify($0) }))
         case .added, .changed, .removed, .ready, .nosub, .updated, .result:
-            guard machine.version != nil else {
-                reportUnexpected(message, "data before the session was established")
-                return
-            }
-            handleSessionMessage(.message(message))
+            handleSessionData(.message(message))
         }
     }
 
