@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        // zlib for DDPTestServer's permessage-deflate (the one swift-websocket's client compression uses).
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
         // `swift package generate-documentation` (DocC catalogs in Sources/MeteorDDP and Sources/EJSON).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -69,6 +71,7 @@ let package = Package(
             dependencies: [
                 "EJSON",
                 "MeteorDDP",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -161,6 +161,44 @@ final class ConnectionIntegrationTests: XCTestCase {
         try await server.stop()
     }
 
+    func testPermessageDeflateCompressesBothWaysWhenTheServerAcceptsIt() async throws {
+        let server = try await startServer { $0.permessageDeflate = true }
+        server.publishBenchDocuments(count: 500)
+        let client = DDPClient(url: server.url)  // compression is on by default
+        client.connect()
+        try await client.waitUntilConnected()
+        _ = client.collection(BenchDocuments.collection)
+        try await withTimeout(20, "ready") { try await client.subscribe("bench").ready() }
+        XCTAssertEqual(client.database.collection(BenchDocuments.collection).count, 500)
+        XCTAssertEqual(client.database.collection(BenchDocuments.collection).document(id: BenchDocuments.id(7))?.fields,
+                       server.perform { server.collection(BenchDocuments.collection).document(BenchDocuments.id(7)) })
+        let bigID = String(repeating: "x", count: 1 << 20)
+        server.broadcast(.ping(id: bigID))
+        try await withTimeout(20, "pong with a 1 MiB id") { await server.waitForMessage { $0 == .pong(id: bigID) } }
+        let statistics = server.perMessageDeflateStatistics
+        XCTAssertEqual(statistics.connections, 1)
+        XCTAssertGreaterThanOrEqual(statistics.messagesDeflated, 501, "every document and the big ping sent compressed")
+        XCTAssertGreaterThanOrEqual(statistics.messagesInflated, 1, "the big pong arrived compressed")
+        client.close()
+        try await server.stop()
+    }
+
+    func testPermessageDeflateIsNotUsedWhenTheClientDoesNotOfferIt() async throws {
+        let server = try await startServer { $0.permessageDeflate = true }
+        var webSocket = WebSocketTransport.Configuration()
+        webSocket.compression = false
+        let client = DDPClient(url: server.url, webSocket: webSocket)
+        client.connect()
+        try await client.waitUntilConnected()
+        let bigID = String(repeating: "y", count: 4096)
+        server.broadcast(.ping(id: bigID))
+        try await withTimeout(20, "pong") { await server.waitForMessage { $0 == .pong(id: bigID) } }
+        let statistics = server.perMessageDeflateStatistics
+        XCTAssertEqual([statistics.connections, statistics.messagesDeflated, statistics.messagesInflated], [0, 0, 0])
+        client.close()
+        try await server.stop()
+    }
+
     func testSecureWebSocketWithAnExplicitlyTrustedSelfSignedCertificate() async throws {
         let tls = try TestTLS.serverConfiguration()
         let server = try await startServer { $0.tls = tls }

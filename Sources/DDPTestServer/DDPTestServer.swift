@@ -44,8 +44,12 @@ public final class DDPTestServer: @unchecked Sendable {
         public var heartbeatTimeout: Duration = .seconds(15)
         /// TLS for `wss`; `nil` serves plain `ws`.
         public var tls: TLSConfiguration?
-        /// Largest WebSocket frame accepted.
+        /// Largest WebSocket frame accepted, and largest message once inflated.
         public var maxFrameSize = 16 << 20
+        /// Whether the server accepts a client's permessage-deflate offer (RFC 7692), as Meteor's server does by
+        /// default. Off by default here, so that tests see frames as sent; benchmarks turn it on to measure
+        /// compression. What it did is in ``perMessageDeflateStatistics``.
+        public var permessageDeflate = false
         /// Where the server logs.
         public var logger = Logger(label: "DDPTestServer", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The event loops serving connections; default the shared singleton. Benchmarks give the server loops of its
@@ -89,6 +93,10 @@ public final class DDPTestServer: @unchecked Sendable {
     }
 
     let state = NIOLockedValueBox(State())
+    private let deflateStatistics = NIOLockedValueBox(PerMessageDeflateStatistics())
+
+    /// What permessage-deflate did on this server's connections so far.
+    public var perMessageDeflateStatistics: PerMessageDeflateStatistics { deflateStatistics.withLockedValue { $0 } }
     let configuration: Configuration
     /// The serial queue that owns every DDP session, collection and handler.
     public let queue = DispatchQueue(label: "DDPTestServer")
@@ -300,15 +308,27 @@ public final class DDPTestServer: @unchecked Sendable {
         }
         if refuse { return channel.close() }
         let maxFrameSize = configuration.maxFrameSize
+        let deflates = configuration.permessageDeflate
+        let deflateStatistics = self.deflateStatistics
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: maxFrameSize,
             shouldUpgrade: { channel, head in
-                channel.eventLoop.makeSucceededFuture(head.uri.hasPrefix("/websocket") ? HTTPHeaders() : nil)
+                guard head.uri.hasPrefix("/websocket") else { return channel.eventLoop.makeSucceededFuture(nil) }
+                var headers = HTTPHeaders()
+                if deflates, let agreement = PerMessageDeflateAgreement(requestHeaders: head.headers) {
+                    headers.add(name: "Sec-WebSocket-Extensions", value: agreement.responseHeader)
+                }
+                return channel.eventLoop.makeSucceededFuture(headers)
             },
-            upgradePipelineHandler: { [weak self] channel, _ in
+            upgradePipelineHandler: { [weak self] channel, head in
                 guard let self else { return channel.close() }
                 let session = ServerSession(server: self, channel: channel)
                 return channel.eventLoop.makeCompletedFuture {
+                    if deflates, let agreement = PerMessageDeflateAgreement(requestHeaders: head.headers) {
+                        try channel.pipeline.syncOperations.addHandler(
+                            PerMessageDeflateHandler(agreement: agreement, maxMessageSize: maxFrameSize, statistics: deflateStatistics)
+                        )
+                    }
                     try channel.pipeline.syncOperations.addHandler(
                         NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: maxFrameSize)
                     )
