@@ -7,12 +7,14 @@ import MeteorDDP
 /// Many clients in one process (a load tester, a server-side bridge): 1,000 clients against one DDPTestServer, each
 /// subscribed to a 10-document publication.
 enum ManyClientsBenchmarks {
-    static func run(count: Int = 1_000) async throws {
-        Bench.section("Many clients: \(count) clients in one process, each subscribed to a 10-document publication")
+    /// With `deflate`, the server accepts the clients' permessage-deflate offer, so each client holds zlib state.
+    static func run(count: Int = 1_000, deflate: Bool) async throws {
+        let mode = deflate ? "permessage-deflate on" : "permessage-deflate off"
+        Bench.section("Many clients (\(mode)): \(count) clients in one process, each subscribed to a 10-document publication")
         // The server runs in a process of its own, so that this one's memory and CPU are the clients' alone.
         let server = Process()
         server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        server.arguments = ["serve-ten"]
+        server.arguments = [deflate ? "serve-ten-deflate" : "serve-ten"]
         let portPipe = Pipe()
         let stdinPipe = Pipe()
         server.standardOutput = portPipe
@@ -45,7 +47,8 @@ enum ManyClientsBenchmarks {
         // Memory: each client holds its 10 documents too (measured apart below).
         let documentsOnly = try await documentBytes(count: count)
         Bench.figure("resident memory per client (the server in another process; its 10 documents excluded)",
-                     Double(after - before - documentsOnly) / Double(count) / 1024, unit: "KB", note: "target <= 64 KB, permessage-deflate off: DDPTestServer does not offer it")
+                     Double(after - before - documentsOnly) / Double(count) / 1024, unit: "KB",
+                     note: deflate ? "\(mode): zlib state per socket; printed" : "\(mode): target <= 64 KB")
         // Idle CPU: heartbeats only.
         let cpuBefore = cpuSeconds()
         let idleStart = Bench.now()
@@ -57,8 +60,10 @@ enum ManyClientsBenchmarks {
 
     /// The server side of `run`, in a process of its own: DDPTestServer publishing "ten"; prints its port, then
     /// serves until its standard input ends.
-    static func serveTen() async throws {
-        let server = DDPTestServer()
+    static func serveTen(deflate: Bool) async throws {
+        var configuration = DDPTestServer.Configuration()
+        configuration.permessageDeflate = deflate
+        let server = DDPTestServer(configuration: configuration)
         try await server.start()
         server.publish("ten") { _ in [Cursor(collection: "items")] }
         server.perform {

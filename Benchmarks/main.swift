@@ -2,12 +2,12 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, queries, ingest, methods, large, clients, offline (and, alone for profiling: apply, inprocess;
+//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess;
 //   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1
 //   makes `inprocess` run only our side, five times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize)
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
-let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients", "offline"]
+let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients", "clients-deflate", "offline"]
 let requested = Array(CommandLine.arguments.dropFirst())
 
 if requested.isEmpty {
@@ -28,8 +28,10 @@ if requested.isEmpty {
         case "database": DatabaseBenchmarks.run()
         case "queries": QueryBenchmarks.run()
         case "large": DatabaseBenchmarks.largeCache()
-        case "clients": try await ManyClientsBenchmarks.run()
-        case "serve-ten": try await ManyClientsBenchmarks.serveTen()  // the server process of `clients`
+        case "clients": try await ManyClientsBenchmarks.run(deflate: false)
+        case "clients-deflate": try await ManyClientsBenchmarks.run(deflate: true)
+        case "serve-ten": try await ManyClientsBenchmarks.serveTen(deflate: false)  // the server process of `clients`
+        case "serve-ten-deflate": try await ManyClientsBenchmarks.serveTen(deflate: true)
         case "apply": DatabaseBenchmarks.applyThroughput()
         case "inprocess": IngestBenchmarks.inProcess()
         case "ingest": IngestBenchmarks.run()
