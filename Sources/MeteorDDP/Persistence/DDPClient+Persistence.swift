@@ -66,7 +66,7 @@ final class ClientPersistence: @unchecked Sendable {
         } catch {
             report.problem = PersistenceError(.readFailed, path: path, reason: "\(error)")
             // What could not be read would otherwise be completed by later writes into a mix of two states.
-            try? store.clear(keepingDocuments: false)
+            try? store.clear(keepingDocuments: false, keepingCalls: [])
         }
         report.documents = state.documents.count
         report.methods = state.methods.count
@@ -278,11 +278,12 @@ extension DDPClient {
         persistSessionChanges()
     }
 
-    /// Logging out: the store forgets the calls, and the cache unless ``Persistence/keepsCacheOnLogout``.
+    /// Logging out: the store forgets the cache (unless ``Persistence/keepsCacheOnLogout``) and the calls, but the
+    /// calls still unanswered. `logout` is a wait method, so these were made after it: they are not the last user's,
+    /// and they stay durable with their stubs' effects.
     func clearPersistenceOnLogout() {
         guard let persistence else { return }
-        persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout)
-        persistence.persistedMethods = []
+        persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: persistence.persistedMethods)
         persistence.storedSubscriptions = []
         persistence.storedSubscriptionsSource = nil
         persistSessionChanges()

@@ -82,8 +82,11 @@ public protocol ClientStore: Sendable {
     func load() throws -> StoredState
     /// Applies one batch atomically (one transaction): a crash leaves the store as before or after it.
     func write(_ batch: StoreBatch) throws
-    /// Removes the calls, the server's versions and the subscriptions, and the documents unless `keepingDocuments`.
-    func clear(keepingDocuments: Bool) throws
+    /// Clears the store when the user logs out: removes the calls but those in `keepingCalls`, the subscriptions, and
+    /// the documents unless `keepingDocuments`. The calls kept are the ones made after the logout (they wait for it and
+    /// are not the last user's): their stubs' documents (``StoredMethod/stubWrote``) and the server's versions of them
+    /// stay with them; every other server's version goes.
+    func clear(keepingDocuments: Bool, keepingCalls: Set<String>) throws
 }
 
 /// The state a ``ClientStore`` holds.

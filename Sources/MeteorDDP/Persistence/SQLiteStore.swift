@@ -237,10 +237,24 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         }
     }
 
-    public func clear(keepingDocuments: Bool) throws {
+    public func clear(keepingDocuments: Bool, keepingCalls: Set<String>) throws {
         try database.write { db in
-            if !keepingDocuments { try db.execute(sql: "DELETE FROM document") }
-            try db.execute(sql: "DELETE FROM serverDocument; DELETE FROM method; DELETE FROM subscription")
+            // The documents the kept calls' stubs wrote, in a temporary table for the deletions below.
+            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS kept (collection TEXT NOT NULL, id TEXT NOT NULL); DELETE FROM kept")
+            let methods = try Row.fetchAll(db, sql: "SELECT id, stubWrote FROM method")
+            for row in methods {
+                let id: String = try row.decode(atIndex: 0)
+                guard keepingCalls.contains(id) else {
+                    try db.execute(sql: "DELETE FROM method WHERE id = ?", arguments: [id])
+                    continue
+                }
+                for key in try Self.keys(try row.decode(atIndex: 1)) {
+                    try db.execute(sql: "INSERT INTO kept (collection, id) VALUES (?, ?)", arguments: [key.collectionName, key.documentID])
+                }
+            }
+            let unkept = "(collection, id) NOT IN (SELECT collection, id FROM kept)"
+            if !keepingDocuments { try db.execute(sql: "DELETE FROM document WHERE \(unkept)") }
+            try db.execute(sql: "DELETE FROM serverDocument WHERE \(unkept); DELETE FROM subscription; DROP TABLE kept")
         }
     }
 

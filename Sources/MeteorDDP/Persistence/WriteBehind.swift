@@ -52,10 +52,12 @@ final class WriteBehind: @unchecked Sendable {
     final class ClearRequest: @unchecked Sendable {
         // @unchecked because it is immutable once made.
         let keepingDocuments: Bool
+        let keepingCalls: Set<String>
         let before: Pending
 
-        init(keepingDocuments: Bool, before: Pending) {
+        init(keepingDocuments: Bool, keepingCalls: Set<String>, before: Pending) {
             self.keepingDocuments = keepingDocuments
+            self.keepingCalls = keepingCalls
             self.before = before
         }
     }
@@ -134,14 +136,14 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     /// Clears the store (logging out), in order: what was enqueued before is written first, what is enqueued after
-    /// is kept.
-    func clear(keepingDocuments: Bool) {
+    /// is kept; so are the calls in `keepingCalls` (see ``ClientStore/clear(keepingDocuments:keepingCalls:)``).
+    func clear(keepingDocuments: Bool, keepingCalls: Set<String>) {
         enqueue { pending in
             var before = Pending()
             swap(&before, &pending)
             pending.failed = before.failed
             pending.scheduled = before.scheduled
-            pending.clear = ClearRequest(keepingDocuments: keepingDocuments, before: before)
+            pending.clear = ClearRequest(keepingDocuments: keepingDocuments, keepingCalls: keepingCalls, before: before)
         }
     }
 
@@ -177,7 +179,7 @@ final class WriteBehind: @unchecked Sendable {
             write(clear.before)
             if !hasFailed {
                 do {
-                    try store.clear(keepingDocuments: clear.keepingDocuments)
+                    try store.clear(keepingDocuments: clear.keepingDocuments, keepingCalls: clear.keepingCalls)
                 } catch {
                     fail(error)
                 }

@@ -31,7 +31,7 @@ final class OfflineEdgeCaseTests: XCTestCase {
         // A first write is stuck on the disk; meanwhile a write is queued, then the clear, then a later call.
         writer.subscriptionsChanged([StoredSubscription(name: "stuck", params: [])])
         writer.methodAdded(before) {}
-        writer.clear(keepingDocuments: false)
+        writer.clear(keepingDocuments: false, keepingCalls: [])
         writer.methodAdded(after) {}
         store.gate!.open()
         writer.waitUntilWritten()

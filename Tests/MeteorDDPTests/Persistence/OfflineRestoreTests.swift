@@ -328,20 +328,60 @@ final class OfflineRestoreTests: XCTestCase {
         XCTAssertEqual(try SQLiteStore(fileURL: file).load(), StoredState(), "the unreadable state was cleared, not mixed with new writes")
     }
 
-    func testLoggingOutClearsTheStore() async throws {
+    /// Run 2 of the logout tests: "players" made again and ready (so its documents stay in the cache and on disk), a
+    /// call made while the logout is in flight (queued behind it: `logout` is a wait method), then the logout answered.
+    /// Returns the harness and the id of that call.
+    private func logOutWithPlayersShown(_ configure: (inout DDPClient.Configuration) -> Void = { _ in }) async throws -> (ClientHarness, String) {
         firstRunWithPlayers()
-        let harness = launch()
+        let harness = launch(configure)
+        let players = harness.client.subscribe("players")
         harness.establishConnection()
-        // The restored subscription is not made again: after the delay the cache is reconciled (emptied).
-        harness.advance(by: .seconds(3))
+        harness.receive(.added(collection: "players", id: "ada", fields: ["name": "Ada", "score": 25]))
+        harness.receive(.added(collection: "players", id: "gauss", fields: ["name": "Gauss"]))
+        harness.receive(.ready(subscriptionIDs: [players.id]))
+        harness.flushData()
+        harness.client.waitUntilPersisted()
+        let before = try SQLiteStore(fileURL: file).load()
+        XCTAssertEqual([before.documents.count, before.subscriptions.count], [2, 1], "the store held the cache and the subscription")
+
         let logout = Task { try await harness.client.logout() }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
-        let id = try XCTUnwrap(methods(harness).first?.id)
-        harness.receive(.result(id: id, result: nil, error: nil))
-        harness.receive(.updated(methodIDs: [id]))
+        let logoutID = try XCTUnwrap(methods(harness).first?.id)
+        _ = try harness.client.call("addTodo", params: ["bread"]) { _ in }
+        harness.settle()
+        harness.client.waitUntilPersisted()
+        harness.receive(.result(id: logoutID, result: nil, error: nil))
+        harness.receive(.updated(methodIDs: [logoutID]))
         harness.flushData()
         try await logout.value
+        await harness.transport.waitUntilSent(count: 2) { if case .method = $0 { true } else { false } }
         harness.client.waitUntilPersisted()
-        XCTAssertEqual(try SQLiteStore(fileURL: file).load().documents, [], "what the last user saw is gone from the disk")
+        withExtendedLifetime(players) {}
+        return (harness, try XCTUnwrap(methods(harness).last?.id))
+    }
+
+    func testLoggingOutClearsTheStoredCacheAndSubscriptionsButNotACallMadeSince() async throws {
+        let (harness, afterLogout) = try await logOutWithPlayersShown()
+        XCTAssertEqual(harness.client.database.collection("players").count, 2, "the cache in memory waits for the server's removals")
+        let stored = try SQLiteStore(fileURL: file).load()
+        XCTAssertEqual(stored.documents.map(\.key.collectionName), ["todos"], "what the last user saw is gone from the disk; the new call's stub effect stays")
+        XCTAssertEqual(stored.subscriptions, [StoredSubscription(name: "players", params: [])], "still active: the app did not stop it")
+        XCTAssertEqual(stored.methods.map(\.id), [afterLogout], "a call made after the logout is not the last user's: it stays durable")
+        XCTAssertEqual(stored.serverDocuments.map(\.key.collectionName), ["todos"], "its stub's server copy stays too")
+
+        // Completing it removes it from the disk as usual.
+        harness.receive(.result(id: afterLogout, result: nil, error: nil))
+        harness.receive(.updated(methodIDs: [afterLogout]))
+        harness.flushData()
+        harness.client.waitUntilPersisted()
+        XCTAssertEqual(try SQLiteStore(fileURL: file).load().methods, [])
+    }
+
+    func testKeepsCacheOnLogoutKeepsTheDocuments() async throws {
+        let (_, afterLogout) = try await logOutWithPlayersShown { $0.persistence?.keepsCacheOnLogout = true }
+        let stored = try SQLiteStore(fileURL: file).load()
+        XCTAssertEqual(Set(stored.documents.map(\.key.documentID)).subtracting(["ada", "gauss"]).count, 1, "the todo")
+        XCTAssertEqual(Set(stored.documents.map(\.key.collectionName)), ["players", "todos"])
+        XCTAssertEqual(stored.methods.map(\.id), [afterLogout])
     }
 }

@@ -115,9 +115,28 @@ final class SQLiteStoreTests: XCTestCase {
         batch.methodsAdded = [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false)]
         batch.subscriptions = [StoredSubscription(name: "players", params: [])]
         try store.write(batch)
-        try store.clear(keepingDocuments: true)
+        try store.clear(keepingDocuments: true, keepingCalls: [])
         XCTAssertEqual(try store.load(), StoredState(documents: [StoredDocument(key: ada, fields: ["name": "Ada"])]))
-        try store.clear(keepingDocuments: false)
+        try store.clear(keepingDocuments: false, keepingCalls: [])
         XCTAssertEqual(try store.load(), StoredState())
+    }
+
+    func testClearingKeepsTheCallsAskedForWithTheirStubsDocumentsAndServerVersions() throws {
+        let store = try SQLiteStore(fileURL: file)
+        let todo = DocumentKey(collectionName: "todos", documentID: "t1")
+        let kept = StoredMethod(id: "2", name: "addTodo", params: ["bread"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo])
+        var batch = StoreBatch()
+        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"])), (todo, Document(id: "t1", fields: ["title": "bread"]))]
+        batch.serverDocuments = [(ada, StoredServerDocument(key: ada, fields: ["name": "A"], writtenByMethods: ["1"])),
+                                 (todo, StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["2"]))]
+        batch.methodsAdded = [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [ada]), kept]
+        batch.subscriptions = [StoredSubscription(name: "players", params: [])]
+        try store.write(batch)
+        try store.clear(keepingDocuments: false, keepingCalls: ["2"])
+        XCTAssertEqual(try store.load(), StoredState(
+            documents: [StoredDocument(key: todo, fields: ["title": "bread"])],
+            serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["2"])],
+            methods: [kept]
+        ))
     }
 }

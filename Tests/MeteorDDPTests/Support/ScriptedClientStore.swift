@@ -69,9 +69,15 @@ final class ScriptedClientStore: ClientStore, @unchecked Sendable {
         }
     }
 
-    func clear(keepingDocuments: Bool) throws {
+    func clear(keepingDocuments: Bool, keepingCalls: Set<String>) throws {
         state.withLockedValue { state in
-            state = StoredState(documents: keepingDocuments ? state.documents : [])
+            let methods = state.methods.filter { keepingCalls.contains($0.id) }
+            let kept = Set(methods.flatMap(\.stubWrote))
+            state = StoredState(
+                documents: keepingDocuments ? state.documents : state.documents.filter { kept.contains($0.key) },
+                serverDocuments: state.serverDocuments.filter { kept.contains($0.key) },
+                methods: methods
+            )
         }
     }
 }
