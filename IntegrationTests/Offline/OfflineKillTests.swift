@@ -8,6 +8,9 @@ import XCTest
 /// DDPTestServer) and is killed at a random point (before, during or after a durable write); a second probe restores
 /// the same store, reconnects and prints what it ends with. Whatever the kill point:
 /// - the first read after launch shows every restored call's stub effect;
+/// - nothing durable is lost: every call up to the last one the probe saw flushed to disk (`durable N`), or up to the
+///   last restored one (calls become durable in order), is restored or ran on the server; every call the probe saw
+///   completed before its last flush is in the restored cache;
 /// - restored calls are calls that were made, in order, and each reaches the server exactly once: its outcome is
 ///   `succeeded` (run now, or run before the kill with its answer on disk), or `alreadyApplied` when it had run
 ///   before the kill and was sent again (the server rejects the second insert);
@@ -93,6 +96,18 @@ final class OfflineKillTests: XCTestCase {
         for n in restoredNs {
             XCTAssertTrue(restoredDocs.values.contains(n), "\(label): call \(n)'s stub effect is there at the first read")
         }
+        // Nothing durable lost: what the probe saw flushed, and every call before a restored one.
+        var flushed = 0, completedWhenFlushed = Set<Double>(), completed = Set<Double>()
+        for line in writer.lines {
+            if line.hasPrefix("completed "), let n = Double(line.dropFirst("completed ".count)) { completed.insert(n) }
+            if line.hasPrefix("durable "), let n = Int(line.dropFirst("durable ".count)) { (flushed, completedWhenFlushed) = (n, completed) }
+        }
+        let accountedFor = Set(restoredNs).union(before.values)
+        let mustBeThere = max(flushed, Int(restoredNs.max() ?? 0))
+        let lost = (0..<mustBeThere).map { Double($0 + 1) }.filter { !accountedFor.contains($0) }
+        XCTAssertEqual(lost, [], "\(label): durable (flushed: \(flushed)) but neither restored nor run on the server")
+        XCTAssertTrue(completedWhenFlushed.isSubset(of: Set(restoredDocs.values)),
+                      "\(label): the server's data of calls completed before the flush is in the first read")
 
         // Each restored call: its true outcome.
         let outcomes = Dictionary(uniqueKeysWithValues: lines.filter { $0.hasPrefix("outcome ") }.map { line -> (String, String) in
@@ -125,6 +140,7 @@ final class OfflineKillTests: XCTestCase {
         XCTAssertTrue(Set(notified).isSubset(of: rolledBack), "\(label): notified \(notified), rolled back \(rolledBack)")
 
         var seen = ["calls made before the kill": lines.isEmpty ? 0 : writer.lines.filter { $0.hasPrefix("called ") }.count,
+                    "calls seen flushed before the kill": flushed,
                     "stub effects rolled back": rolledBack.count]
         for (id, outcome) in outcomes {
             let ranBefore = before.values.contains(Double(id)!)

@@ -1,12 +1,13 @@
 // A client process for the offline kill test (IntegrationTests/Offline): it makes stub calls with a store, offline
 // or online, until it is killed; or, in `verify` mode, restores, reconnects and prints what it ends with.
 //
-//   OfflineProbe offline <store> <calls>          calls addItem(1…calls) without ever connecting
+//   OfflineProbe offline <store> <calls>          calls addItem(1…calls) without ever connecting; after every tenth
+//                                                 call, waits until the store is flushed and says `durable N`
 //   OfflineProbe online  <store> <calls> <port>   the same, connected and subscribed to "items"
 //   OfflineProbe verify  <store> <port>           prints what was restored, reconnects, waits for every restored
 //                                                 call's outcome, prints the outcomes, the cache and the keys notified
 //
-// Output lines: `called N`, `completed N`, `restored {json}`, `outcome ID KIND`, `cache {json}`, `notified {json}`.
+// Output lines: `called N`, `completed N`, `durable N`, `restored {json}`, `outcome ID KIND`, `cache {json}`, `notified {json}`.
 import EJSON
 import Foundation
 import MeteorDDP
@@ -56,6 +57,11 @@ case "offline", "online":
             if case .success = result { say("completed \(n)") }
         }
         say("called \(n)")
+        if n % 10 == 0 {
+            // Everything before is on disk now: the calls, and the data of the calls completed so far.
+            await client.flushStore()
+            say("durable \(n)")
+        }
         // Calls spread over time (0–3 ms apart), so that kills land before, during and after the store's writes.
         // This paces the program the test kills; nothing waits on it.
         usleep(UInt32.random(in: 0...3_000))
