@@ -312,6 +312,43 @@ final class OfflineRestoreTests: XCTestCase {
         XCTAssertEqual(try SQLiteStore(fileURL: file).load().documents.count, 1, "the new store works")
     }
 
+    func testAFileOfANewerSchemaIsMovedAsideAndTheClientStartsEmptyWithANewStore() throws {
+        firstRunWithPlayers()
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
+        // A later version of the library added a migration this one does not know.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = ["-cmd", ".timeout 10000", file.path, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')"]
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let harness = launch()
+        XCTAssertEqual(harness.client.restoreReport.problem?.kind, .newerSchema)
+        let movedTo = try XCTUnwrap(harness.client.restoreReport.problem?.movedTo)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: movedTo), "kept aside for a newer version to read")
+        XCTAssertEqual(harness.client.database.collection("players").count, 0)
+        _ = try harness.client.call("addTodo", params: ["milk"]) { _ in }
+        harness.client.waitUntilPersisted()
+        XCTAssertEqual(try SQLiteStore(fileURL: file).load().methods.map(\.name), ["addTodo"], "the new store works")
+    }
+
+    func testAStoreThatCannotBeOpenedIsReportedAndTheClientWorksInMemory() async throws {
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let blocker = file.deletingLastPathComponent().appendingPathComponent("not-a-directory")
+        try Data("x".utf8).write(to: blocker)
+        let harness = ClientHarness { $0.persistence = .sqlite(at: blocker.appendingPathComponent("cache.sqlite")) }
+        XCTAssertEqual(harness.client.restoreReport.problem?.kind, .cannotOpen)
+        harness.client.defineStub("addTodo") { context in
+            _ = context.collection("todos").insert(["title": context.params[0]])
+            return nil
+        }
+        harness.establishConnection()
+        _ = try harness.client.call("addTodo", params: ["milk"]) { _ in }
+        await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
+        XCTAssertEqual(methods(harness).map(\.name), ["addTodo"], "sent without waiting for a disk there is not")
+        XCTAssertEqual(harness.client.database.collection("todos").count, 1)
+    }
+
     func testARowChangedBehindTheLibrarysBackStartsEmptyWithAReadError() throws {
         firstRunWithPlayers()
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
