@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe", "Todos",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

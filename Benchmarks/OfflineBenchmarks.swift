@@ -46,6 +46,7 @@ enum OfflineBenchmarks {
                      baselineName: "store off (ready)")
         let stored = (try? SQLiteStore(fileURL: file).load().documents.count) ?? -1
         print("documents in the file at the end: \(stored) of \(count)")
+        precondition(stored == count, "the store's file is incomplete once the client said everything was on disk")
         let bytes = ["", "-wal"].reduce(0) { sum, suffix in
             sum + ((try? FileManager.default.attributesOfItem(atPath: file.path + suffix)[.size] as? NSNumber)?.intValue ?? 0)
         }
