@@ -20,9 +20,12 @@ enum ManyClientsBenchmarks {
         server.standardOutput = portPipe
         server.standardInput = stdinPipe
         try server.run()
+        var serverEnded = false
         defer {
-            try? stdinPipe.fileHandleForWriting.close()  // the server ends when its input does
-            server.waitUntilExit()
+            if !serverEnded {
+                try? stdinPipe.fileHandleForWriting.close()  // the server ends when its input does
+                server.waitUntilExit()
+            }
         }
         let port = try readPort(portPipe.fileHandleForReading)
         let url = URL(string: "ws://127.0.0.1:\(port)/websocket")!
@@ -56,6 +59,19 @@ enum ManyClientsBenchmarks {
         let idleSeconds = Double(Bench.now() - idleStart) / 1e9
         Bench.figure("CPU while idle (heartbeats every 15 s)", (cpuSeconds() - cpuBefore) / idleSeconds * 100, unit: "% of one core")
         for client in clients { client.close() }
+        // What the server compressed (its last line, printed as it ends): proof the mode was what it says.
+        try? stdinPipe.fileHandleForWriting.close()
+        let rest = String(decoding: portPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        server.waitUntilExit()
+        serverEnded = true
+        let statistics = rest.split(separator: "\n").last.map(String.init) ?? ""
+        print("server: \(statistics)")
+        precondition(statistics.hasPrefix("permessage-deflate connections \(deflate ? count : 0) "), "permessage-deflate was not as asked")
+    }
+
+    /// A document of the "ten" publication.
+    static func tenFields(_ i: Int) -> EJSONObject {
+        ["n": .number(Double(i)), "label": .string("item \(i)")]
     }
 
     /// The server side of `run`, in a process of its own: DDPTestServer publishing "ten"; prints its port, then
@@ -67,11 +83,14 @@ enum ManyClientsBenchmarks {
         try await server.start()
         server.publish("ten") { _ in [Cursor(collection: "items")] }
         server.perform {
-            for i in 0..<10 { _ = try? server.collection("items").insert(["n": .number(Double(i)), "label": .string("item \(i)")], id: "i\(i)") }
+            for i in 0..<10 { _ = try? server.collection("items").insert(tenFields(i), id: "i\(i)") }
         }
         FileHandle.standardOutput.write(Data("\(server.port)\n".utf8))
         _ = FileHandle.standardInput.readDataToEndOfFile()
         try await server.stop()
+        let statistics = server.perMessageDeflateStatistics
+        FileHandle.standardOutput.write(Data(("permessage-deflate connections \(statistics.connections) messages deflated "
+            + "\(statistics.messagesDeflated) inflated \(statistics.messagesInflated)\n").utf8))
     }
 
     /// The port line the server process prints first.
@@ -93,7 +112,7 @@ enum ManyClientsBenchmarks {
         let before = DatabaseBenchmarks.residentBytes()
         let databases = (0..<count).map { _ in Database() }
         for database in databases {
-            database.apply((0..<10).map { i in .added(DocumentKey(collectionName: "items", documentID: "i\(i)"), ["n": .number(Double(i)), "label": .string("item \(i)")]) })
+            database.apply((0..<10).map { i in .added(DocumentKey(collectionName: "items", documentID: "i\(i)"), tenFields(i)) })
         }
         let after = DatabaseBenchmarks.residentBytes()
         withExtendedLifetime(databases) {}

@@ -122,7 +122,8 @@ if !quit, scriptPath == nil, isatty(STDIN_FILENO) != 0 {
 client.database.notificationQueue.sync {}
 try await Task.sleep(for: .milliseconds(50))
 changes.cancel()
-restoredOutcomes.cancel()
+// Every restored call's outcome printed once all are known (the sequence then ends); else they wait for a next run.
+if client.restoredCalls.isComplete { await restoredOutcomes.value } else { restoredOutcomes.cancel() }
 // Everything on disk before quitting (the store writes behind; a kill would keep what was written).
 await client.flushStore()
 client.close()

@@ -9,14 +9,14 @@ import NIOWebSocket
 /// `Sec-WebSocket-Extensions` offers.
 ///
 /// The server takes the first offer it can honour: it accepts `server_no_context_takeover`,
-/// `client_no_context_takeover` and `server_max_window_bits` from 9 to 15 (zlib cannot deflate with an 8-bit window),
-/// and echoes `client_max_window_bits` only when the client gave it a value. An offer with any other parameter is
-/// declined (RFC 7692 §5.1), and with no acceptable offer the connection is not compressed.
+/// `client_no_context_takeover`, `server_max_window_bits` from 9 to 15 (zlib cannot deflate with an 8-bit window) and
+/// `client_max_window_bits` (it never limits the client's window: it inflates with the largest). An offer with any
+/// other parameter, or a malformed one, is declined (RFC 7692 §5.1), and with no acceptable offer the connection is
+/// not compressed.
 struct PerMessageDeflateAgreement: Equatable, Sendable {
     var serverNoContextTakeover = false
     var clientNoContextTakeover = false
     var serverMaxWindowBits: Int?
-    var clientMaxWindowBits: Int?
 
     /// The agreement for a request's headers, or `nil` when it offers no permessage-deflate the server accepts.
     init?(requestHeaders: HTTPHeaders) {
@@ -33,17 +33,16 @@ struct PerMessageDeflateAgreement: Equatable, Sendable {
     private init?(parameters: ArraySlice<String>) {
         for parameter in parameters {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let name = pair.first else { return nil }  // an empty parameter
             let value = pair.count == 2 ? Int(pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) : nil
-            switch pair[0] {
+            switch name {
             case "server_no_context_takeover" where pair.count == 1: serverNoContextTakeover = true
             case "client_no_context_takeover" where pair.count == 1: clientNoContextTakeover = true
             case "server_max_window_bits":
                 guard let value, (9...15).contains(value) else { return nil }
                 serverMaxWindowBits = value
             case "client_max_window_bits":
-                if pair.count == 1 { continue }
-                guard let value, (8...15).contains(value) else { return nil }
-                clientMaxWindowBits = value
+                guard pair.count == 1 || (value.map { (8...15).contains($0) } ?? false) else { return nil }
             default:
                 return nil
             }
@@ -56,7 +55,6 @@ struct PerMessageDeflateAgreement: Equatable, Sendable {
         if serverNoContextTakeover { header += "; server_no_context_takeover" }
         if clientNoContextTakeover { header += "; client_no_context_takeover" }
         if let serverMaxWindowBits { header += "; server_max_window_bits=\(serverMaxWindowBits)" }
-        if let clientMaxWindowBits { header += "; client_max_window_bits=\(clientMaxWindowBits)" }
         return header
     }
 }
@@ -75,15 +73,14 @@ public struct PerMessageDeflateStatistics: Equatable, Sendable {
 /// Compresses and decompresses a connection's data frames with permessage-deflate, between the WebSocket frame codec
 /// and the frame aggregator (which would drop the RSV1 bit of a fragmented message). Runs on the channel's event loop.
 ///
-/// Messages shorter than ``minimumSizeToCompress`` are sent as they are, as swift-websocket's client does. A message
-/// that inflates past `maxMessageSize`, or does not inflate, is an error: the session closes.
+/// Every data message is sent compressed, however short (swift-websocket's client sends messages under 256 bytes as
+/// they are; a server compressing everything is the stricter peer). A message that inflates past `maxMessageSize`, or
+/// does not inflate, is an error: the session closes.
 final class PerMessageDeflateHandler: ChannelDuplexHandler {
     typealias InboundIn = WebSocketFrame
     typealias InboundOut = WebSocketFrame
     typealias OutboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
-
-    static let minimumSizeToCompress = 256
 
     private let agreement: PerMessageDeflateAgreement
     private let maxMessageSize: Int
@@ -102,7 +99,8 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler {
             algorithm: .deflate,
             configuration: ZlibConfiguration(windowSize: Int32(agreement.serverMaxWindowBits ?? 15))
         )
-        decompressor = try ZlibDecompressor(algorithm: .deflate, windowSize: Int32(agreement.clientMaxWindowBits ?? 15))
+        // The largest window inflates whatever window the client deflates with.
+        decompressor = try ZlibDecompressor(algorithm: .deflate, windowSize: 15)
         statistics.withLockedValue { $0.connections += 1 }
     }
 
@@ -129,11 +127,16 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler {
         var compressed = frame.unmaskedData
         // The sender removed the empty stored block's tail that ends every message (RFC 7692 §7.2.2).
         if frame.fin { compressed.writeBytes([0x00, 0x00, 0xFF, 0xFF]) }
-        let inflated = try compressed.decompressStream(with: decompressor, maxSize: maxMessageSize - inflatedSize)
+        // compress-nio's maxSize bounds what it allocates (roughly: its buffers round up); the limit itself is checked
+        // on what came out. It refuses output that reaches maxSize: one more byte lets a message of the limit through.
+        let inflated = try compressed.decompressStream(with: decompressor, maxSize: maxMessageSize - inflatedSize + 1)
         inflatedSize += inflated.readableBytes
+        guard inflatedSize <= maxMessageSize else { throw PerMessageDeflateError.messageTooLarge }
         if frame.fin {
             inflating = false
-            if agreement.clientNoContextTakeover { try decompressor.reset() }
+            // Input left over means the message ended the deflate stream (a final block, RFC 7692 §7.2.3): the next
+            // message starts a new one.
+            if agreement.clientNoContextTakeover || compressed.readableBytes > 0 { try decompressor.reset() }
             statistics.withLockedValue { $0.messagesInflated += 1 }
         }
         return WebSocketFrame(fin: frame.fin, opcode: frame.opcode, data: inflated)
@@ -141,14 +144,17 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let frame = unwrapOutboundIn(data)
-        guard frame.fin, frame.opcode == .text || frame.opcode == .binary,
-              frame.data.readableBytes >= Self.minimumSizeToCompress else {
+        guard frame.fin, frame.opcode == .text || frame.opcode == .binary else {
             return context.write(data, promise: promise)
         }
         do {
             var plain = frame.data
             var deflated = try plain.compressStream(with: compressor, flush: .sync)
-            // Every sync flush ends with 00 00 FF FF, which the message leaves out (RFC 7692 §7.2.1).
+            // Every complete sync flush ends with 00 00 FF FF, which the message leaves out (RFC 7692 §7.2.1).
+            guard plain.readableBytes == 0, deflated.readableBytes >= 4,
+                  deflated.getBytes(at: deflated.writerIndex - 4, length: 4) == [0x00, 0x00, 0xFF, 0xFF] else {
+                throw PerMessageDeflateError.incompleteFlush
+            }
             deflated.moveWriterIndex(to: deflated.writerIndex - 4)
             if agreement.serverNoContextTakeover { try compressor.reset() }
             statistics.withLockedValue { $0.messagesDeflated += 1 }
@@ -158,4 +164,12 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler {
             context.fireErrorCaught(error)
         }
     }
+}
+
+/// What ends a compressed connection: the compressor did not flush a whole message (it never should: the output
+/// buffer is sized by zlib's bound), or a message inflated past the limit.
+enum PerMessageDeflateError: Error {
+    case incompleteFlush
+    /// A message inflated past the server's `maxFrameSize`.
+    case messageTooLarge
 }

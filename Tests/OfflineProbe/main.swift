@@ -58,7 +58,7 @@ case "offline", "online":
         }
         say("called \(n)")
         if n % 10 == 0 {
-            // Everything before is on disk now: the calls, and the data of the calls completed so far.
+            // Every call made so far is on disk now (or completed and gone from it).
             await client.flushStore()
             say("durable \(n)")
         }
