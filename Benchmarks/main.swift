@@ -4,7 +4,8 @@ import Foundation
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
 //   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess;
 //   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1
-//   makes `inprocess` run only our side, five times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize)
+//   makes `inprocess` run only our side, five times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize;
+//   MDDP_TRACE=1 makes it print when all frames were handed over; MDDP_PROFILE_LARGE=N makes `large` run only N documents)
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
 let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients", "clients-deflate", "offline"]
