@@ -181,10 +181,17 @@ extension DDPClient {
     /// Handles what the inbox holds, in order, until a new socket's reconnect hooks start (the rest then waits for
     /// them).
     func drainInbox() {
-        let items = inbox.takeAll()
+        var items = inbox.takeAll()
         var index = items.startIndex
         while index < items.endIndex {
-            switch items[index] {
+            // Moved out (a trivial item left in its place) and consumed down the path: the message's strings and
+            // fields are never copied (retained and released) on the way to the cache.
+            let item = items.withUnsafeMutableBufferPointer { buffer in
+                let slot = buffer.baseAddress! + index
+                defer { slot.initialize(to: .transport(.opened, generation: -1)) }
+                return slot.move()
+            }
+            switch consume item {
             case .message(let parsed, let generation): handleIncoming(parsed, generation: generation)
             case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
             }
@@ -194,6 +201,7 @@ extension DDPClient {
                 break
             }
         }
+        inbox.recycle(consume items)
         store.push()
         persistSessionChanges()
     }

@@ -5,12 +5,13 @@ import EJSON
 
 extension DDPClient {
     /// Handles one parsed frame from the current connection, on the client queue.
-    func handleIncoming(_ parsed: Result<IncomingMessage, DDPProtocolViolation>, generation: Int) {
+    func handleIncoming(_ parsed: consuming Result<IncomingMessage, DDPProtocolViolation>, generation: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard generation == connectionGeneration else { return }
         // Any frame proves the connection is alive (heartbeat.js `messageReceived`).
         performHeartbeat(heartbeat.messageReceived())
-        switch parsed {
+        // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
+        switch consume parsed {
         case .failure(let violation):
             report(.protocolViolation(violation))
         case .success(.message(let message)):
@@ -23,7 +24,7 @@ extension DDPClient {
     }
 
     /// Data and method messages: for the established session only.
-    private func handleSessionData(_ message: IncomingMessage) {
+    private func handleSessionData(_ message: consuming IncomingMessage) {
         guard machine.version != nil else {
             reportUnexpected(message.serverMessage, "data before the session was established")
             return

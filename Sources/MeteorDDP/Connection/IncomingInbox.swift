@@ -33,7 +33,13 @@ final class IncomingInbox: @unchecked Sendable {
         var held = false
         /// Whether this hold reported reaching its limit. Protected by `state`'s lock.
         var holdLimitReported = false
+        /// An empty array with capacity, the one the last drain handed back (``recycle(_:)``): the next items go
+        /// into it, so handing a frame over allocates nothing. Protected by `state`'s lock.
+        var spare: [Item] = []
     }
+
+    /// The largest array kept for reuse (a burst of one frame then allocates nothing).
+    static let reusedCapacity = 1_024
 
     private let state = NIOLockedValueBox(State())
     private let holdLimit: Int
@@ -56,13 +62,26 @@ final class IncomingInbox: @unchecked Sendable {
         }
     }
 
-    /// Takes every pending item (none while held); the next `append` schedules a new drain.
+    /// Takes every pending item (none while held); the next `append` schedules a new drain. Hand the array back
+    /// with ``recycle(_:)`` once done with it.
     func takeAll() -> [Item] {
         state.withLockedValue { state in
             guard !state.held else { return [] }
             state.drainScheduled = false
-            defer { state.items.removeAll(keepingCapacity: true) }
-            return state.items
+            var taken: [Item] = []
+            swap(&taken, &state.spare)
+            swap(&taken, &state.items)
+            return taken
+        }
+    }
+
+    /// Takes back an array ``takeAll()`` returned, emptied, for the next items (unless it grew large).
+    func recycle(_ items: consuming [Item]) {
+        var items = items
+        guard items.capacity <= Self.reusedCapacity else { return }
+        items.removeAll(keepingCapacity: true)
+        state.withLockedValue { state in
+            if state.spare.capacity < items.capacity { swap(&state.spare, &items) }
         }
     }
 

@@ -112,11 +112,18 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     /// Queues updates already in the cache's form for the next batch.
     func enqueue(cacheUpdates updates: [CacheUpdate]) {
+        var updates = updates
+        enqueue(taking: &updates)
+    }
+
+    /// Queues updates already in the cache's form for the next batch, leaving `updates` empty: taken whole when
+    /// nothing is pending (no copy of the elements), else appended, and `updates` keeps its capacity for the caller's
+    /// next burst (so a burst of one frame allocates nothing).
+    func enqueue(taking updates: inout [CacheUpdate]) {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
-            // Taken whole when nothing is pending (no copy of the elements).
-            if state.pending.isEmpty { state.pending = updates } else { state.pending.append(contentsOf: updates) }
+            if state.pending.isEmpty { swap(&state.pending, &updates) } else { state.pending.append(contentsOf: updates) }
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
             defer { state.wakeScheduled = true }
@@ -129,6 +136,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         }
         // A flood of small enqueues signals once: the rest find the queue already due to look.
         if signal { source.add(data: 1) }
+        updates.removeAll(keepingCapacity: true)
     }
 
     /// Runs `block` (on the buffer's queue) once everything enqueued before it has been applied; while held, after

@@ -116,7 +116,8 @@ struct ServerDocumentBuffer {
 
     /// An `added` for a tracked document updates the copy.
     mutating func serverAdded(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject) -> Routing {
-        guard documents[key] != nil else { return .toCache }
+        // No stub-written document is tracked, almost always: no hashing of the key.
+        guard !documents.isEmpty, documents[key] != nil else { return .toCache }
         let anomaly: Anomaly? = documents[key]!.fields == nil ? nil : .addedExistingDocument
         documents[key]!.fields = fields()
         noteChange(key)
@@ -125,7 +126,7 @@ struct ServerDocumentBuffer {
 
     /// A `changed` for a tracked document updates the copy (tolerantly: a change of a missing copy makes one).
     mutating func serverChanged(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject, cleared: [String]) -> Routing {
-        guard documents[key] != nil else { return .toCache }
+        guard !documents.isEmpty, documents[key] != nil else { return .toCache }
         noteChange(key)
         guard var current = documents[key]!.fields else {
             documents[key]!.fields = fields()

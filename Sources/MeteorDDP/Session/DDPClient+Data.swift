@@ -6,7 +6,7 @@ import EJSON
 extension DDPClient {
     /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the
     /// session waits for quiescence, data messages are held back, in order, before any routing.
-    func handleSessionMessage(_ message: IncomingMessage) {
+    func handleSessionMessage(_ message: consuming IncomingMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
         if case .message(.result(let id, let result, let error)) = message {
             methodResultReceived(id, result: result, error: error)
@@ -19,15 +19,15 @@ extension DDPClient {
 
     /// Routes one data message: to the cache, or to the server's version of a stub-written document
     /// (LC `_processOneDataMessage`).
-    func processDataMessage(_ message: IncomingMessage) {
-        switch message {
+    func processDataMessage(_ message: consuming IncomingMessage) {
+        switch consume message {
         case .document(let document): processDocumentMessage(document)
         case .message(let message): processDataMessage(message)
         }
     }
 
     /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.
-    private func processDocumentMessage(_ message: DocumentMessage) {
+    private func processDocumentMessage(_ message: consuming DocumentMessage) {
         let key = message.key
         let fields = message.fields
         switch message.kind {

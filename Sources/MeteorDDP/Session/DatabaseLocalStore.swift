@@ -22,10 +22,13 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     /// Hands the collected updates to the buffer.
     func push() {
         guard !pending.isEmpty else { return }
-        // Handed over whole: the buffer keeps this array, the next burst starts a new one.
-        buffer.enqueue(cacheUpdates: pending)
-        pending = []
+        buffer.enqueue(taking: &pending)
+        // The array is reused for the next burst, unless a large one left it large.
+        if pending.capacity > Self.reusedCapacity { pending = [] }
     }
+
+    /// The largest array kept for the next burst (a burst of one frame then allocates nothing).
+    static let reusedCapacity = 1_024
 
     func flush() {
         push()
