@@ -12,11 +12,13 @@ public final class MethodContext: @unchecked Sendable {
     public let params: [EJSONValue]
     /// The session's user before the call (changed by ``setUserID(_:)``).
     public private(set) var userID: String?
-    /// The client's `randomSeed`, or a fresh one when the client sent none.
-    public let randomSeed: String
+    /// The client's `randomSeed`, or a fresh one when the client sent none (made on first use, as Meteor's server
+    /// does: a method that draws no random id costs no secure random bytes).
+    public private(set) lazy var randomSeed: String = clientSeed ?? SecureRandomGenerator().hexString(20)
     /// The session's id.
     public let sessionID: String
-    let randomStream: RandomStream
+    private let clientSeed: String?
+    private(set) lazy var randomStream = RandomStream(seed: randomSeed)
     weak var session: ServerSession?
     let server: DDPTestServer
     var newUserID: String??
@@ -25,8 +27,7 @@ public final class MethodContext: @unchecked Sendable {
         self.name = name
         self.params = params
         self.userID = userID
-        self.randomSeed = randomSeed ?? SecureRandomGenerator().hexString(20)
-        self.randomStream = RandomStream(seed: self.randomSeed)
+        self.clientSeed = randomSeed
         self.sessionID = session.sessionID ?? ""
         self.session = session
         self.server = server
