@@ -131,12 +131,7 @@ final class OfflineEdgeCaseTests: XCTestCase {
             try store.write(batch)
         }
         // Checkpoint the WAL into the file, then overwrite its pages past the first ones (the header stays valid).
-        let checkpoint = Process()
-        checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
-        checkpoint.arguments = ["-cmd", ".timeout 10000", file.path, "PRAGMA wal_checkpoint(TRUNCATE)"]
-        try checkpoint.run()
-        checkpoint.waitUntilExit()
+        try runSQLite3(on: file, "PRAGMA wal_checkpoint(TRUNCATE)")
         let handle = try FileHandle(forWritingTo: file)
         try handle.seek(toOffset: 4096 * 3)
         try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096 * 40))

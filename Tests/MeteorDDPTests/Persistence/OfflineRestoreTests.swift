@@ -314,14 +314,8 @@ final class OfflineRestoreTests: XCTestCase {
 
     func testAFileOfANewerSchemaIsMovedAsideAndTheClientStartsEmptyWithANewStore() throws {
         firstRunWithPlayers()
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
         // A later version of the library added a migration this one does not know.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-cmd", ".timeout 10000", file.path, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')"]
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        try runSQLite3(on: file, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')")
         let harness = launch()
         XCTAssertEqual(harness.client.restoreReport.problem?.kind, .newerSchema)
         let movedTo = try XCTUnwrap(harness.client.restoreReport.problem?.movedTo)
@@ -351,13 +345,7 @@ final class OfflineRestoreTests: XCTestCase {
 
     func testARowChangedBehindTheLibrarysBackStartsEmptyWithAReadError() throws {
         firstRunWithPlayers()
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-cmd", ".timeout 10000", file.path, "UPDATE document SET fields = X'0361646107FFFFFFFF' WHERE id = 'ada'"]
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        try runSQLite3(on: file, "UPDATE document SET fields = X'0361646107FFFFFFFF' WHERE id = 'ada'")
         let harness = launch()
         XCTAssertEqual(harness.client.restoreReport.problem?.kind, .readFailed)
         XCTAssertEqual(harness.client.database.collection("players").count, 0, "nothing half-restored")

@@ -86,13 +86,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testAFileOfANewerSchemaIsMovedAsideAndReported() throws {
         _ = try SQLiteStore(fileURL: file)
         // A later version of the library added a migration this one does not know.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-cmd", ".timeout 10000", file.path, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')"]
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { throw XCTSkip("no sqlite3 command") }
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        try runSQLite3(on: file, "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')")
 
         let store = try SQLiteStore(fileURL: file)
         XCTAssertEqual(store.openingProblem?.kind, .newerSchema)
