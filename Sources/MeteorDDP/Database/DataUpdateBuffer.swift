@@ -117,8 +117,9 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     }
 
     /// Queues updates already in the cache's form for the next batch, leaving `updates` empty: taken whole when
-    /// nothing is pending (no copy of the elements), else appended, and `updates` keeps its capacity for the caller's
-    /// next burst (so a burst of one frame allocates nothing).
+    /// nothing is pending (no copy of the elements; `updates` then gets the buffer's empty array), else appended, and
+    /// `updates` keeps its capacity for the caller's next burst (so on a flood, while updates wait, a burst of one
+    /// frame allocates nothing).
     func enqueue(taking updates: inout [CacheUpdate]) {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
