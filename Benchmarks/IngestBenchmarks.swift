@@ -174,9 +174,9 @@ extension InMemoryTransport {
     /// Delivers `frames`, then `ready` for `subscription`, and waits until it is ready: a subscription becomes ready
     /// only after everything received before its `ready` is in the cache.
     func deliver(_ frames: [String], thenReadyOf subscription: Subscription) {
-        let t0 = DispatchTime.now().uptimeNanoseconds
+        let start = Bench.now()
         for frame in frames { receive(frame) }
-        if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil { print("handed over in \(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6) ms") }
+        if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil { print("handed over in \(Double(Bench.now() - start) / 1e6) ms") }
         receive(ServerMessage.ready(subscriptionIDs: [subscription.id]))
         let ready = DispatchSemaphore(value: 0)
         subscription.whenReady { _ in ready.signal() }

@@ -107,13 +107,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     /// Queues updates for the next batch.
     public func enqueue<Updates: Collection<DataUpdate>>(contentsOf updates: Updates) {
-        enqueue(cacheUpdates: updates.map(CacheUpdate.init))
-    }
-
-    /// Queues updates already in the cache's form for the next batch.
-    func enqueue(cacheUpdates updates: [CacheUpdate]) {
-        var updates = updates
-        enqueue(taking: &updates)
+        var packed = updates.map(CacheUpdate.init)
+        enqueue(taking: &packed)
     }
 
     /// Queues updates already in the cache's form for the next batch, leaving `updates` empty: taken whole when
