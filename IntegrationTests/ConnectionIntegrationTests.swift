@@ -79,8 +79,10 @@ final class ConnectionIntegrationTests: XCTestCase {
         client.connect()
         try await client.waitUntilConnected()
         let log = StatusLog()
+        // Taken before the stop, so the log starts at `connected` however soon the client sees the loss.
+        let updates = client.statusUpdates
         try await server.stop()
-        let waiting = try await client.waitForStatus("waiting", seen: log) { $0.state == .waiting && $0.retryCount >= 2 }
+        let waiting = try await client.waitForStatus("waiting", seen: log, from: updates) { $0.state == .waiting && $0.retryCount >= 2 }
         XCTAssertNotNil(waiting.retryTime)
         XCTAssertEqual(waiting.reason?.code, .connectionLost)
         try await server.start()

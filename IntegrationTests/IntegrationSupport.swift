@@ -13,9 +13,11 @@ extension DDPClient {
         _ what: String,
         timeout: Double = 10,
         seen: StatusLog? = nil,
+        from stream: ConnectionStatusUpdates? = nil,
         where predicate: @escaping @Sendable (ConnectionStatus) -> Bool
     ) async throws -> ConnectionStatus {
-        let updates = statusUpdates
+        // A stream taken earlier starts at the status current when it was taken: what happened since is not missed.
+        let updates = stream ?? statusUpdates
         return try await withTimeout(timeout, what) {
             for await status in updates {
                 seen?.append(status)
