@@ -16,18 +16,23 @@ final class DatabaseConcurrencyTests: XCTestCase {
         let writerDone = ManagedFlag()
         let finished = DispatchSemaphore(value: 0)
         // Dedicated threads (not the shared pool), so the writer is never starved by spinning readers.
+        // The writer starts once both readers are reading, so reads really overlap the writes.
+        let readersStarted = DispatchSemaphore(value: 0)
         for _ in 0..<2 {
             Thread {
-                while !writerDone.isSet {
+                var first = true
+                repeat {
                     // Both documents are written in every transaction: one snapshot shows both or neither.
                     let snapshot = database.snapshot
                     if snapshot.document(a)?["n"] != snapshot.document(b)?["n"] { torn.increment() }
                     reads.increment()
-                }
+                    if first { readersStarted.signal(); first = false }
+                } while !writerDone.isSet
                 finished.signal()
             }.start()
         }
         Thread {
+            for _ in 0..<2 { readersStarted.wait() }
             for i in 1...writes {
                 database.performUpdates {
                     database.apply(.changed(a, ["n": .number(Double(i))], cleared: []))
@@ -53,18 +58,22 @@ final class DatabaseConcurrencyTests: XCTestCase {
         let finished = DispatchSemaphore(value: 0)
         let reads = ManagedCounter()
         let collection = database.collection("c")
+        let readersStarted = DispatchSemaphore(value: 0)
         for _ in 0..<2 {
             Thread {
-                while !writerDone.isSet {
+                var first = true
+                repeat {
                     XCTAssertEqual(collection.documents.count, 64)
                     XCTAssertEqual(collection.find(Query()).count, 64)
                     XCTAssertEqual(collection.count, 64)
                     reads.increment()
-                }
+                    if first { readersStarted.signal(); first = false }
+                } while !writerDone.isSet
                 finished.signal()
             }.start()
         }
         Thread {
+            for _ in 0..<2 { readersStarted.wait() }
             for i in 1...20_000 {
                 database.apply(.changed(keys[i % keys.count], ["n": .number(Double(i))], cleared: []))
             }

@@ -138,7 +138,9 @@ final class ReentrancySuiteTests: XCTestCase {
             }
             harness.flushData()
             client.callbackQueue.sync {}
-            if exercised.value == expected, client.account != nil { break }
+            // Not the account: the callbacks start logins and logouts alike, and which of them the client queues
+            // last is not fixed.
+            if exercised.value == expected { break }
             // Tasks the callbacks started send more (a login once the methods before it are done): wait for it.
             let done = answered
             try await withTimeout(5, "more frames from the callbacks") {
@@ -152,8 +154,6 @@ final class ReentrancySuiteTests: XCTestCase {
                 }
             }
         }
-        XCTAssertNotNil(client.account, "logged in")
-
         await fulfillment(of: [all], timeout: 10)
         XCTAssertEqual(exercised.value, expected)
 
