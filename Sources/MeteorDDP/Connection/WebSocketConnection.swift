@@ -39,9 +39,17 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     func start(url: URL, configuration: WebSocketTransport.Configuration, logger: Logger) {
         // One event loop for the socket and for the tasks that read and write it (see EventLoopTaskExecutor).
         let eventLoop = configuration.eventLoopGroup.next()
-        let body: @Sendable () async -> Void = { [outgoingStream] in
-            let error = await self.run(url: url, configuration: configuration, eventLoop: eventLoop, logger: logger, outgoing: outgoingStream)
-            self.sendClosed(error)
+        // Everything the attempt needs is prepared here, outside the task: an async function's frame lives as long as
+        // the connection, and with many clients in one process every byte of it counts (a TLS configuration is large).
+        let body: @Sendable () async -> Void
+        switch ConnectPlan.make(url: url, configuration: configuration) {
+        case .success(let plan):
+            body = { [outgoingStream] in
+                let error = await self.run(plan, eventLoop: eventLoop, logger: logger, outgoing: outgoingStream)
+                self.sendClosed(error)
+            }
+        case .failure(let error):
+            body = { self.sendClosed(error) }
         }
         let task: Task<Void, Never>
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
@@ -90,71 +98,20 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         if first { onEvent(.closed(error)) }
     }
 
-    private func run(
-        url: URL,
-        configuration: WebSocketTransport.Configuration,
-        eventLoop: any EventLoop,
-        logger: Logger,
-        outgoing: AsyncStream<String>
-    ) async -> TransportError? {
-        guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme), let host = url.host else {
-            return TransportError(.invalidURL, "not a ws:// or wss:// URL: \(url)")
-        }
-        let secure = scheme == "wss" || scheme == "https"
-        // swift-websocket rejects a frame over its limit without telling which close code it sent; with its limit at
-        // the message limit, the assembler rejects frames over `maxFrameSize` itself and reports 1009.
-        var wsConfiguration = WebSocketClientConfiguration(
-            maxFrameSize: max(configuration.maxFrameSize, configuration.maxMessageSize),
-            extensions: configuration.compression ? [.perMessageDeflate(maxDecompressedFrameSize: configuration.maxDecompressedFrameSize)] : [],
-            closeTimeout: configuration.closeTimeout,
-            sniHostname: configuration.tlsServerName
-        )
-        wsConfiguration.validateUTF8 = true
-        var tls: TLSConfiguration?
-        if secure {
-            if configuration.tlsServerName == nil, host.isIPAddressLiteral {
-                return TransportError(.invalidURL, "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName (SNI cannot carry an IP address)")
-            }
-            var base = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
-            if configuration.tlsConfiguration == nil, let roots = configuration.trustRoots { base.trustRoots = roots }
-            tls = base
-        }
-        let maxMessageSize = configuration.maxMessageSize
-        let maxFrameSize = configuration.maxFrameSize
+    private func run(_ plan: ConnectPlan, eventLoop: any EventLoop, logger: Logger, outgoing: AsyncStream<String>) async -> TransportError? {
         do {
             let closeFrame = try await WebSocketClient.connect(
-                url: url.absoluteString,
-                configuration: wsConfiguration,
-                tlsConfiguration: tls,
+                url: plan.url,
+                configuration: plan.webSocket,
+                tlsConfiguration: plan.tls,
                 eventLoopGroup: eventLoop,
                 logger: logger
             ) { inbound, outbound, _ in
                 self.state.withLockedValue { $0.opened = true }
                 self.onEvent(.opened)
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await frame in outgoing {
-                            try await outbound.write(.text(frame))
-                            self.wrote(frame.utf8.count)
-                        }
-                        try? await outbound.close(.normalClosure, reason: nil)
-                    }
-                    group.addTask {
-                        var assembler = WebSocketMessageAssembler(maxFrameSize: maxFrameSize, maxMessageSize: maxMessageSize)
-                        do {
-                            for try await frame in inbound {
-                                switch try assembler.append(frame) {
-                                case .text(let text): self.onEvent(.text(text))
-                                case .binary(let byteCount): self.onEvent(.binary(byteCount: byteCount))
-                                case nil: break
-                                }
-                            }
-                        } catch let failure as WebSocketMessageAssembler.Failure {
-                            // Report first: the close handshake below may wait for a server that never answers.
-                            self.sendClosed(failure.transportError)
-                            try? await outbound.close(failure.code, reason: nil)
-                        }
-                    }
+                    group.addTask { try await self.write(outgoing, to: outbound) }
+                    group.addTask { try await self.read(inbound, replyingOn: outbound, plan: plan) }
                     _ = try await group.next()
                     group.cancelAll()
                 }
@@ -164,17 +121,53 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
                 return TransportError(.closedByServer(code: code), "closed with code \(code) \(closeFrame.reason ?? "")")
             }
             return nil
-        } catch is CancellationError {
-            return nil
-        } catch let error as NIOSSLError {
-            return TransportError(.tlsFailed, "\(error)")
-        } catch let error as BoringSSLError {
-            return TransportError(.tlsFailed, "\(error)")
-        } catch let error as WebSocketClientError where error == .serverSentMessageTooLarge {
-            return TransportError(.messageTooLarge, "\(error)")
         } catch {
+            return Self.transportError(for: error, opened: state.withLockedValue { $0.opened })
+        }
+    }
+
+    /// Writes the queued frames in order, then closes normally once the queue ends (the client closed).
+    private func write(_ outgoing: AsyncStream<String>, to outbound: WebSocketOutboundWriter) async throws {
+        for await frame in outgoing {
+            try await outbound.write(.text(frame))
+            wrote(frame.utf8.count)
+        }
+        try? await outbound.close(.normalClosure, reason: nil)
+    }
+
+    /// Hands each whole message to the client; on a framing failure reports the connection closed at once, then
+    /// closes with the failure's code. Any other failure of the inbound stream is thrown.
+    private func read(_ inbound: WebSocketInboundStream, replyingOn outbound: WebSocketOutboundWriter, plan: ConnectPlan) async throws {
+        var assembler = WebSocketMessageAssembler(maxFrameSize: plan.maxFrameSize, maxMessageSize: plan.maxMessageSize)
+        do {
+            for try await frame in inbound {
+                switch try assembler.append(frame) {
+                case .text(let text): onEvent(.text(text))
+                case .binary(let byteCount): onEvent(.binary(byteCount: byteCount))
+                case nil: break
+                }
+            }
+        } catch let failure as WebSocketMessageAssembler.Failure {
+            // Report first: the close handshake below may wait for a server that never answers.
+            sendClosed(failure.transportError)
+            try? await outbound.close(failure.code, reason: nil)
+        }
+    }
+
+    /// The transport error an attempt that threw ends with (`nil` when it was cancelled: the client closed it).
+    private static func transportError(for error: any Error, opened: Bool) -> TransportError? {
+        switch error {
+        case is CancellationError:
+            return nil
+        case let error as NIOSSLError:
+            return TransportError(.tlsFailed, "\(error)")
+        case let error as BoringSSLError:
+            return TransportError(.tlsFailed, "\(error)")
+        case let error as WebSocketClientError where error == .serverSentMessageTooLarge:
+            return TransportError(.messageTooLarge, "\(error)")
+        default:
             let text = String(describing: error)
-            if state.withLockedValue({ $0.opened }) {
+            if opened {
                 // swift-websocket closed the socket after a framing error it does not report (garbage, a reserved
                 // opcode, a frame over its limit) or the network failed.
                 return TransportError(.other, "the connection failed: \(text)")
@@ -184,5 +177,53 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
             }
             return TransportError(.connectFailed, text)
         }
+    }
+}
+
+/// What one connection attempt needs, prepared before its task starts: swift-websocket's and TLS's configurations and
+/// the message limits. A reference, so the connection's async frames hold a pointer, not the large structs.
+final class ConnectPlan: Sendable {
+    let url: String
+    let webSocket: WebSocketClientConfiguration
+    let tls: TLSConfiguration?
+    let maxFrameSize: Int
+    let maxMessageSize: Int
+
+    private init(url: String, webSocket: WebSocketClientConfiguration, tls: TLSConfiguration?, maxFrameSize: Int, maxMessageSize: Int) {
+        self.url = url
+        self.webSocket = webSocket
+        self.tls = tls
+        self.maxFrameSize = maxFrameSize
+        self.maxMessageSize = maxMessageSize
+    }
+
+    /// The plan for `url`, or why it cannot be connected to (not a WebSocket URL; `wss` to an IP without a name).
+    static func make(url: URL, configuration: WebSocketTransport.Configuration) -> Result<ConnectPlan, TransportError> {
+        guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme), let host = url.host else {
+            return .failure(TransportError(.invalidURL, "not a ws:// or wss:// URL: \(url)"))
+        }
+        let secure = scheme == "wss" || scheme == "https"
+        // swift-websocket rejects a frame over its limit without telling which close code it sent; with its limit at
+        // the message limit, the assembler rejects frames over `maxFrameSize` itself and reports 1009.
+        var webSocket = WebSocketClientConfiguration(
+            maxFrameSize: max(configuration.maxFrameSize, configuration.maxMessageSize),
+            extensions: configuration.compression ? [.perMessageDeflate(maxDecompressedFrameSize: configuration.maxDecompressedFrameSize)] : [],
+            closeTimeout: configuration.closeTimeout,
+            sniHostname: configuration.tlsServerName
+        )
+        webSocket.validateUTF8 = true
+        var tls: TLSConfiguration?
+        if secure {
+            if configuration.tlsServerName == nil, host.isIPAddressLiteral {
+                return .failure(TransportError(
+                    .invalidURL, "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName (SNI cannot carry an IP address)"))
+            }
+            var base = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
+            if configuration.tlsConfiguration == nil, let roots = configuration.trustRoots { base.trustRoots = roots }
+            tls = base
+        }
+        return .success(ConnectPlan(
+            url: url.absoluteString, webSocket: webSocket, tls: tls,
+            maxFrameSize: configuration.maxFrameSize, maxMessageSize: configuration.maxMessageSize))
     }
 }
