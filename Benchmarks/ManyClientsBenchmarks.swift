@@ -1,5 +1,8 @@
 import DDPTestServer
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import EJSON
 import Foundation
 import MeteorDDP
@@ -8,7 +11,7 @@ import MeteorDDP
 /// subscribed to a 10-document publication.
 enum ManyClientsBenchmarks {
     /// With `deflate`, the server accepts the clients' permessage-deflate offer, so each client holds zlib state.
-    static func run(count: Int = 1_000, deflate: Bool) async throws {
+    static func run(count: Int = ProcessInfo.processInfo.environment["MDDP_CLIENTS"].flatMap(Int.init) ?? 1_000, deflate: Bool) async throws {
         let mode = deflate ? "permessage-deflate on" : "permessage-deflate off"
         Bench.section("Many clients (\(mode)): \(count) clients in one process, each subscribed to a 10-document publication")
         // The server runs in a process of its own, so that this one's memory and CPU are the clients' alone.
@@ -30,10 +33,24 @@ enum ManyClientsBenchmarks {
         let port = try readPort(portPipe.fileHandleForReading)
         let url = URL(string: "ws://127.0.0.1:\(port)/websocket")!
         let before = DatabaseBenchmarks.residentBytes()
+        if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil { mallocStats() }
         let start = Bench.now()
         var configuration = DDPClient.Configuration()
         configuration.heartbeatInterval = .seconds(15)
         let clients = (0..<count).map { _ in DDPClient(url: url, configuration: configuration) }
+        if ProcessInfo.processInfo.environment["MDDP_STAGES"] != nil {
+            print("created: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for client in clients {
+                    group.addTask {
+                        client.connect()
+                        for await status in client.statusUpdates where status.isConnected { break }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            print("connected: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client")
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for client in clients {
                 group.addTask {
@@ -46,6 +63,15 @@ enum ManyClientsBenchmarks {
         let seconds = Double(Bench.now() - start) / 1e9
         precondition(clients.allSatisfy { $0.database.collection("items").count == 10 })
         let after = DatabaseBenchmarks.residentBytes()
+        if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil {
+            let threads = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("Threads") } ?? ""
+            print("\(threads)")
+            mallocStats()
+            let empty = DatabaseBenchmarks.residentBytes()
+            let databases = (0..<count).map { _ in Database() }
+            print("empty Database RSS: \(Double(DatabaseBenchmarks.residentBytes() - empty) / Double(count) / 1024) KB")
+            withExtendedLifetime(databases) {}
+        }
         Bench.figure("all connected and ready", seconds, unit: "s", note: "target within 5 s")
         // Memory: each client holds its 10 documents too (measured apart below).
         let documentsOnly = try await documentBytes(count: count)
@@ -117,6 +143,12 @@ enum ManyClientsBenchmarks {
         let after = DatabaseBenchmarks.residentBytes()
         withExtendedLifetime(databases) {}
         return max(0, after - before)
+    }
+
+    static func mallocStats() {
+        typealias Function = @convention(c) () -> Void
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_stats") else { return }
+        unsafeBitCast(symbol, to: Function.self)()
     }
 
     static func cpuSeconds() -> Double {

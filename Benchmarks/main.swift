@@ -2,9 +2,12 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess;
+//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess, pipelined;
 //   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1
 //   makes `inprocess` run only our side, five times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize;
+//   MDDP_PROFILE_PIPELINED=1 makes `pipelined` run only our side, 40 rounds;
+//   MDDP_CLIENTS=N sets how many clients `clients` connects; MDDP_STAGES=1 makes it print the memory after creating and
+//   after connecting them; with MDDP_TRACE=1 it prints its thread count and glibc's malloc_stats;
 //   MDDP_TRACE=1 makes it print when all frames were handed over; MDDP_PROFILE_LARGE=N makes `large` run only N documents)
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
@@ -37,6 +40,7 @@ if requested.isEmpty {
         case "inprocess": IngestBenchmarks.inProcess()
         case "ingest": IngestBenchmarks.run()
         case "methods": MethodBenchmarks.run()
+        case "pipelined": MethodBenchmarks.pipelinedCalls()
         case "offline": await OfflineBenchmarks.run()
         default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess")
         }

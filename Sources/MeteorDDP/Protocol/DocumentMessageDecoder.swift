@@ -379,6 +379,13 @@ struct DocumentMessageDecoder {
     private mutating func writeString() -> Bool {
         index += 1
         let start = index
+        // Eight bytes at a time while none of them is a quote, a backslash or a control character; the loop below
+        // then finds which byte of the word it was.
+        if let base = bytes.baseAddress {
+            while index &+ 8 <= bytes.count, !Self.hasStringSpecialByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
+                index &+= 8
+            }
+        }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
@@ -393,6 +400,18 @@ struct DocumentMessageDecoder {
             index += 1
         }
         return false
+    }
+
+    /// Whether one of the eight bytes in `word` is `"`, `\\` or below 0x20 (SWAR: a byte equal to `c` is a zero byte of
+    /// `word ^ c`, and `(x - 0x01…) & ~x & 0x80…` is non-zero exactly when `x` has a zero byte; with 0x20… in place of
+    /// 0x01…, when it has a byte below 0x20). Bytes of 0x80 and above (UTF-8 sequences) never count.
+    @inline(__always)
+    static func hasStringSpecialByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+        return special & (ones &* 0x80) != 0
     }
 
     /// A string with escapes: decoded into a buffer, then written; a lone surrogate, a bad escape or a control

@@ -231,4 +231,43 @@ final class DocumentMessageDecoderTests: XCTestCase {
         let elements = (0..<20_000).map { "\($0 % 50)" }.joined(separator: ",")
         XCTAssertTrue(check(Self.added(fields: #"{"a":[\#(elements)],"b":[[\#(elements)],{"x":[\#(elements)]}]}"#), "long arrays"))
     }
+
+    // MARK: - Strings read eight bytes at a time
+
+    func testTheWordScanFlagsExactlyQuotesBackslashesAndControlCharacters() {
+        // Every byte value at every position of a word of plain letters.
+        for position in 0..<8 {
+            for value in 0...255 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
+                bytes[position] = UInt8(value)
+                let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                let special = value == 0x22 || value == 0x5C || value < 0x20
+                XCTAssertEqual(DocumentMessageDecoder.hasStringSpecialByte(word), special, "byte \(value) at \(position)")
+            }
+        }
+        // Random words against a byte-by-byte reading.
+        var generator = SplitMix64(seed: 0xb17e5)
+        for _ in 0..<100_000 {
+            let word = generator.next()
+            let special = (0..<8).contains { shift in
+                let byte = UInt8(truncatingIfNeeded: word >> (8 * shift))
+                return byte == 0x22 || byte == 0x5C || byte < 0x20
+            }
+            XCTAssertEqual(DocumentMessageDecoder.hasStringSpecialByte(word), special, "word \(String(word, radix: 16))")
+        }
+    }
+
+    func testAnEscapeAControlCharacterOrANonASCIICharacterAtAnyOffsetOfALongStringReadsTheSame() {
+        let run = String(repeating: "abcdefgh", count: 5)
+        for offset in 0...run.count {
+            let head = String(run.prefix(offset)), tail = String(run.dropFirst(offset))
+            for inserted in [#"\""#, #"\\"#, #"\n"#, #"\u00e9"#, "é", "\u{1F600}", "\u{7F}"] {
+                XCTAssertTrue(check(Self.added(fields: #"{"s":"\#(head)\#(inserted)\#(tail)"}"#), "\(inserted) at \(offset)"))
+            }
+            // A raw control character is malformed JSON: declined, and the general parser's error.
+            XCTAssertFalse(check(Self.added(fields: "{\"s\":\"\(head)\u{1}\(tail)\"}"), "control character at \(offset)"))
+            // The frame ends inside the string.
+            XCTAssertFalse(check(#"{"msg":"added","collection":"c","id":"x","fields":{"s":"\#(head)"#, "unterminated at \(offset)"))
+        }
+    }
 }
