@@ -379,11 +379,14 @@ struct DocumentMessageDecoder {
     private mutating func writeString() -> Bool {
         index += 1
         let start = index
-        // Eight bytes at a time while none of them is a quote, a backslash or a control character; the loop below
-        // then finds which byte of the word it was.
+        // Eight bytes at a time to the first quote, backslash or control character; the loop below reads that byte
+        // (and, near the frame's end, the last few bytes one at a time).
         if let base = bytes.baseAddress {
-            while index &+ 8 <= bytes.count, !Self.hasStringSpecialByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
-                index &+= 8
+            while index &+ 8 <= bytes.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                let offset = Self.firstStringSpecialByte(word)
+                index &+= offset
+                if offset < 8 { break }
             }
         }
         while index < bytes.count {
@@ -402,16 +405,17 @@ struct DocumentMessageDecoder {
         return false
     }
 
-    /// Whether one of the eight bytes in `word` is `"`, `\\` or below 0x20 (SWAR: a byte equal to `c` is a zero byte of
-    /// `word ^ c`, and `(x - 0x01…) & ~x & 0x80…` is non-zero exactly when `x` has a zero byte; with 0x20… in place of
-    /// 0x01…, when it has a byte below 0x20). Bytes of 0x80 and above (UTF-8 sequences) never count.
+    /// Where the first byte of `word` (little-endian: its lowest byte first) that is `"`, `\\` or below 0x20 is, 0 to 7;
+    /// 8 if none is. SWAR: a byte equal to `c` is a zero byte of `word ^ c`, and `(x - 0x01…) & ~x & 0x80…` flags
+    /// the zero bytes of `x` (with 0x20… in place of 0x01…, the bytes below 0x20). A borrow can flag a byte above a
+    /// flagged one, never below it, so the lowest flag is exact. Bytes of 0x80 and above (UTF-8 sequences) never count.
     @inline(__always)
-    static func hasStringSpecialByte(_ word: UInt64) -> Bool {
+    static func firstStringSpecialByte(_ word: UInt64) -> Int {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let quote = word ^ (ones &* 0x22)
         let backslash = word ^ (ones &* 0x5C)
         let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-        return special & (ones &* 0x80) != 0
+        return (special & (ones &* 0x80)).trailingZeroBitCount >> 3
     }
 
     /// A string with escapes: decoded into a buffer, then written; a lone surrogate, a bad escape or a control

@@ -234,26 +234,23 @@ final class DocumentMessageDecoderTests: XCTestCase {
 
     // MARK: - Strings read eight bytes at a time
 
-    func testTheWordScanFlagsExactlyQuotesBackslashesAndControlCharacters() {
+    func testTheWordScanFindsTheFirstQuoteBackslashOrControlCharacter() {
+        func isSpecial(_ byte: UInt8) -> Bool { byte == 0x22 || byte == 0x5C || byte < 0x20 }
+        func word(_ bytes: [UInt8]) -> UInt64 { bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } }
         // Every byte value at every position of a word of plain letters.
         for position in 0..<8 {
             for value in 0...255 {
                 var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
                 bytes[position] = UInt8(value)
-                let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
-                let special = value == 0x22 || value == 0x5C || value < 0x20
-                XCTAssertEqual(DocumentMessageDecoder.hasStringSpecialByte(word), special, "byte \(value) at \(position)")
+                XCTAssertEqual(DocumentMessageDecoder.firstStringSpecialByte(word(bytes)), isSpecial(UInt8(value)) ? position : 8,
+                               "byte \(value) at \(position)")
             }
         }
-        // Random words against a byte-by-byte reading.
+        // Random words (mostly several special bytes, some with borrows across bytes) against a byte-by-byte reading.
         var generator = SplitMix64(seed: 0xb17e5)
         for _ in 0..<100_000 {
-            let word = generator.next()
-            let special = (0..<8).contains { shift in
-                let byte = UInt8(truncatingIfNeeded: word >> (8 * shift))
-                return byte == 0x22 || byte == 0x5C || byte < 0x20
-            }
-            XCTAssertEqual(DocumentMessageDecoder.hasStringSpecialByte(word), special, "word \(String(word, radix: 16))")
+            let bytes = (0..<8).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            XCTAssertEqual(DocumentMessageDecoder.firstStringSpecialByte(word(bytes)), bytes.firstIndex(where: isSpecial) ?? 8, "\(bytes)")
         }
     }
 
