@@ -7,9 +7,9 @@ import NIOConcurrencyHelpers
 /// A `DispatchSource` of kind *user data add* on a serial queue coalesces the wake-ups: everything enqueued before a
 /// flush runs lands in one transaction and one notification. Meteor's bounds apply: a batch waits until
 /// `interval` passed without a new update (5 ms) but never longer than `maxAge` after its first update (500 ms). A
-/// third bound is ours: a batch of `maxBatchSize` updates (32,768) is applied at once, so that on a flood the cache
+/// third bound is ours: a batch of `maxBatchSize` updates (16,384) is applied at once, so that on a flood the cache
 /// applies one batch while the next is being decoded (both cores busy) rather than all of it after the last frame; a
-/// burst of 100k updates gives four notifications.
+/// burst of 100k updates gives seven notifications.
 /// While held (quiescence) nothing is applied; on release everything lands in one transaction, and with
 /// `resetting` the cache becomes exactly what arrived while held, reported as a diff (unchanged documents give no
 /// change entry at all).
@@ -78,7 +78,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     ///   - maxBatchSize: The number of updates at which a batch is applied without waiting (not while held).
     ///   - scheduler: The clock and timers of the debounce; `nil` uses real time.
     public init(
-        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), maxBatchSize: Int = 32_768,
+        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), maxBatchSize: Int = 16_384,
         scheduler: (any DDPScheduler)? = nil
     ) {
         self.database = database
