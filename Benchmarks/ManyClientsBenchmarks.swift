@@ -64,8 +64,7 @@ enum ManyClientsBenchmarks {
         precondition(clients.allSatisfy { $0.database.collection("items").count == 10 })
         let after = DatabaseBenchmarks.residentBytes()
         if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil {
-            let threads = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("Threads") } ?? ""
-            print("\(threads)")
+            print("after connecting: \(threadCount()) threads")
             mallocStats()
             let empty = DatabaseBenchmarks.residentBytes()
             let databases = (0..<count).map { _ in Database() }
@@ -84,6 +83,7 @@ enum ManyClientsBenchmarks {
         try await Task.sleep(for: .seconds(5))
         let idleSeconds = Double(Bench.now() - idleStart) / 1e9
         Bench.figure("CPU while idle (heartbeats every 15 s)", (cpuSeconds() - cpuBefore) / idleSeconds * 100, unit: "% of one core")
+        Bench.figure("threads in the process, idle", Double(threadCount()), unit: "", note: "\(count) clients; the server in another process")
         for client in clients { client.close() }
         // What the server compressed (its last line, printed as it ends): proof the mode was what it says.
         try? stdinPipe.fileHandleForWriting.close()
@@ -149,6 +149,13 @@ enum ManyClientsBenchmarks {
         typealias Function = @convention(c) () -> Void
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_stats") else { return }
         unsafeBitCast(symbol, to: Function.self)()
+    }
+
+    /// The process's thread count (Linux: /proc; 0 elsewhere).
+    static func threadCount() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") } ?? ""
+        return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? 0
     }
 
     static func cpuSeconds() -> Double {
