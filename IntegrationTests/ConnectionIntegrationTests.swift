@@ -241,4 +241,13 @@ final class ConnectionIntegrationTests: XCTestCase {
         client.close()
         try await server.stop()
     }
+
+    func testANonWebSocketURLSaysWhy() async throws {
+        let client = DDPClient(url: URL(string: "ftp://127.0.0.1:1/websocket")!)
+        client.connect()
+        let status = try await client.waitForStatus("invalid URL") { $0.state == .waiting }
+        XCTAssertEqual(status.reason?.transportError?.kind, .invalidURL)
+        XCTAssertEqual(status.reason?.transportError?.message, "not a ws:// or wss:// URL: ftp://127.0.0.1:1/websocket")
+        client.close()
+    }
 }

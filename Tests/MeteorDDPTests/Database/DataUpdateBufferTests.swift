@@ -136,15 +136,16 @@ final class DataUpdateBufferTests: XCTestCase {
         wait(for: [visible], timeout: 5)
     }
 
-    func testAFloodOfUpdatesIsAppliedInBatchesOfTheMaximumSize() {
+    func testAFloodOfUpdatesIsAppliedInFewBatches() {
         let database = Database()
         let recorder = ChangesRecorder(database)
-        // On a clock that never moves, only the size bound (and the final request) can flush: however slowly this
-        // thread enqueues (under a sanitizer, on a loaded machine), the flood gives exactly four batches.
+        // On a clock that never moves, only the size bound and the final request flush: every batch but the last
+        // holds at least 5,000 updates (more when the buffer's queue is slow to take it), so 20,000 updates make at
+        // most four, whatever the speed of either thread (the exact sizes: testAFullBatchIsAppliedWithoutWaiting…).
         let buffer = DataUpdateBuffer(database: database, maxBatchSize: 5_000, scheduler: ManualScheduler())
         for i in 0..<20_000 { buffer.enqueue(.added(key("p\(i % 500)"), ["n": .number(Double(i))])) }
         flushed(buffer)
-        XCTAssertEqual(recorder.changes.count, 4)
+        XCTAssertTrue((1...4).contains(recorder.changes.count), "\(recorder.changes.count) batches")
         XCTAssertEqual(database.collection("players").count, 500)
         XCTAssertEqual(database.document(key("p499"))?["n"], 19_999)
     }

@@ -12,7 +12,6 @@ final class DatabaseConcurrencyTests: XCTestCase {
         database.apply([.added(a, ["n": 0]), .added(b, ["n": 0])])
         let writes = 2_000
         let torn = ManagedCounter()
-        let reads = ManagedCounter()
         let writerDone = ManagedFlag()
         let finished = DispatchSemaphore(value: 0)
         // Dedicated threads (not the shared pool), so the writer is never starved by spinning readers.
@@ -25,7 +24,6 @@ final class DatabaseConcurrencyTests: XCTestCase {
                     // Both documents are written in every transaction: one snapshot shows both or neither.
                     let snapshot = database.snapshot
                     if snapshot.document(a)?["n"] != snapshot.document(b)?["n"] { torn.increment() }
-                    reads.increment()
                     if first { readersStarted.signal(); first = false }
                 } while !writerDone.isSet
                 finished.signal()
@@ -44,7 +42,6 @@ final class DatabaseConcurrencyTests: XCTestCase {
         }.start()
         for _ in 0..<3 { XCTAssertEqual(finished.wait(timeout: .now() + 60), .success) }
         XCTAssertEqual(torn.value, 0)
-        XCTAssertGreaterThan(reads.value, 0)
         XCTAssertEqual(database.document(a)?["n"], .number(Double(writes)))
     }
 
@@ -56,7 +53,6 @@ final class DatabaseConcurrencyTests: XCTestCase {
         database.apply(keys.map { .added($0, ["n": 0]) })
         let writerDone = ManagedFlag()
         let finished = DispatchSemaphore(value: 0)
-        let reads = ManagedCounter()
         let collection = database.collection("c")
         let readersStarted = DispatchSemaphore(value: 0)
         for _ in 0..<2 {
@@ -66,7 +62,6 @@ final class DatabaseConcurrencyTests: XCTestCase {
                     XCTAssertEqual(collection.documents.count, 64)
                     XCTAssertEqual(collection.find(Query()).count, 64)
                     XCTAssertEqual(collection.count, 64)
-                    reads.increment()
                     if first { readersStarted.signal(); first = false }
                 } while !writerDone.isSet
                 finished.signal()
@@ -81,7 +76,6 @@ final class DatabaseConcurrencyTests: XCTestCase {
             finished.signal()
         }.start()
         for _ in 0..<3 { XCTAssertEqual(finished.wait(timeout: .now() + 60), .success) }
-        XCTAssertGreaterThan(reads.value, 0)
     }
 
     func testWritersOnManyThreadsAreSerialisedAndNothingIsLost() {
