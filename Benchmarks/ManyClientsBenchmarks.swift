@@ -1,8 +1,5 @@
 import DDPTestServer
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import EJSON
 import Foundation
 import MeteorDDP
@@ -66,10 +63,6 @@ enum ManyClientsBenchmarks {
         if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil {
             print("after connecting: \(threadCount()) threads")
             mallocStats()
-            let empty = DatabaseBenchmarks.residentBytes()
-            let databases = (0..<count).map { _ in Database() }
-            print("empty Database RSS: \(Double(DatabaseBenchmarks.residentBytes() - empty) / Double(count) / 1024) KB")
-            withExtendedLifetime(databases) {}
         }
         Bench.figure("all connected and ready", seconds, unit: "s", note: "target within 5 s")
         // Memory: each client holds its 10 documents too (measured apart below).

@@ -42,7 +42,7 @@ if requested.isEmpty {
         case "methods": MethodBenchmarks.run()
         case "pipelined": MethodBenchmarks.pipelinedCalls()
         case "offline": await OfflineBenchmarks.run()
-        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess")
+        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess, pipelined")
         }
     }
 }

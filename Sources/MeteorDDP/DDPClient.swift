@@ -208,10 +208,9 @@ extension DDPClient {
         /// The longest incoming data waits after the first update of a batch (Meteor: 500 ms).
         public var bufferedWritesMaxAge: Duration = .milliseconds(500)
         /// The number of incoming updates at which a batch is applied without waiting for the two bounds above
-        /// (ours, not Meteor's): on a flood the cache applies one batch while the next is decoded. Default 16,384: the
-        /// last batch of a flood is applied after its last frame, so a smaller one ends the flood sooner (a burst of
-        /// 100k gives seven notifications).
-        public var bufferedWritesMaxBatchSize = 16_384
+        /// (ours, not Meteor's): on a flood the cache applies one batch while the next is decoded. Default
+        /// ``DataUpdateBuffer/defaultMaxBatchSize`` (16,384).
+        public var bufferedWritesMaxBatchSize = DataUpdateBuffer.defaultMaxBatchSize
         /// Where the logged-in account is kept between runs; `nil` keeps it in memory only.
         /// ``FileAccountStore`` keeps it in a 0600 file in the application-support directory.
         public var accountStore: (any AccountStore)?

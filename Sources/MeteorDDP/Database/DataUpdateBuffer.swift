@@ -63,6 +63,9 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     private let interval: TimeInterval
     private let maxAge: TimeInterval
     private let maxBatchSize: Int
+    /// The default for `maxBatchSize` (and ``DDPClient/Configuration/bufferedWritesMaxBatchSize``): the last batch of a
+    /// flood is applied after its last frame, so a smaller bound ends the flood sooner; 100k updates give seven batches.
+    public static let defaultMaxBatchSize = 16_384
     /// The clock and timers of the debounce (tests pass a `ManualScheduler`-like scheduler: no real waiting).
     private let scheduler: any DDPScheduler
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -78,7 +81,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     ///   - maxBatchSize: The number of updates at which a batch is applied without waiting (not while held).
     ///   - scheduler: The clock and timers of the debounce; `nil` uses real time.
     public init(
-        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), maxBatchSize: Int = 16_384,
+        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), maxBatchSize: Int = DataUpdateBuffer.defaultMaxBatchSize,
         scheduler: (any DDPScheduler)? = nil
     ) {
         self.database = database
