@@ -151,32 +151,48 @@ extension DDPClient {
             guard let self else { return }
             // Parse on the transport's thread, then hand over in order, in batches.
             let item: IncomingInbox.Item
+            var waitedOn = true
             if case .text(let frame) = event {
-                item = .message(DDPClient.parse(frame, scratch: scratch), generation: generation)
+                let parsed = DDPClient.parse(frame, scratch: scratch)
+                waitedOn = !Self.nobodyWaits(on: parsed)
+                item = .message(parsed, generation: generation)
             } else {
                 item = .transport(event, generation: generation)
             }
-            switch self.inbox.append(item) {
+            switch self.inbox.append(item, waitedOn: waitedOn) {
             case .none: return
             case .holdLimitReached: return self.queue.async { self.stopWaitingForReconnectHooks() }
-            case .drain: break
-            }
-            if self.isOnClientQueue {
+            case .drainSoon:
+                // Data that no caller waits on: handled on the client queue a moment later, with whatever arrives
+                // meanwhile, while this thread reads and decodes on. On a flood, decoding, the session's routing and
+                // the cache's applying each have a thread, and a batch costs one thread wake-up, not one per frame.
+                return self.queue.asyncAfter(deadline: .now() + IncomingInbox.dataBatchingDelay) { self.drainInbox() }
+            case .drainNow where self.isOnClientQueue:
                 // Delivered from the client queue itself (a transport closing as the client closes it): later.
-                self.queue.async { self.drainInbox() }
-            } else {
-                // Handled before the transport's thread goes on: on an idle client queue this runs right here, with
-                // no thread wake-up between a frame's arrival and its effect.
-                // `sync` returning nothing: the overlay's generic, throwing form costs ~1,000 instructions a frame more.
-                var completions: [@Sendable () -> Void] = []
-                self.queue.sync {
-                    self.deferredCompletions = []
-                    self.drainInbox()
-                    completions = self.deferredCompletions ?? []
-                    self.deferredCompletions = nil
-                }
-                for completion in completions { completion() }
+                return self.queue.async { self.drainInbox() }
+            case .drainNow:
+                break
             }
+            // Something waits on this frame (with everything before it), or the backlog is at its bound: handled
+            // before the transport's thread goes on. On an idle client queue this runs right here, with no thread
+            // wake-up between the frame's arrival and its effect.
+            // `sync` returning nothing: the overlay's generic, throwing form costs ~1,000 instructions a frame more.
+            var completions: [@Sendable () -> Void] = []
+            self.queue.sync {
+                self.deferredCompletions = []
+                self.drainInbox()
+                completions = self.deferredCompletions ?? []
+                self.deferredCompletions = nil
+            }
+            for completion in completions { completion() }
+        }
+    }
+
+    /// Whether a parsed frame is data that no caller waits on: `added`, `changed`, `removed`.
+    private static func nobodyWaits(on parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> Bool {
+        switch parsed {
+        case .success(.document), .success(.message(.removed)): true
+        default: false
         }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import NIOConcurrencyHelpers
 
 /// Hands transport events (already parsed frames, opens, closes) from the transport's thread to the client queue in
@@ -16,8 +17,11 @@ final class IncomingInbox: @unchecked Sendable {
 
     /// What the thread that appended an item must do.
     enum AppendOutcome: Equatable {
-        /// Schedule a drain on the client queue.
-        case drain
+        /// Drain on the client queue before going on (waiting for it): the item is one something waits on (a
+        /// method's result, a subscription's `ready`, a transport event), or `backlogLimit` items wait.
+        case drainNow
+        /// Schedule a drain a moment later (``dataBatchingDelay``), for whatever arrives meanwhile too.
+        case drainSoon
         /// Nothing: a drain is already scheduled, or the inbox is held.
         case none
         /// The hold just reached its limit: tell the client queue to stop holding (returned once per hold).
@@ -43,13 +47,24 @@ final class IncomingInbox: @unchecked Sendable {
 
     private let state = NIOLockedValueBox(State())
     private let holdLimit: Int
+    private let backlogLimit: Int
 
-    init(holdLimit: Int = .max) {
+    /// The most items that wait for a scheduled drain before the transport's thread drains them itself: about 2 MB of
+    /// decoded documents, while a drain hop costs one thread wake-up per batch, not per frame.
+    static let defaultBacklogLimit = 4_096
+
+    /// How long data that no caller waits on (`added`, `changed`, `removed`) waits on the transport's side for more
+    /// before a drain hands it to the client queue. Small next to the cache's own batching interval (5 ms).
+    static let dataBatchingDelay = DispatchTimeInterval.microseconds(250)
+
+    init(holdLimit: Int = .max, backlogLimit: Int = IncomingInbox.defaultBacklogLimit) {
         self.holdLimit = holdLimit
+        self.backlogLimit = max(1, backlogLimit)
     }
 
-    /// Adds an item; says whether the caller must schedule a drain.
-    func append(_ item: Item) -> AppendOutcome {
+    /// Adds an item; says whether and when the caller must drain. `waitedOn`: something waits on the item's effect
+    /// (it is not `added`, `changed` or `removed` data), so it is handled before the transport's thread goes on.
+    func append(_ item: Item, waitedOn: Bool) -> AppendOutcome {
         state.withLockedValue { state in
             state.items.append(item)
             if state.held {
@@ -57,8 +72,10 @@ final class IncomingInbox: @unchecked Sendable {
                 state.holdLimitReported = true
                 return .holdLimitReached
             }
-            defer { state.drainScheduled = true }
-            return state.drainScheduled ? .none : .drain
+            if waitedOn || state.items.count >= backlogLimit { return .drainNow }
+            if state.drainScheduled { return .none }
+            state.drainScheduled = true
+            return .drainSoon
         }
     }
 

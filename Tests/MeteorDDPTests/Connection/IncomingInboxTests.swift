@@ -1,0 +1,88 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// The hand-over from the transport's thread to the client queue: data that nobody waits on is batched, anything else
+/// is handled before the transport's thread goes on, and the backlog is bounded.
+final class IncomingInboxTests: XCTestCase {
+    private func data(_ id: String) -> IncomingInbox.Item {
+        .message(.success(.message(.removed(collection: "c", id: id))), generation: 1)
+    }
+
+    private var ready: IncomingInbox.Item {
+        .message(.success(.message(.ready(subscriptionIDs: ["s"]))), generation: 1)
+    }
+
+    private func names(_ items: [IncomingInbox.Item]) -> [String] {
+        items.map { item in
+            switch item {
+            case .message(.success(.message(.removed(_, let id))), _): id
+            case .message(.success(let message), _): message.name
+            case .message(.failure, _): "violation"
+            case .transport: "transport"
+            }
+        }
+    }
+
+    func testDataWaitsForOneDrainScheduledByItsFirstFrame() {
+        let inbox = IncomingInbox()
+        XCTAssertEqual(inbox.append(data("1"), waitedOn: false), .drainSoon)
+        XCTAssertEqual(inbox.append(data("2"), waitedOn: false), .none)
+        XCTAssertEqual(inbox.append(data("3"), waitedOn: false), .none)
+        XCTAssertEqual(names(inbox.takeAll()), ["1", "2", "3"])
+        // The drain ran: the next data frame schedules the next one.
+        XCTAssertEqual(inbox.append(data("4"), waitedOn: false), .drainSoon)
+    }
+
+    func testAFrameSomethingWaitsOnIsDrainedNowWithTheDataBeforeIt() {
+        let inbox = IncomingInbox()
+        XCTAssertEqual(inbox.append(data("1"), waitedOn: false), .drainSoon)
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .drainNow)
+        XCTAssertEqual(names(inbox.takeAll()), ["1", "ready"])
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .drainNow, "with nothing scheduled too")
+    }
+
+    func testTheBacklogOfAScheduledDrainIsBounded() {
+        let inbox = IncomingInbox(backlogLimit: 3)
+        XCTAssertEqual(inbox.append(data("1"), waitedOn: false), .drainSoon)
+        XCTAssertEqual(inbox.append(data("2"), waitedOn: false), .none)
+        XCTAssertEqual(inbox.append(data("3"), waitedOn: false), .drainNow, "the transport's thread catches up")
+        XCTAssertEqual(names(inbox.takeAll()), ["1", "2", "3"])
+    }
+
+    func testAHoldKeepsEverythingInOrderAndReportsItsLimitOnce() {
+        let inbox = IncomingInbox(holdLimit: 2, backlogLimit: 1)
+        inbox.hold()
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .none)
+        XCTAssertEqual(inbox.append(data("1"), waitedOn: false), .holdLimitReached)
+        XCTAssertEqual(inbox.append(data("2"), waitedOn: false), .none)
+        XCTAssertEqual(inbox.takeAll().count, 0, "nothing is handed over while held")
+        inbox.release()
+        XCTAssertEqual(names(inbox.takeAll()), ["ready", "1", "2"])
+    }
+
+    /// No later frame and no test hook: the scheduled drain alone brings a lone data frame to the cache.
+    func testALoneDataFrameReachesTheCacheOnItsOwn() async {
+        let transport = InMemoryTransport()
+        var configuration = DDPClient.Configuration()
+        configuration.bufferedWritesInterval = .zero
+        let client = DDPClient(transport: transport, configuration: configuration)
+        defer { client.close() }
+        var changes = client.database.changes.makeAsyncIterator()
+        client.connect()
+        client.waitUntilIdle()
+        transport.open()
+        transport.receive(#"{"msg":"connected","session":"S"}"#)
+        transport.receive(#"{"msg":"added","collection":"c","id":"1","fields":{"a":1}}"#)
+        let arrived = expectation(description: "the document is in the cache")
+        let watcher = Task {
+            while let change = await changes.next() {
+                if change.affectedDocumentKeys.contains(DocumentKey(collectionName: "c", documentID: "1")) { arrived.fulfill(); return }
+            }
+        }
+        await fulfillment(of: [arrived], timeout: 5)
+        watcher.cancel()
+        XCTAssertEqual(client.database.document(DocumentKey(collectionName: "c", documentID: "1"))?["a"], 1)
+    }
+}
