@@ -23,8 +23,26 @@ enum IngestBenchmarks {
         Bench.section("Ingest (in process): 100k `added` frames → cache → ready")
         let frames = (0..<count).map(BenchDocuments.addedFrame)
         let changed = (0..<count).map(BenchDocuments.changedFrame)
-        // MDDP_PROFILE_INPROCESS=1: our side only, five times (for a profiler; no baseline, no report).
-        let profiling = ProcessInfo.processInfo.environment["MDDP_PROFILE_INPROCESS"] != nil
+        // MDDP_PROFILE_INPROCESS=1: our side only, five times (for a profiler; no baseline, no report);
+        // MDDP_PROFILE_INPROCESS=changed: the `changed` burst ten times on one client, for a profile of that path alone.
+        let profileMode = ProcessInfo.processInfo.environment["MDDP_PROFILE_INPROCESS"]
+        if profileMode == "changed" {
+            // Every round changes every document: the rounds alternate between two sets of values.
+            let changedBack = (0..<count).map { i in
+                EJSON.stringify(["msg": "changed", "collection": .string(BenchDocuments.collection), "id": .string(BenchDocuments.id(i)),
+                                 "fields": ["score": .number(Double(i)), "name": .string("Document \(i), again")]])
+            }
+            let (client, transport) = DDPClient.connectedInMemory()
+            transport.deliver(frames, thenReadyOf: client.subscribe("bench"))
+            for round in 0..<10 {
+                let start = DispatchTime.now()
+                transport.deliver(round % 2 == 0 ? changed : changedBack, thenReadyOf: client.subscribe("marker\(round)"))
+                print(String(format: "changed %.0f msgs/s", Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)))
+            }
+            client.close()
+            return
+        }
+        let profiling = profileMode != nil
         let parseOnly = profiling ? 1 : Bench.medianSeconds(runs: 3) {
             for frame in frames { _ = try! EJSON.parse(frame) }
         }

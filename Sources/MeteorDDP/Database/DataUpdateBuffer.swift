@@ -226,28 +226,30 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     }
 
     private func flushNow() {
-        let batch: (updates: [CacheUpdate], callbacks: [@Sendable () -> Void], reset: Set<DocumentKey>?)? = state.withLockedValue { state in
-            guard !state.holding else { return nil }
-            defer {
-                state.pending = []
-                state.afterFlush.removeAll()
-                state.firstEnqueue = nil
-                state.lastEnqueue = nil
-                state.flushRequested = false
-                state.resetOnNextFlush = nil
-                state.applying = true
-            }
-            return (state.pending, state.afterFlush, state.resetOnNextFlush)
+        // The batch is swapped out of the state (not copied), so the database takes its updates apart in place.
+        var updates: [CacheUpdate] = []
+        var callbacks: [@Sendable () -> Void] = []
+        var reset: Set<DocumentKey>?
+        let taken: Bool = state.withLockedValue { state in
+            guard !state.holding else { return false }
+            swap(&updates, &state.pending)
+            swap(&callbacks, &state.afterFlush)
+            swap(&reset, &state.resetOnNextFlush)
+            state.firstEnqueue = nil
+            state.lastEnqueue = nil
+            state.flushRequested = false
+            state.applying = true
+            return true
         }
-        guard let batch else { return }
-        if batch.reset != nil || !batch.updates.isEmpty {
+        guard taken else { return }
+        if reset != nil || !updates.isEmpty {
             database.performUpdates {
-                if let keeping = batch.reset { database.removeAllDocuments(except: keeping) }
-                database.apply(cacheUpdates: batch.updates)
+                if let keeping = reset { database.removeAllDocuments(except: keeping) }
+                database.apply(takingCacheUpdates: &updates)
             }
         }
         state.withLockedValue { $0.applying = false }
-        for callback in batch.callbacks { callback() }
+        for callback in callbacks { callback() }
     }
 }
 

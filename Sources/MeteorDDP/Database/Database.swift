@@ -132,36 +132,56 @@ public final class Database: @unchecked Sendable {
 
     /// Applies updates in order, in one transaction (an array, a slice of one, any sequence).
     public func apply(_ updates: some Sequence<DataUpdate>) {
-        apply(cacheUpdates: updates.map(CacheUpdate.init))
+        var packed = updates.map(CacheUpdate.init)
+        apply(takingCacheUpdates: &packed)
     }
 
     /// Applies updates in the cache's form in order, in one transaction.
-    func apply(cacheUpdates updates: [CacheUpdate]) {
+    /// Each update is moved out of `updates` (left empty) and consumed on its way into the tables: its key and
+    /// fields are not retained and released again per update (on a flood, atomic operations on cache lines the decoding
+    /// thread wrote last).
+    func apply(takingCacheUpdates updates: inout [CacheUpdate]) {
         begin()
         defer { end() }
         transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.count)
-        updates.withUnsafeBufferPointer { buffer in
-            guard VersionPreparation.isWorthwhile(for: buffer) else {
-                for index in buffer.indices { applyInTransaction(buffer[index]) }
+        updates.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            /// The update at `index`, moved out (a trivial one left in its place for the array to destroy).
+            func take(_ index: Int) -> CacheUpdate {
+                let slot = base + index
+                defer { slot.initialize(to: .removed(DocumentKey(collectionName: "", documentID: ""))) }
+                return slot.move()
+            }
+            let updates = UnsafeBufferPointer(buffer)
+            guard VersionPreparation.isWorthwhile(for: updates) else {
+                for index in buffer.indices { applyInTransaction(take(index)) }
                 return
             }
-            // A large batch: new versions are made on a second thread while this one installs them.
-            let preparation = VersionPreparation(updates: buffer, snapshot: transaction!.pending)
+            // A large batch: new versions are made on a second thread while this one installs them. A chunk the helper
+            // may still be reading is read in place, never moved out.
+            let preparation = VersionPreparation(updates: updates, snapshot: transaction!.pending)
             defer { preparation.finish() }
             for chunk in 0..<preparation.chunkCount {
-                let granted = preparation.claimForWriter(chunk)
-                for index in preparation.indices(ofChunk: chunk) {
-                    applyInTransaction(buffer[index], prepared: granted ? preparation.version(at: index) : nil)
+                switch preparation.claimForWriter(chunk) {
+                case .writers:
+                    for index in preparation.indices(ofChunk: chunk) { applyInTransaction(take(index)) }
+                case .prepared:
+                    for index in preparation.indices(ofChunk: chunk) {
+                        applyInTransaction(take(index), prepared: preparation.version(at: index))
+                    }
+                case .helperStillMaking:
+                    for index in preparation.indices(ofChunk: chunk) { applyInTransaction(updates[index]) }
                 }
             }
         }
+        updates.removeAll()
     }
 
     /// Applies one update; `prepared`, a version made ahead on another thread, is used if it was made from the
     /// version the update finds.
-    private func applyInTransaction(_ update: CacheUpdate, prepared: VersionPreparation.PreparedVersion? = nil) {
+    private func applyInTransaction(_ update: consuming CacheUpdate, prepared: VersionPreparation.PreparedVersion? = nil) {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
-        switch update {
+        switch consume update {
         case .added(let key, let fields):
             transaction!.update(key, newVersionsDiffer: true) { current -> Document?? in
                 guard let current else { return .some(fields) }

@@ -80,7 +80,7 @@ final class VersionPreparationTests: XCTestCase {
         updates.withUnsafeBufferPointer { buffer in
             let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
             preparation.waitForHelper()
-            for chunk in 0..<3 { XCTAssertTrue(preparation.claimForWriter(chunk)) }
+            for chunk in 0..<3 { XCTAssertEqual(preparation.claimForWriter(chunk), .prepared) }
             // A new document's update carries the document itself: nothing is made for it.
             XCTAssertNil(preparation.version(at: 0))
             let changed = preparation.version(at: 1)
@@ -98,7 +98,7 @@ final class VersionPreparationTests: XCTestCase {
         updates.withUnsafeBufferPointer { buffer in
             let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
             // Racing the helper: whichever chunks it finished first are granted, complete; the others are the writer's.
-            for chunk in 0..<(buffer.count / VersionPreparation.chunkSize) where preparation.claimForWriter(chunk) {
+            for chunk in 0..<(buffer.count / VersionPreparation.chunkSize) where preparation.claimForWriter(chunk) == .prepared {
                 let start = chunk * VersionPreparation.chunkSize
                 for index in start..<(start + VersionPreparation.chunkSize) {
                     XCTAssertEqual(preparation.version(at: index)?.document.fields["n"], 1)
@@ -122,8 +122,8 @@ final class VersionPreparationTests: XCTestCase {
             }
             // The helper holds chunk 0 and does not get on with it: the writer gives up on it, then takes the rest.
             XCTAssertEqual(claimedFirst.wait(timeout: .now() + 10), .success)
-            XCTAssertFalse(preparation.claimForWriter(0))
-            XCTAssertFalse(preparation.claimForWriter(1), "unclaimed: the writer's own")
+            XCTAssertEqual(preparation.claimForWriter(0), .helperStillMaking)
+            XCTAssertEqual(preparation.claimForWriter(1), .writers, "unclaimed: the writer's own")
             resume.signal()
             preparation.finish()
         }

@@ -103,11 +103,22 @@ final class VersionPreparation: @unchecked Sendable {
 
     // MARK: - Writer
 
-    /// Called by the writer on reaching `chunk` (in order): whether the helper made its versions (they may be used);
-    /// if not, the chunk is the writer's.
-    func claimForWriter(_ chunk: Int) -> Bool {
+    /// Who makes a chunk's versions, as the writer finds it on reaching the chunk (in order).
+    enum ChunkClaim: Equatable {
+        /// The writer claimed it: the helper never reads it.
+        case writers
+        /// The helper made its versions (they may be used) and no longer reads it.
+        case prepared
+        /// The helper claimed it and has not finished within the writer's patience: the writer makes the versions
+        /// itself, reading the updates in place (the helper may still be reading them).
+        case helperStillMaking
+    }
+
+    /// Called by the writer on reaching `chunk` (in order): whether it is the writer's, made by the helper, or still
+    /// being made by the helper after the writer's patience ran out.
+    func claimForWriter(_ chunk: Int) -> ChunkClaim {
         let (claimed, _) = nextUnclaimed.compareExchange(expected: chunk, desired: chunk + 1, ordering: .relaxed)
-        if claimed { return false }
+        if claimed { return .writers }
         // The helper's: it is making it now, or has made it.
         var deadline: UInt64 = 0
         var spins = 0
@@ -118,14 +129,14 @@ final class VersionPreparation: @unchecked Sendable {
             if deadline == 0 {
                 deadline = now + Self.patienceNanoseconds
             } else if now > deadline {
-                return false
+                return .helperStillMaking
             }
             sched_yield()
         }
-        return true
+        return .prepared
     }
 
-    /// The version prepared for the update at `index`, in a chunk ``claimForWriter(_:)`` granted.
+    /// The version prepared for the update at `index`, in a chunk ``claimForWriter(_:)`` found `.prepared`.
     func version(at index: Int) -> PreparedVersion? { prepared[index] }
 
     /// Stops the helper and returns once it no longer reads the batch (at once if it never started).
