@@ -166,7 +166,11 @@ extension DDPClient {
                 // Data that no caller waits on: handled on the client queue a moment later, with whatever arrives
                 // meanwhile, while this thread reads and decodes on. On a flood, decoding, the session's routing and
                 // the cache's applying each have a thread, and a batch costs one thread wake-up, not one per frame.
-                return self.queue.asyncAfter(deadline: .now() + IncomingInbox.dataBatchingDelay) { self.drainInbox() }
+                // On the client's scheduler, so tests choose when it falls due (`waitUntilIdle` drains at once).
+                _ = self.scheduler.schedule(after: IncomingInbox.dataBatchingDelay) {
+                    if self.isOnClientQueue { self.drainInbox() } else { self.queue.async { self.drainInbox() } }
+                }
+                return
             case .drainNow where self.isOnClientQueue:
                 // Delivered from the client queue itself (a transport closing as the client closes it): later.
                 return self.queue.async { self.drainInbox() }

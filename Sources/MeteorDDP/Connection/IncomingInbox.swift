@@ -1,4 +1,3 @@
-import Dispatch
 import NIOConcurrencyHelpers
 
 /// Hands transport events (already parsed frames, opens, closes) from the transport's thread to the client queue in
@@ -55,7 +54,7 @@ final class IncomingInbox: @unchecked Sendable {
 
     /// How long data that no caller waits on (`added`, `changed`, `removed`) waits on the transport's side for more
     /// before a drain hands it to the client queue. Small next to the cache's own batching interval (5 ms).
-    static let dataBatchingDelay = DispatchTimeInterval.microseconds(250)
+    static let dataBatchingDelay = Duration.microseconds(250)
 
     init(holdLimit: Int = .max, backlogLimit: Int = IncomingInbox.defaultBacklogLimit) {
         self.holdLimit = holdLimit

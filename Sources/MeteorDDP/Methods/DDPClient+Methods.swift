@@ -91,8 +91,11 @@ extension DDPClient {
             var randomSeed: String?
             var stubWrittenKeys: [DocumentKey] = []
             if let stub {
-                // Everything queued for the cache lands before the stub: its originals are then the server's versions
-                // as far as they arrived (data held for quiescence updates them later, once routed).
+                // Everything the transport handed over (data frames wait up to 250 µs in the inbox for their batch) and
+                // everything queued for the cache lands before the stub: its originals are then the server's versions
+                // as far as they arrived (data held for quiescence updates them later, once routed). Not from inside
+                // another stub: its transaction is open, and server data never lands in the middle of one.
+                if MethodInvocationContext.current == nil { drainInbox() }
                 store.flush()
                 let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
                 let (outcome, originals) = store.runStub {

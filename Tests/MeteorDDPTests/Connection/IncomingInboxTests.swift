@@ -62,6 +62,20 @@ final class IncomingInboxTests: XCTestCase {
         XCTAssertEqual(names(inbox.takeAll()), ["ready", "1", "2"])
     }
 
+    /// A data frame the transport handed over waits in the inbox for its batch (here the manual clock never lets it
+    /// fall due): a stub called after it still sees it, as it saw every frame when each was handled on arrival.
+    func testAStubSeesTheDataFramesHandedOverBeforeItsCall() async throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let players = harness.client.collection("players")
+        harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25]))
+        harness.transport.receive(#"{"msg":"changed","collection":"players","id":"lovelace","fields":{"score":40}}"#)
+        let task = Task { try await players.update("lovelace", ["$inc": ["score": 1]]) }
+        await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
+        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 41, "the stub incremented the server's 40")
+        task.cancel()
+    }
+
     /// No later frame and no test hook: the scheduled drain alone brings a lone data frame to the cache.
     func testALoneDataFrameReachesTheCacheOnItsOwn() async {
         let transport = InMemoryTransport()

@@ -4,8 +4,9 @@ import Foundation
 /// New versions of documents made on a second thread for a large batch of updates, while the writer applies the
 /// batch: the writer's share of each update shrinks to finding the document and installing a version made for it.
 ///
-/// The helper reads only the snapshot the transaction started from (immutable, kept alive here) and the batch itself
-/// (read-only). A version is made against the document as it was in that snapshot, and the writer takes it only if
+/// The helper reads only the snapshot the transaction started from (immutable, kept alive here) and the updates of
+/// the chunks it claimed (the writer moves an update out of the batch only once no helper can read it: its own
+/// chunks, and the helper's once `done`). A version is made against the document as it was in that snapshot, and the writer takes it only if
 /// the document it finds is still that very version (an update earlier in the batch, or earlier in the transaction,
 /// may have written it since): otherwise the writer makes the version itself, as it always did. Nothing the helper
 /// does can change what is written, only who computes it.
@@ -17,7 +18,8 @@ import Foundation
 /// thread was descheduled, say), the writer stops waiting and makes the chunk itself. ``finish()`` waits for a helper
 /// still inside a chunk (at most one chunk's work), since the helper reads the batch's memory.
 final class VersionPreparation: @unchecked Sendable {
-    // @unchecked because: `updates` is read-only while this object is in use (until `finish()`); claims go through
+    // @unchecked because: the helper reads `updates` only in chunks it claimed, before setting their `done` flag
+    // (releasing); the writer moves updates out of its own chunks and of chunks it saw `done` (acquiring); claims go through
     // one atomic counter; `prepared` slots of a chunk are written by the helper before it sets the chunk's `done`
     // flag (releasing) and read by the writer only after seeing it set (acquiring).
 
