@@ -43,6 +43,10 @@ final class IncomingInbox: @unchecked Sendable {
 
     /// The largest array kept for reuse (a burst of one frame then allocates nothing).
     static let reusedCapacity = 1_024
+    /// Arrays above `idleCapacity` are kept only while they carry batches of at least `floodBatch` items: on a flood
+    /// the batch array is reused, and a client back to single frames (or idle, one of thousands) keeps a small one.
+    static let idleCapacity = 4
+    static let floodBatch = 64
 
     private let state = NIOLockedValueBox(State())
     private let holdLimit: Int
@@ -91,14 +95,20 @@ final class IncomingInbox: @unchecked Sendable {
         }
     }
 
-    /// Takes back an array ``takeAll()`` returned, emptied, for the next items (unless it grew large).
+    /// Takes back an array ``takeAll()`` returned, emptied, for the next items (unless it grew large, or is larger
+    /// than the batch it carried needs).
     func recycle(_ items: consuming [Item]) {
         var items = items
-        guard items.capacity <= Self.reusedCapacity else { return }
+        guard Self.keepsForReuse(capacity: items.capacity, count: items.count) else { return }
         items.removeAll(keepingCapacity: true)
         state.withLockedValue { state in
             if state.spare.capacity < items.capacity { swap(&state.spare, &items) }
         }
+    }
+
+    /// Whether an array of `capacity` that just carried `count` items is worth keeping for the next batch.
+    static func keepsForReuse(capacity: Int, count: Int) -> Bool {
+        capacity <= idleCapacity || (capacity <= reusedCapacity && count >= floodBatch)
     }
 
     /// Holds what arrives from now on, until ``release()``. Called on the client queue.

@@ -22,13 +22,11 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     /// Hands the collected updates to the buffer.
     func push() {
         guard !pending.isEmpty else { return }
+        let count = pending.count
         buffer.enqueue(taking: &pending)
-        // The array is reused for the next burst, unless a large one left it large.
-        if pending.capacity > Self.reusedCapacity { pending = [] }
+        // The array is reused for the next burst (as the inbox's are: large ones only on a flood).
+        if !IncomingInbox.keepsForReuse(capacity: pending.capacity, count: count) { pending = [] }
     }
-
-    /// The largest array kept for the next burst (a burst of one frame then allocates nothing).
-    static let reusedCapacity = 1_024
 
     func flush() {
         push()

@@ -62,6 +62,13 @@ final class IncomingInboxTests: XCTestCase {
         XCTAssertEqual(names(inbox.takeAll()), ["ready", "1", "2"])
     }
 
+    func testBatchArraysAreReusedOnAFloodAndSmallOnesWhenTrafficIsLight() {
+        XCTAssertTrue(IncomingInbox.keepsForReuse(capacity: 4, count: 1), "a small array is always kept")
+        XCTAssertTrue(IncomingInbox.keepsForReuse(capacity: 256, count: 200), "a flood's batch array is reused")
+        XCTAssertFalse(IncomingInbox.keepsForReuse(capacity: 256, count: 11), "a client back to small batches lets it go")
+        XCTAssertFalse(IncomingInbox.keepsForReuse(capacity: 2_048, count: 2_000), "never one past the bound")
+    }
+
     /// A data frame the transport handed over waits in the inbox for its batch (here the manual clock never lets it
     /// fall due): a stub called after it still sees it, as it saw every frame when each was handled on arrival.
     func testAStubSeesTheDataFramesHandedOverBeforeItsCall() async throws {
