@@ -167,7 +167,9 @@ extension DDPClient {
                 // meanwhile, while this thread reads and decodes on. On a flood, decoding, the session's routing and
                 // the cache's applying each have a thread, and a batch costs one thread wake-up, not one per frame.
                 // On the client's scheduler, so tests choose when it falls due (`waitUntilIdle` drains at once).
-                _ = self.scheduler.schedule(after: IncomingInbox.dataBatchingDelay) {
+                // Weak: a pending batch must not keep a closed client alive (a manual clock may never let it fall due).
+                _ = self.scheduler.schedule(after: IncomingInbox.dataBatchingDelay) { [weak self] in
+                    guard let self else { return }
                     if self.isOnClientQueue { self.drainInbox() } else { self.queue.async { self.drainInbox() } }
                 }
                 return

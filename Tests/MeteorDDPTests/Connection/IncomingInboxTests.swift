@@ -83,6 +83,29 @@ final class IncomingInboxTests: XCTestCase {
         task.cancel()
     }
 
+    /// The drain a data frame scheduled holds the client weakly: on a clock that never lets it fall due (a manual
+    /// one, as the fuzz targets use), the closed client is still freed.
+    func testAPendingBatchDoesNotKeepAClosedClientAlive() {
+        weak var weakClient: DDPClient?
+        let scheduler = ManualScheduler()
+        do {
+            let transport = InMemoryTransport()
+            var configuration = DDPClient.Configuration()
+            configuration.scheduler = scheduler
+            let client = DDPClient(transport: transport, configuration: configuration)
+            weakClient = client
+            client.connect()
+            client.waitUntilIdle()
+            transport.open()
+            transport.receive(#"{"msg":"connected","session":"S"}"#)
+            transport.receive(#"{"msg":"added","collection":"c","id":"1","fields":{"a":1}}"#)
+            client.close()
+            client.waitUntilIdle()
+        }
+        XCTAssertNil(weakClient, "freed although its batch's drain is still pending on the manual clock")
+        withExtendedLifetime(scheduler) {}
+    }
+
     /// No later frame and no test hook: the scheduled drain alone brings a lone data frame to the cache.
     func testALoneDataFrameReachesTheCacheOnItsOwn() async {
         let transport = InMemoryTransport()
