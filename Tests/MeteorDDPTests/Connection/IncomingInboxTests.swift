@@ -101,6 +101,9 @@ final class IncomingInboxTests: XCTestCase {
             transport.receive(#"{"msg":"added","collection":"c","id":"1","fields":{"a":1}}"#)
             client.close()
             client.waitUntilIdle()
+            // The close's status notification holds the client until it has run on the callback queue.
+            client.callbackQueue.sync {}
+            client.waitUntilIdle()
         }
         XCTAssertNil(weakClient, "freed although its batch's drain is still pending on the manual clock")
         withExtendedLifetime(scheduler) {}
