@@ -4,6 +4,11 @@ import NIOConcurrencyHelpers
 
 /// Writes the client's state behind, on a serial queue of its own, one ``ClientStore`` transaction per batch.
 ///
+/// The queue runs at `.utility` quality of service: the disk work yields the CPU to the threads that apply data and
+/// post notifications (on Linux, Dispatch runs `.utility` work at nice 2; with the default QoS the writer's SQLite
+/// transactions, a fourth busy thread on two cores, doubled the stub → notification p99). It is not `.background`:
+/// calls are sent only once on disk, so the writer must not be starved.
+///
 /// Producers only append under a short lock: the database hands each committed ``DatabaseChanges`` as it commits
 /// (under its write lock: one array append), the client queue hands calls, results and server versions. Whatever
 /// accumulated while a batch was being written goes into the next one (coalesced: a document written many times is
@@ -63,7 +68,7 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     let store: any ClientStore
-    private let queue = DispatchQueue(label: "MeteorDDP.WriteBehind")
+    private let queue = DispatchQueue(label: "MeteorDDP.WriteBehind", qos: .utility)
     private let pending = NIOLockedValueBox(Pending())
     private let failureHandler = NIOLockedValueBox<(@Sendable (PersistenceError) -> Void)?>(nil)
     private let path: String?
