@@ -159,7 +159,7 @@ extension DDPClient {
             } else {
                 item = .transport(event, generation: generation)
             }
-            switch self.inbox.append(item, waitedOn: waitedOn) {
+            switch self.inbox.append(consume item, waitedOn: waitedOn) {
             case .none: return
             case .holdLimitReached: return self.queue.async { self.stopWaitingForReconnectHooks() }
             case .drainSoon:

@@ -67,9 +67,11 @@ final class IncomingInbox: @unchecked Sendable {
 
     /// Adds an item; says whether and when the caller must drain. `waitedOn`: something waits on the item's effect
     /// (it is not `added`, `changed` or `removed` data), so it is handled before the transport's thread goes on.
-    func append(_ item: Item, waitedOn: Bool) -> AppendOutcome {
-        state.withLockedValue { state in
-            state.items.append(item)
+    func append(_ item: consuming Item, waitedOn: Bool) -> AppendOutcome {
+        // Moved into the array (not copied: no retain and release of the message's strings and fields).
+        var moving: Item? = consume item
+        return state.withLockedValue { state in
+            state.items.append(moving.take()!)
             if state.held {
                 guard !state.holdLimitReported, state.items.count >= holdLimit else { return .none }
                 state.holdLimitReported = true

@@ -23,6 +23,9 @@ enum CacheUpdate: Sendable {
         }
     }
 
+    /// What a slot an update was moved out of holds until its array lets it go (nothing to release: empty strings).
+    static var vacated: CacheUpdate { .removed(DocumentKey(collectionName: "", documentID: "")) }
+
     /// The document this update is about.
     var key: DocumentKey {
         switch self {

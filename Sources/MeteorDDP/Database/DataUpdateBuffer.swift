@@ -122,7 +122,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
-            if state.pending.isEmpty { swap(&state.pending, &updates) } else { state.pending.append(contentsOf: updates) }
+            if state.pending.isEmpty { swap(&state.pending, &updates) } else { state.pending.appendMoving(from: &updates, vacating: .vacated) }
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
             defer { state.wakeScheduled = true }

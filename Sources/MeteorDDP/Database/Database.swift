@@ -149,7 +149,7 @@ public final class Database: @unchecked Sendable {
             /// The update at `index`, moved out (a trivial one left in its place for the array to destroy).
             func take(_ index: Int) -> CacheUpdate {
                 let slot = base + index
-                defer { slot.initialize(to: .removed(DocumentKey(collectionName: "", documentID: ""))) }
+                defer { slot.initialize(to: .vacated) }
                 return slot.move()
             }
             let updates = UnsafeBufferPointer(buffer)

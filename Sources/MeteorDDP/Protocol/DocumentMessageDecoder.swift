@@ -26,11 +26,15 @@ struct DocumentMessageDecoder {
     private var out: PackedScratch
     /// The names of the objects being written, innermost last.
     private var names: NameStack
+    /// Where the connection's last collection name is kept (alive for the whole decode: the caller holds it;
+    /// unowned(unsafe) keeps the decoder trivially copyable, with no retain and release per frame).
+    private unowned(unsafe) let scratch: Scratch
 
     private init(bytes: UnsafeBufferPointer<UInt8>, scratch: Scratch) {
         self.bytes = bytes
         self.out = scratch.packed
         self.names = scratch.names
+        self.scratch = scratch
         out.count = 0
         names.count = 0
     }
@@ -43,6 +47,9 @@ struct DocumentMessageDecoder {
         // @unchecked because `packed` and `names` are used only by the decode that claimed `inUse`.
         fileprivate(set) var packed = PackedScratch(capacity: Scratch.initialBytes)
         fileprivate(set) var names = NameStack()
+        /// The collection name of the last frame (reused while the next frames name the same collection). Used only by
+        /// the decode that claimed `inUse`.
+        fileprivate var lastCollection: RecentName?
         private let inUse = ManagedAtomic(false)
         /// What a scratch keeps between frames; a larger frame's memory is given back after it.
         static let initialBytes = 1024  // a connection each: many clients in one process keep theirs small
@@ -90,8 +97,9 @@ struct DocumentMessageDecoder {
         guard scratch.claim() else { return decode(bytes, scratch: Scratch()) }
         var decoder = DocumentMessageDecoder(bytes: bytes, scratch: scratch)
         // The buffers may have grown (moved): they go back to the scratch for the next frame.
-        defer { scratch.giveBack(decoder.out, decoder.names) }
-        return decoder.message()
+        let message = decoder.message()
+        scratch.giveBack(decoder.out, decoder.names)
+        return message
     }
 
     /// Meteor's server writes `msg` first: a frame that does not start `{"msg":"added"` or `{"msg":"changed"` goes to
@@ -124,15 +132,28 @@ struct DocumentMessageDecoder {
             skipWhitespace()
             switch key {
             case .msg:
-                guard kind == nil, let name = stringValue() else { return nil }
-                switch name {
-                case "added": kind = .added
-                case "changed": kind = .changed
-                default: return nil
+                // Compared as bytes (decoded: escapes count): no `String` is made.
+                guard kind == nil, let (start, name) = stringValueBytes() else { return nil }
+                if Self.equal(name, "added" as StaticString) {
+                    kind = .added
+                } else if Self.equal(name, "changed" as StaticString) {
+                    kind = .changed
+                } else {
+                    return nil
                 }
+                out.count = start
             case .collection:
-                guard collection == nil, let name = stringValue() else { return nil }
-                collection = name
+                guard collection == nil, let (start, name) = stringValueBytes() else { return nil }
+                // A connection's frames name a handful of collections: the last name's `String` is reused while
+                // frames repeat it (no allocation, no UTF-8 validation of the same bytes again).
+                if let last = scratch.lastCollection, last.matches(name) {
+                    collection = last.name
+                } else {
+                    let made = String(decoding: name, as: UTF8.self)
+                    scratch.lastCollection = RecentName(name, made)
+                    collection = made
+                }
+                out.count = start
             case .id:
                 guard wireID == nil, let id = stringValue() else { return nil }
                 wireID = id
@@ -197,6 +218,17 @@ struct DocumentMessageDecoder {
 
     private static func equal(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
         bytes.count == literal.utf8CodeUnitCount && memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0
+    }
+
+    /// Writes the string value at `index` (escapes decoded) to the scratch and returns where it starts there and its
+    /// UTF-8 bytes (valid until the scratch is written again; the caller drops them with `out.count = start`); `nil`
+    /// for anything but a well-formed string.
+    private mutating func stringValueBytes() -> (Int, UnsafeRawBufferPointer)? {
+        let start = out.count
+        guard peek() == UInt8(ascii: "\""), writeString() else { return nil }
+        var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
+        let count = Int(reader.varint())
+        return (start, UnsafeRawBufferPointer(start: out.base + reader.offset, count: count))
     }
 
     /// A string value as a `String`.
@@ -464,5 +496,33 @@ struct DocumentMessageDecoder {
         guard bytes.count - index >= count, memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0 else { return false }
         index += count
         return true
+    }
+}
+
+/// A name a connection's frames repeat (their collection), with its UTF-8 bytes kept inline for a comparison without
+/// a `String` (the UTF-8 view of a small string has no contiguous storage to compare in place).
+struct RecentName {
+    /// Names up to this many bytes are kept; longer ones are made into a `String` every time.
+    static let maximumBytes = 32
+
+    let name: String
+    private var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private let count: Int
+
+    /// `nil` if `utf8` is longer than ``maximumBytes``.
+    init?(_ utf8: UnsafeRawBufferPointer, _ name: String) {
+        guard utf8.count <= Self.maximumBytes else { return nil }
+        self.name = name
+        count = utf8.count
+        if let source = utf8.baseAddress, !utf8.isEmpty {
+            withUnsafeMutableBytes(of: &bytes) { $0.baseAddress!.copyMemory(from: source, byteCount: utf8.count) }
+        }
+    }
+
+    /// Whether `utf8` are this name's bytes.
+    func matches(_ utf8: UnsafeRawBufferPointer) -> Bool {
+        guard utf8.count == count else { return false }
+        guard let other = utf8.baseAddress, count > 0 else { return true }
+        return withUnsafeBytes(of: bytes) { memcmp($0.baseAddress!, other, count) == 0 }
     }
 }

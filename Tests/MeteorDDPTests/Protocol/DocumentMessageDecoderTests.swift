@@ -15,11 +15,17 @@ final class DocumentMessageDecoderTests: XCTestCase {
         var general = 0
     }
 
+    /// One scratch for every frame a test checks, as a connection's frames share one: each frame also reads the same
+    /// through it (the collection name it keeps from the frame before included).
+    private let connectionScratch = DocumentMessageDecoder.Scratch()
+
     /// Checks one frame; returns whether the fast path took it.
     @discardableResult
     private func check(_ frame: String, _ label: @autoclosure () -> String, file: StaticString = #filePath, line: UInt = #line) -> Bool {
         let general = DDPClient.parseGenerally(frame)
+        let shared = DocumentMessageDecoder.decode(frame, scratch: connectionScratch)
         guard let fast = DocumentMessageDecoder.decode(frame) else {
+            XCTAssertNil(shared, label(), file: file, line: line)
             // Declined: the client reads the frame with the general parser, errors included.
             switch (DDPClient.parse(frame), general) {
             case (.success(.message(let read)), .success(let expected)):
@@ -33,6 +39,8 @@ final class DocumentMessageDecoderTests: XCTestCase {
         }
         // Taken: the same message as the general path, with byte-identical packed fields.
         XCTAssertNil(DocumentMessageDecoding.disagreement(frame), label(), file: file, line: line)
+        XCTAssertEqual(shared?.serverMessage, fast.serverMessage, label(), file: file, line: line)
+        XCTAssertEqual(shared?.key, fast.key, label(), file: file, line: line)
         if case .success(let expected) = general, case .added(_, let id, _) = expected {
             XCTAssertEqual(fast.key.documentID, DDPClient.documentID(fromWire: id), label(), file: file, line: line)
         }
@@ -216,6 +224,24 @@ final class DocumentMessageDecoderTests: XCTestCase {
                 XCTFail("round \(round): \(String(describing: decoded?.serverMessage))")
                 return
             }
+        }
+    }
+
+    func testACollectionNameKeptFromTheFrameBeforeIsReusedOnlyForTheSameName() {
+        // One connection's frames: the same name again, written with an escape, a name one byte longer or differing in
+        // its last byte, the empty name, names past the kept length (never kept), non-ASCII names.
+        let long = String(repeating: "c", count: RecentName.maximumBytes)
+        let names = [
+            #"items"#, #"items"#, #"items"#, #"itemss"#, #"itemz"#, #"item"#, #""#, #"items"#, long, long + "c", long + "c", long,
+            #"élan"#, #"élan"#, #"items"#, String(repeating: "x", count: 300), #"items"#,
+        ]
+        for (n, name) in names.enumerated() {
+            let frame = #"{"msg":"changed","collection":"\#(name)","id":"d\#(n)","fields":{"n":\#(n)}}"#
+            guard case .success(.changed(let collection, _, _, _)) = DDPClient.parseGenerally(frame) else {
+                return XCTFail("frame \(n) does not parse")
+            }
+            XCTAssertTrue(check(frame, "frame \(n)"))
+            XCTAssertEqual(DocumentMessageDecoder.decode(frame, scratch: connectionScratch)?.key.collectionName, collection, "frame \(n)")
         }
     }
 
