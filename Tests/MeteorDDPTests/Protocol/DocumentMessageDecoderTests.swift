@@ -232,8 +232,8 @@ final class DocumentMessageDecoderTests: XCTestCase {
         // its last byte, the empty name, names past the kept length (never kept), non-ASCII names.
         let long = String(repeating: "c", count: RecentName.maximumBytes)
         let names = [
-            #"items"#, #"items"#, #"items"#, #"itemss"#, #"itemz"#, #"item"#, #""#, #"items"#, long, long + "c", long + "c", long,
-            #"élan"#, #"élan"#, #"items"#, String(repeating: "x", count: 300), #"items"#,
+            #"items"#, #"items"#, #"it\u0065ms"#, #"\u0069tems"#, #"itemss"#, #"itemz"#, #"item"#, #""#, #"items"#, long, long + "c",
+            long + "c", long, #"élan"#, #"\u00e9lan"#, #"items"#, String(repeating: "x", count: 300), #"items"#,
         ]
         for (n, name) in names.enumerated() {
             let frame = #"{"msg":"changed","collection":"\#(name)","id":"d\#(n)","fields":{"n":\#(n)}}"#
