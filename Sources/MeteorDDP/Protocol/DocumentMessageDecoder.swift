@@ -233,11 +233,8 @@ struct DocumentMessageDecoder {
 
     /// A string value as a `String`.
     private mutating func stringValue() -> String? {
-        let start = out.count
-        guard peek() == UInt8(ascii: "\""), writeString() else { return nil }
-        // The string was written packed (varint length, bytes): read it back and drop it.
-        var reader = PackedFieldsReader(base: UnsafeRawPointer(out.base), offset: start)
-        let string = reader.string()
+        guard let (start, bytes) = stringValueBytes() else { return nil }
+        let string = String(decoding: bytes, as: UTF8.self)
         out.count = start
         return string
     }

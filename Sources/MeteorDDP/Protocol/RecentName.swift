@@ -1,5 +1,3 @@
-import Foundation
-
 /// A name a connection's frames repeat (their collection), with its UTF-8 bytes kept inline for a comparison without
 /// a `String` (the UTF-8 view of a small string has no contiguous storage to compare in place).
 struct RecentName {
@@ -23,7 +21,6 @@ struct RecentName {
     /// Whether `utf8` are this name's bytes.
     func matches(_ utf8: UnsafeRawBufferPointer) -> Bool {
         guard utf8.count == count else { return false }
-        guard let other = utf8.baseAddress, count > 0 else { return true }
-        return withUnsafeBytes(of: bytes) { memcmp($0.baseAddress!, other, count) == 0 }
+        return withUnsafeBytes(of: bytes) { PackedFields.bytesEqual(UnsafeRawBufferPointer(rebasing: $0[..<count]), utf8) }
     }
 }
