@@ -43,8 +43,13 @@ public final class Database: @unchecked Sendable {
     private let published: ManagedAtomic<SnapshotGeneration>
     /// Serialises writers; recursive so that transactions nest on one thread.
     private let writeLock = NSRecursiveLock()
-    /// The open transaction. Protected by `writeLock`.
+    /// The open transaction. Protected by `writeLock` (which orders every access: exempt from the run-time exclusivity
+    /// check in release builds, one `swift_beginAccess` per applied update).
+    #if DEBUG
     private var transaction: WriteTransaction?
+    #else
+    @exclusivity(unchecked) private var transaction: WriteTransaction?
+    #endif
     /// Called with every committed change set, in commit order, under the write lock (the offline store's
     /// write-behind: one append). Protected by `writeLock`.
     private var commitObserver: (@Sendable (DatabaseChanges) -> Void)?

@@ -9,8 +9,13 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     // @unchecked because `pending` is confined to the client queue (every LocalStore call is made on it).
     let database: Database
     let buffer: DataUpdateBuffer
-    /// Updates not yet handed to the buffer. Confined to the client queue.
+    /// Updates not yet handed to the buffer. Confined to the client queue (which orders every access: exempt from the
+    /// run-time exclusivity check in release builds, as the client's own state is).
+    #if DEBUG
     private var pending: [CacheUpdate] = []
+    #else
+    @exclusivity(unchecked) private var pending: [CacheUpdate] = []
+    #endif
 
     init(database: Database, buffer: DataUpdateBuffer) {
         self.database = database

@@ -17,6 +17,9 @@ struct UndeclaredCollections {
     }
 
     private(set) var declared: Set<String> = []
+    /// The declared collection found last: a flood names one collection, and comparing its name (the same string,
+    /// frame after frame) is cheaper than hashing it. Names are never undeclared.
+    private var lastDeclared: String?
     /// The documents of undeclared collections in the cache, by collection.
     private var kept: [String: Set<String>] = [:]
     private var keptCount = 0
@@ -33,7 +36,7 @@ struct UndeclaredCollections {
     }
 
     mutating func added(_ collection: String, _ id: String) -> Admission {
-        if declared.contains(collection) { return .apply }
+        if isDeclared(collection) { return .apply }
         if kept[collection]?.contains(id) == true { return .apply }
         guard keptCount < limit else { return reported.insert(collection).inserted ? .dropAndReport : .drop }
         kept[collection, default: []].insert(id)
@@ -41,15 +44,22 @@ struct UndeclaredCollections {
         return .apply
     }
 
-    func changed(_ collection: String, _ id: String) -> Admission {
-        declared.contains(collection) || kept[collection]?.contains(id) == true ? .apply : .drop
+    mutating func changed(_ collection: String, _ id: String) -> Admission {
+        isDeclared(collection) || kept[collection]?.contains(id) == true ? .apply : .drop
     }
 
     mutating func removed(_ collection: String, _ id: String) -> Admission {
-        if declared.contains(collection) { return .apply }
+        if isDeclared(collection) { return .apply }
         guard kept[collection]?.remove(id) != nil else { return .drop }
         keptCount -= 1
         return .apply
+    }
+
+    private mutating func isDeclared(_ collection: String) -> Bool {
+        if collection == lastDeclared { return true }
+        guard declared.contains(collection) else { return false }
+        lastDeclared = collection
+        return true
     }
 
     /// The cache was emptied (a reconnect's reset at quiescence): nothing undeclared is kept any more.

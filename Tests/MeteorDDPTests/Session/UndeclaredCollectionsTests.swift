@@ -56,4 +56,23 @@ final class UndeclaredCollectionsTests: XCTestCase {
         XCTAssertEqual(Set(harness.client.database.snapshot.allDocuments(in: "late").map(\.id)), ["1", "3"])
         XCTAssertEqual(count(harness, "other"), 1, "the declared collection's documents no longer count")
     }
+
+    /// The last declared name is remembered (a flood names one collection): frames alternating between a declared and
+    /// an undeclared collection still drop the undeclared one's past the limit.
+    func testAlternatingDeclaredAndUndeclaredCollections() {
+        var collections = UndeclaredCollections(limit: 1)
+        collections.declare("todos")
+        XCTAssertEqual(collections.added("todos", "t1"), .apply)
+        XCTAssertEqual(collections.added("spam", "s1"), .apply, "the first undeclared document fits the limit")
+        XCTAssertEqual(collections.changed("todos", "t1"), .apply)
+        XCTAssertEqual(collections.added("spam", "s2"), .dropAndReport)
+        XCTAssertEqual(collections.changed("todos", "t2"), .apply)
+        XCTAssertEqual(collections.changed("spam", "s2"), .drop)
+        XCTAssertEqual(collections.changed("spam", "s1"), .apply)
+        XCTAssertEqual(collections.removed("todos", "t1"), .apply)
+        XCTAssertEqual(collections.removed("spam", "s2"), .drop)
+        // An equal name in another string is the same collection.
+        XCTAssertEqual(collections.changed(String("todos".reversed().reversed()), "t3"), .apply)
+        XCTAssertEqual(collections.changed("todos2", "t3"), .drop)
+    }
 }
