@@ -271,70 +271,89 @@ extension Document {
         let value: UnsafeRawBufferPointer
     }
 
-    /// What becomes of one field of the old version.
-    private struct FieldPlan {
-        static let keep = -2
+    /// An old field that a change replaces or a clear removes: where it sits in the old fields' bytes.
+    private struct FieldEdit {
         static let drop = -1
-        let name: UnsafeRawBufferPointer
-        let value: UnsafeRawBufferPointer
-        /// `keep`, `drop`, or the index of the change that replaces the value.
+        let fieldStart: Int
+        let valueStart: Int
+        let fieldEnd: Int
+        /// The index of the change whose value replaces the field's, or `drop`.
         let change: Int
     }
 
     private func setting(_ changes: UnsafeBufferPointer<FieldSpan>, clearing cleared: UnsafeBufferPointer<String>) -> Document {
         let oldCount = fieldCount
-        // Scratch, no heap: the old fields walked once (their spans and plans), then per change whether it
-        // replaced a field.
-        return withUnsafeTemporaryAllocation(of: FieldPlan.self, capacity: oldCount) { plans in
-            withUnsafeTemporaryAllocation(of: Bool.self, capacity: changes.count) { replaced in
-                replaced.initialize(repeating: false)
-                var byteCount = 0
-                var fieldCount = 0
-                var structureChanged = false
-                var valuesChanged = false
-                var position = 0
-                forEachField { name, value in
-                    defer { position += 1 }
-                    if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil {
-                        plans.initializeElement(at: position, to: FieldPlan(name: name, value: value, change: FieldPlan.drop))
+        // Only the old fields a change or a clear names are noted; the runs of fields between them are copied whole
+        // (one copy per run, names included), and once every change has found its field and nothing is cleared, the
+        // rest of the fields is not even walked: it is the last run.
+        return withBytes { old in
+            withUnsafeTemporaryAllocation(of: FieldEdit.self, capacity: min(oldCount, changes.count + cleared.count)) { edits in
+                withUnsafeTemporaryAllocation(of: Bool.self, capacity: changes.count) { replaced in
+                    replaced.initialize(repeating: false)
+                    var byteCount = old.count
+                    var fieldCount = oldCount
+                    var structureChanged = false
+                    var valuesChanged = false
+                    var editCount = 0
+                    var matched = 0
+                    if let base = old.baseAddress {
+                        var reader = PackedFieldsReader(base: base)
+                        for _ in 0..<oldCount {
+                            if cleared.isEmpty, matched == changes.count { break }
+                            let fieldStart = reader.offset
+                            let name = reader.span()
+                            let valueStart = reader.offset
+                            reader.skipValue()
+                            let fieldEnd = reader.offset
+                            if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil {
+                                edits.initializeElement(at: editCount, to: FieldEdit(
+                                    fieldStart: fieldStart, valueStart: valueStart, fieldEnd: fieldEnd, change: FieldEdit.drop))
+                                editCount += 1
+                                byteCount -= fieldEnd - fieldStart
+                                fieldCount -= 1
+                                structureChanged = true
+                                continue
+                            }
+                            guard let change = Self.index(of: name, in: changes) else { continue }
+                            edits.initializeElement(at: editCount, to: FieldEdit(
+                                fieldStart: fieldStart, valueStart: valueStart, fieldEnd: fieldEnd, change: change))
+                            editCount += 1
+                            replaced[change] = true
+                            matched += 1
+                            let value = changes[change].value
+                            byteCount += value.count - (fieldEnd - valueStart)
+                            if !valuesChanged {
+                                valuesChanged = !PackedFields.valuesEqual(value, UnsafeRawBufferPointer(rebasing: old[valueStart..<fieldEnd]))
+                            }
+                        }
+                    }
+                    for j in changes.indices where !replaced[j] {
+                        let name = changes[j].name
+                        byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + changes[j].value.count
+                        fieldCount += 1
                         structureChanged = true
-                        return
                     }
-                    let change = Self.index(of: name, in: changes)
-                    plans.initializeElement(at: position, to: FieldPlan(name: name, value: value, change: change ?? FieldPlan.keep))
-                    let valueSize: Int
-                    if let change {
-                        replaced[change] = true
-                        valueSize = changes[change].value.count
-                        if !valuesChanged { valuesChanged = !PackedFields.valuesEqual(changes[change].value, value) }
-                    } else {
-                        valueSize = value.count
-                    }
-                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + valueSize
-                    fieldCount += 1
-                }
-                for j in changes.indices where !replaced[j] {
-                    let name = changes[j].name
-                    byteCount += PackedFields.varintSize(UInt64(name.count)) + name.count + changes[j].value.count
-                    fieldCount += 1
-                    structureChanged = true
-                }
-                // FieldPlan is trivial: nothing to deinitialise.
-                guard structureChanged || valuesChanged else { return self }
-                return Document(storage: self.storage.withIDBytes { idBytes in
-                    Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount) { writer in
-                        for plan in plans[..<oldCount] where plan.change != FieldPlan.drop {
-                            writer.varint(UInt64(plan.name.count))
-                            writer.bytes(plan.name)
-                            writer.bytes(plan.change == FieldPlan.keep ? plan.value : changes[plan.change].value)
+                    // FieldEdit is trivial: nothing to deinitialise.
+                    guard structureChanged || valuesChanged else { return self }
+                    return Document(storage: self.storage.withIDBytes { idBytes in
+                        Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount) { writer in
+                            var copied = 0
+                            for edit in edits[..<editCount] {
+                                // The unchanged fields before this one, then (unless dropped) its name and new value.
+                                let keptUntil = edit.change == FieldEdit.drop ? edit.fieldStart : edit.valueStart
+                                writer.bytes(UnsafeRawBufferPointer(rebasing: old[copied..<keptUntil]))
+                                if edit.change != FieldEdit.drop { writer.bytes(changes[edit.change].value) }
+                                copied = edit.fieldEnd
+                            }
+                            writer.bytes(UnsafeRawBufferPointer(rebasing: old[copied...]))
+                            for j in changes.indices where !replaced[j] {
+                                writer.varint(UInt64(changes[j].name.count))
+                                writer.bytes(changes[j].name)
+                                writer.bytes(changes[j].value)
+                            }
                         }
-                        for j in changes.indices where !replaced[j] {
-                            writer.varint(UInt64(changes[j].name.count))
-                            writer.bytes(changes[j].name)
-                            writer.bytes(changes[j].value)
-                        }
-                    }
-                })
+                    })
+                }
             }
         }
     }

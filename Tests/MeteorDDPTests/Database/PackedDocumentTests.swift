@@ -1,5 +1,6 @@
 import EJSON
 import Foundation
+import TestSupport
 import XCTest
 
 @testable import MeteorDDP
@@ -134,5 +135,52 @@ final class PackedDocumentTests: XCTestCase {
         let removal = DocumentChangeDetails(key: key, fieldsBefore: ["name": "Ada"], fieldsAfter: nil)
         XCTAssertEqual(removal.changedFields, ["name": .removed])
         XCTAssertEqual(removal.fieldsBefore, ["name": "Ada"])
+    }
+
+    /// `setting(_:clearing:)` against the same change made on an `EJSONObject` (a field set keeps its place, a new one is
+    /// appended, a cleared one goes, a field both set and cleared is cleared), over random documents and changes, both
+    /// for the fields and for whether the result is the very same version (nothing changed).
+    func testSettingMatchesTheSameChangeOnEJSONObjects() {
+        var generator = SplitMix64(seed: 0x5e771)
+        let names = ["a", "bb", "name", "score", "tags", "location", "é", "a-much-longer-field-name-than-sixteen-bytes"]
+        func value() -> EJSONValue {
+            switch generator.next(below: 7) {
+            case 0: return .null
+            case 1: return .bool(generator.next(below: 2) == 0)
+            case 2: return .number(Double(generator.next(below: 4)))
+            case 3: return .number(generator.next(in: -1e6...1e6))
+            case 4: return .string(String(repeating: "x", count: Int(generator.next(below: 40))))
+            case 5: return .array((0..<generator.next(below: 4)).map { .number(Double($0)) })
+            default: return .object(["city": .string("c\(generator.next(below: 3))"), "zip": .number(Double(generator.next(below: 3)))])
+            }
+        }
+        func object(maximumCount: UInt64) -> EJSONObject {
+            var object: EJSONObject = [:]
+            for _ in 0..<generator.next(below: maximumCount + 1) { object[names[Int(generator.next(below: UInt64(names.count)))]] = value() }
+            return object
+        }
+        for round in 0..<3_000 {
+            let fields = object(maximumCount: 8)
+            let document = Document(id: "d\(round)", fields: fields)
+            var changes = object(maximumCount: 4)
+            // Often set a field to the value it already has (no change), as a server repeating itself does.
+            if !fields.isEmpty, generator.next(below: 2) == 0 {
+                let index = Int(generator.next(below: UInt64(fields.count)))
+                changes[fields.keys[index]] = fields.values[index]
+            }
+            let cleared = (0..<generator.next(below: 3)).map { _ in names[Int(generator.next(below: UInt64(names.count)))] }
+            var expected = fields
+            for (name, value) in changes where !cleared.contains(name) { expected[name] = value }
+            for name in cleared { expected.removeValue(forKey: name) }
+
+            let result = document.setting(changes, clearing: cleared)
+            XCTAssertEqual(Array(result.fields.keys), Array(expected.keys), "round \(round)")
+            XCTAssertEqual(result.fields, expected, "round \(round)")
+            XCTAssertEqual(result.id, document.id)
+            let unchanged = Array(expected.keys) == Array(fields.keys) && expected == fields
+            XCTAssertEqual(result.isIdentical(to: document), unchanged, "round \(round): \(fields) + \(changes) - \(cleared)")
+            // The packed form is the one a fresh document of those fields has.
+            XCTAssertTrue(result.hasSameFields(as: Document(id: "x", fields: expected)), "round \(round)")
+        }
     }
 }
