@@ -74,35 +74,44 @@ struct DocumentTable: @unchecked Sendable {
 
     // MARK: - Writing
 
-    /// Calls `body` with the document stored under `id` (`nil`: none) and stores what it leaves there (`nil` removes
-    /// the document), as part of the transaction `epoch` (greater than that of every version before). What the
-    /// previous version still uses and this one no longer does goes to `retired`. One hash, one bucket scan; the
-    /// directory and the bucket are copied only if an earlier version owns them and something actually changes.
-    ///
-    /// `body` also gets where this transaction listed the document's change (-1: not yet); a stored document keeps
-    /// what `body` leaves there, so the transaction finds its change list entry again without a lookup of its own.
-    mutating func updateValue<R>(
-        forKey id: String, epoch: UInt64, retiring retired: inout RetiredMemory,
-        with body: (_ document: inout Document?, _ change: inout Int32) throws -> R
-    ) rethrows -> R {
+    /// Where the document with an id is, or would go, in one version of the table: found once for a write
+    /// (``locate(_:epoch:)``), then written there (``write(_:change:at:epoch:retiring:)``) with nothing written between.
+    struct Location {
+        let hash: Int
+        /// Its position in its bucket (`nil`: no such document).
+        let position: Int?
+        /// Where the transaction listed the document's change (-1: not yet).
+        let change: Int32
+        /// The stored document, not retained: valid until the table is written.
+        let document: Unmanaged<Document.Storage>?
+    }
+
+    /// Where the document with this id is, or would go, for the transaction `epoch`. One hash, one bucket scan.
+    func locate(_ id: String, epoch: UInt64) -> Location {
         let hash = id.hashValue
-        let bucketIndex = hash & (bucketCount &- 1)
-        let bucket = directory?[bucketIndex]
-        let position = bucket?.position(of: id, hash: hash)
-        let old = position.map { bucket!.document(at: $0) }
-        let oldChange: Int32 = position.map { bucket!.epoch == epoch ? bucket!.change(at: $0) : -1 } ?? -1
-        var slot = old
-        var change = oldChange
-        let result = try body(&slot, &change)
-        switch (position, slot) {
+        guard let directory, let bucket = directory[hash & (bucketCount &- 1)], let position = bucket.position(of: id, hash: hash) else {
+            return Location(hash: hash, position: nil, change: -1, document: nil)
+        }
+        return Location(
+            hash: hash, position: position, change: bucket.epoch == epoch ? bucket.change(at: position) : -1,
+            document: bucket.entry(at: position).document)
+    }
+
+    /// Stores `new` (`nil` removes the document) where `location` says, listed at `change`, as part of the transaction
+    /// `epoch` (greater than that of every version before). What the previous version still uses and this one no
+    /// longer does goes to `retired`. The directory and the bucket are copied only if an earlier version owns them and
+    /// something actually changes.
+    mutating func write(_ new: Document?, change: Int32, at location: Location, epoch: UInt64, retiring retired: inout RetiredMemory) {
+        let hash = location.hash
+        switch (location.position, new) {
         case (let position?, let new?):
-            let replacing = !new.isIdentical(to: old!)
-            guard replacing || change != oldChange else { break }
-            let writable = writableBucket(at: bucketIndex, epoch: epoch, minimumCapacity: 0, retired: &retired)
+            let replacing = Unmanaged.passUnretained(new.storage).toOpaque() != location.document!.toOpaque()
+            guard replacing || change != location.change else { return }
+            let writable = writableBucket(at: hash & (bucketCount &- 1), epoch: epoch, minimumCapacity: 0, retired: &retired)
             if replacing { retired.documents.append(writable.replaceDocument(at: position, with: new)) }
             writable.setChange(change, at: position)
         case (let position?, nil):
-            let writable = writableBucket(at: bucketIndex, epoch: epoch, minimumCapacity: 0, retired: &retired)
+            let writable = writableBucket(at: hash & (bucketCount &- 1), epoch: epoch, minimumCapacity: 0, retired: &retired)
             retired.documents.append(writable.removeDocument(at: position))
             count -= 1
             if count == 0 {
@@ -120,6 +129,22 @@ struct DocumentTable: @unchecked Sendable {
         case (nil, nil):
             break
         }
+    }
+
+    /// Calls `body` with the document stored under `id` (`nil`: none) and stores what it leaves there (`nil` removes
+    /// the document), as ``locate(_:epoch:)`` then ``write(_:change:at:epoch:retiring:)`` do.
+    ///
+    /// `body` also gets where this transaction listed the document's change (-1: not yet); a stored document keeps
+    /// what `body` leaves there, so the transaction finds its change list entry again without a lookup of its own.
+    mutating func updateValue<R>(
+        forKey id: String, epoch: UInt64, retiring retired: inout RetiredMemory,
+        with body: (_ document: inout Document?, _ change: inout Int32) throws -> R
+    ) rethrows -> R {
+        let location = locate(id, epoch: epoch)
+        var slot = location.document.map { Document(storage: $0.takeUnretainedValue()) }
+        var change = location.change
+        let result = try body(&slot, &change)
+        write(slot, change: change, at: location, epoch: epoch, retiring: &retired)
         return result
     }
 
