@@ -205,6 +205,7 @@ extension DDPClient {
     /// Handles what the inbox holds, in order, until a new socket's reconnect hooks start (the rest then waits for
     /// them).
     func drainInbox() {
+        dispatchPrecondition(condition: .onQueue(queue))
         var items = inbox.takeAll()
         var index = items.startIndex
         while index < items.endIndex {

@@ -23,6 +23,14 @@ enum CacheUpdate: Sendable {
         }
     }
 
+    /// A decoded `added` or `changed`, taken apart (its key, fields and cleared names moved, not copied).
+    init(_ message: consuming DocumentMessage) {
+        switch message.kind {
+        case .added: self = .added(message.key, message.fields)
+        case .changed: self = .changed(message.key, message.fields, cleared: message.cleared)
+        }
+    }
+
     /// What a slot an update was moved out of holds until its array lets it go (nothing to release: empty strings).
     static var vacated: CacheUpdate { .removed(DocumentKey(collectionName: "", documentID: "")) }
 

@@ -6,8 +6,8 @@ import EJSON
 extension DDPClient {
     /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the
     /// session waits for quiescence, data messages are held back, in order, before any routing.
+    @inline(__always)
     func handleSessionMessage(_ message: consuming IncomingMessage) {
-        dispatchPrecondition(condition: .onQueue(queue))
         if case .message(.result(let id, let result, let error)) = message {
             methodResultReceived(id, result: result, error: error)
         } else if session.quiescence != nil {
@@ -19,6 +19,7 @@ extension DDPClient {
 
     /// Routes one data message: to the cache, or to the server's version of a stub-written document
     /// (LC `_processOneDataMessage`).
+    @inline(__always)
     func processDataMessage(_ message: consuming IncomingMessage) {
         switch consume message {
         case .document(let document): processDocumentMessage(document)
@@ -28,19 +29,20 @@ extension DDPClient {
 
     /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.
     private func processDocumentMessage(_ message: consuming DocumentMessage) {
-        let key = message.key
-        let fields = message.fields
+        let routing: ServerDocumentBuffer.Routing
         switch message.kind {
         case .added:
-            guard admit(session.undeclaredCollections.added(key.collectionName, key.documentID), key.collectionName) else { return }
-            route(session.serverDocuments.serverAdded(key, fields: fields.fields), key: key) { .added(key, fields) }
+            guard admit(session.undeclaredCollections.added(message.key.collectionName, message.key.documentID), message.key.collectionName)
+            else { return }
+            routing = session.serverDocuments.serverAdded(message.key, fields: message.fields.fields)
         case .changed:
-            let cleared = message.cleared
-            guard admit(session.undeclaredCollections.changed(key.collectionName, key.documentID), key.collectionName) else { return }
-            route(session.serverDocuments.serverChanged(key, fields: fields.fields, cleared: cleared), key: key) {
-                .changed(key, fields, cleared: cleared)
-            }
+            guard admit(session.undeclaredCollections.changed(message.key.collectionName, message.key.documentID), message.key.collectionName)
+            else { return }
+            routing = session.serverDocuments.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
         }
+        guard case .toCache = routing else { return logKeptAside(routing, key: message.key) }
+        // The message's key, fields and cleared names move on into the update (no copy of them per frame).
+        store.enqueue(CacheUpdate(message))
     }
 
     private func processDataMessage(_ message: ServerMessage) {
@@ -90,9 +92,14 @@ extension DDPClient {
     }
 
     private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> CacheUpdate) {
+        guard case .toCache = routing else { return logKeptAside(routing, key: key) }
+        store.enqueue(update())
+    }
+
+    private func logKeptAside(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey) {
         switch routing {
         case .toCache:
-            store.enqueue(update())
+            break
         case .keptAside(nil):
             logger.trace("kept aside for a pending stub", metadata: ["collection": "\(key.collectionName)", "id": "\(key.documentID)"])
         case .keptAside(let anomaly?):

@@ -22,7 +22,7 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
         self.buffer = buffer
     }
 
-    func enqueue(_ update: CacheUpdate) { pending.append(update) }
+    func enqueue(_ update: consuming CacheUpdate) { pending.append(update) }
 
     /// Hands the collected updates to the buffer.
     func push() {

@@ -6,7 +6,7 @@ import EJSON
 /// ``DatabaseLocalStore`` implements it over ``Database`` and ``DataUpdateBuffer``.
 protocol LocalStore: Sendable {
     /// Queues a server update; it reaches the cache in the next batch.
-    func enqueue(_ update: CacheUpdate)
+    func enqueue(_ update: consuming CacheUpdate)
     /// Hands queued updates on (called after each burst of incoming frames).
     func push()
     /// Applies everything queued now (nothing while held).
