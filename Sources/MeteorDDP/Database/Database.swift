@@ -352,9 +352,9 @@ struct WriteTransaction {
 extension WriteTransaction {
     /// Calls `body` with the document's current version and writes the version it returns (`.some(nil)` removes the
     /// document, `nil` leaves it as it is), remembering the version from before the transaction and for each recorder.
-    /// One hash lookup and one bucket scan. `newVersionsDiffer`: a version `body` returns that is not the current one
-    /// itself differs from it (as ``Document/setting(_:clearing:)`` guarantees), so it need not be compared.
-    mutating func update(_ key: DocumentKey, newVersionsDiffer: Bool = false, _ body: (Document?) -> Document??) {
+    /// One hash lookup and one bucket scan. (Server data's `added` and `changed` take ``locate(_:)`` and
+    /// ``write(_:_:at:previous:)`` instead.)
+    mutating func update(_ key: DocumentKey, _ body: (Document?) -> Document??) {
         var previous: Document?
         var written: Document??
         selectTable(key.collectionName)
@@ -366,7 +366,7 @@ extension WriteTransaction {
             written = body(slot)
             guard let written else { return }
             slot = written
-            noteChange(key, previous: previous, after: written, newVersionsDiffer: newVersionsDiffer, listedAt: &change)
+            noteChange(key, previous: previous, after: written, newVersionsDiffer: false, listedAt: &change)
         }
         swap(&retired, &self.retired)
         currentTable!.table = table
@@ -401,7 +401,8 @@ extension WriteTransaction {
     }
 
     /// Writes `new` where ``locate(_:)`` found the document (nothing written since), whose version was `previous`; a
-    /// `new` other than `previous` itself differs from it.
+    /// `new` other than `previous` itself differs from it (as ``Document/setting(_:clearing:)`` guarantees: the two
+    /// need not be compared).
     mutating func write(_ key: DocumentKey, _ new: Document, at location: DocumentTable.Location, previous: Document?) {
         var change = location.change
         noteChange(key, previous: previous, after: new, newVersionsDiffer: true, listedAt: &change)

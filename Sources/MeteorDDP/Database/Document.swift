@@ -287,7 +287,9 @@ extension Document {
         // (one copy per run, names included), and once every change has found its field and nothing is cleared, the
         // rest of the fields is not even walked: it is the last run.
         return withBytes { old in
-            withUnsafeTemporaryAllocation(of: FieldEdit.self, capacity: min(oldCount, changes.count + cleared.count)) { edits in
+            // One edit per old field at most (sized for all of them: a bound that relied on names being unique would be
+            // a write past the buffer if they ever were not).
+            withUnsafeTemporaryAllocation(of: FieldEdit.self, capacity: oldCount) { edits in
                 withUnsafeTemporaryAllocation(of: Bool.self, capacity: changes.count) { replaced in
                     replaced.initialize(repeating: false)
                     var byteCount = old.count

@@ -103,6 +103,9 @@ struct DocumentTable: @unchecked Sendable {
     /// something actually changes.
     mutating func write(_ new: Document?, change: Int32, at location: Location, epoch: UInt64, retiring retired: inout RetiredMemory) {
         let hash = location.hash
+        assert(location.position == nil
+               || directory?[hash & (bucketCount &- 1)]?.entry(at: location.position!).document.toOpaque() == location.document?.toOpaque(),
+               "a location written after the table changed")
         switch (location.position, new) {
         case (let position?, let new?):
             let replacing = Unmanaged.passUnretained(new.storage).toOpaque() != location.document!.toOpaque()
