@@ -40,7 +40,7 @@ extension DDPClient {
             else { return }
             routing = session.serverDocuments.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
         }
-        guard case .toCache = routing else { return logKeptAside(routing, key: message.key) }
+        if case .keptAside(let anomaly) = routing { return logKeptAside(anomaly, key: message.key) }
         // The message's key, fields and cleared names move on into the update (no copy of them per frame).
         store.enqueue(CacheUpdate(message))
     }
@@ -92,18 +92,16 @@ extension DDPClient {
     }
 
     private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> CacheUpdate) {
-        guard case .toCache = routing else { return logKeptAside(routing, key: key) }
+        if case .keptAside(let anomaly) = routing { return logKeptAside(anomaly, key: key) }
         store.enqueue(update())
     }
 
-    private func logKeptAside(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey) {
-        switch routing {
-        case .toCache:
-            break
-        case .keptAside(nil):
-            logger.trace("kept aside for a pending stub", metadata: ["collection": "\(key.collectionName)", "id": "\(key.documentID)"])
-        case .keptAside(let anomaly?):
+    /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.
+    private func logKeptAside(_ anomaly: ServerDocumentBuffer.Anomaly?, key: DocumentKey) {
+        if let anomaly {
             logger.debug("server data anomaly for a stub-written document", metadata: ["anomaly": "\(anomaly)", "id": "\(key.documentID)"])
+        } else {
+            logger.trace("kept aside for a pending stub", metadata: ["collection": "\(key.collectionName)", "id": "\(key.documentID)"])
         }
     }
 

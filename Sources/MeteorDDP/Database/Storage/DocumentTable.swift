@@ -44,12 +44,10 @@ struct DocumentTable: @unchecked Sendable {
 
     // MARK: - Reading
 
-    /// The document with this id.
+    /// The document with this id (the lookup a write makes too: ``locate(_:epoch:)``; epoch 0 is no transaction's,
+    /// and the change it reads is not used).
     subscript(id: String) -> Document? {
-        guard let directory else { return nil }
-        let hash = id.hashValue
-        guard let bucket = directory[hash & (bucketCount - 1)], let position = bucket.position(of: id, hash: hash) else { return nil }
-        return bucket.document(at: position)
+        locate(id, epoch: 0).document.map { Document(storage: $0.takeUnretainedValue()) }
     }
 
     /// Every document, in no particular order.
