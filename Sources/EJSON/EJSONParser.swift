@@ -25,11 +25,12 @@ struct EJSONParser {
 
     // MARK: - Values
 
-    private mutating func parseValue() throws(EJSONError) -> EJSONValue {
+    /// `raw`: JSON as it is, no EJSON type recognised at any depth (the value of an `$escape` key, see ``parseObject(raw:)``).
+    private mutating func parseValue(raw: Bool = false) throws(EJSONError) -> EJSONValue {
         guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
         switch bytes[index] {
-        case UInt8(ascii: "{"): return try parseObject(converting: true)
-        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "{"): return try parseObject(raw: raw)
+        case UInt8(ascii: "["): return try parseArray(raw: raw)
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
@@ -64,7 +65,7 @@ struct EJSONParser {
         guard depth <= EJSON.maximumNestingDepth else { throw EJSONError(.nestingTooDeep, at: index) }
     }
 
-    private mutating func parseArray() throws(EJSONError) -> EJSONValue {
+    private mutating func parseArray(raw: Bool) throws(EJSONError) -> EJSONValue {
         try enterNesting()
         index += 1
         var elements: [EJSONValue] = []
@@ -76,7 +77,7 @@ struct EJSONParser {
         }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            elements.append(try parseValue(raw: raw))
             skipWhitespace()
             guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
             switch bytes[index] {
@@ -90,10 +91,14 @@ struct EJSONParser {
         }
     }
 
-    /// Parses an object; with `converting`, an object that matches an EJSON converter becomes that value.
-    /// The value of an `$escape` key is parsed without converting its own level (its values are converted), as
-    /// Meteor's `fromJSONValue` does; if the enclosing object then turns out not to be an escape, it is converted.
-    private mutating func parseObject(converting: Bool) throws(EJSONError) -> EJSONValue {
+    /// Parses an object; unless `raw`, an object that matches an EJSON converter becomes that value.
+    ///
+    /// The value of an `$escape` key is read raw, since what it means depends on the enclosing object, known only as it
+    /// closes: if that object is `{"$escape": {…}}` alone, the inner object's keys are taken literally and each of its
+    /// values is converted (Meteor's `fromJSONValue`); otherwise the inner value is converted as any value is. Either
+    /// way the raw value is then converted exactly as the same text would have been parsed (``converting(_:offset:)``),
+    /// so an escape inside an escape means what it means in Meteor.
+    private mutating func parseObject(raw: Bool) throws(EJSONError) -> EJSONValue {
         try enterNesting()
         let start = index
         index += 1
@@ -104,6 +109,8 @@ struct EJSONParser {
             depth -= 1
             return .object(object)
         }
+        /// Whether the `$escape` key's value was read raw.
+        var rawEscape = false
         while true {
             skipWhitespace()
             guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
@@ -114,10 +121,13 @@ struct EJSONParser {
             guard bytes[index] == UInt8(ascii: ":") else { throw EJSONError(.unexpectedCharacter(bytes[index]), at: index) }
             index += 1
             skipWhitespace()
-            if key == "$escape", index < bytes.count, bytes[index] == UInt8(ascii: "{") {
-                object[key] = try parseObject(converting: false)
+            if !raw, key == "$escape", index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                object[key] = try parseValue(raw: true)
+                rawEscape = true
             } else {
-                object[key] = try parseValue()
+                // A duplicate key replaces the value: the last one read is what counts.
+                if key == "$escape" { rawEscape = false }
+                object[key] = try parseValue(raw: raw)
             }
             skipWhitespace()
             guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
@@ -126,13 +136,43 @@ struct EJSONParser {
             case UInt8(ascii: "}"):
                 index += 1
                 depth -= 1
-                if object.count > 1, case .object(let unconverted)? = object["$escape"] {
-                    object["$escape"] = try EJSONTypes.fromJSONObject(unconverted, offset: start)
+                if raw { return .object(object) }
+                if rawEscape, case .object(let inner)? = object["$escape"] {
+                    if object.count == 1 { return .object(try Self.convertingValues(of: inner, offset: start)) }
+                    object["$escape"] = try Self.converting(.object(inner), offset: start)
                 }
-                return converting ? try EJSONTypes.fromJSONObject(object, offset: start) : .object(object)
+                return try EJSONTypes.fromJSONObject(object, offset: start)
             case let byte: throw EJSONError(.unexpectedCharacter(byte), at: index)
             }
         }
+    }
+
+    /// A raw value (read with `raw`) as it would have been parsed without: EJSON types recognised at every depth.
+    private static func converting(_ value: EJSONValue, offset: Int) throws(EJSONError) -> EJSONValue {
+        switch value {
+        case .array(let elements):
+            var converted: [EJSONValue] = []
+            converted.reserveCapacity(elements.count)
+            for element in elements { converted.append(try converting(element, offset: offset)) }
+            return .array(converted)
+        case .object(let object):
+            // `{"$escape": {…}}` alone: the inner keys literally, their values converted.
+            if object.count == 1, object.keys[0] == "$escape", case .object(let inner) = object.values[0] {
+                return .object(try convertingValues(of: inner, offset: offset))
+            }
+            return try EJSONTypes.fromJSONObject(try convertingValues(of: object, offset: offset), offset: offset)
+        default:
+            return value
+        }
+    }
+
+    /// A raw object's values converted (``converting(_:offset:)``), its keys as they are.
+    private static func convertingValues(of object: EJSONObject, offset: Int) throws(EJSONError) -> EJSONObject {
+        var converted = object
+        for position in converted.values.indices {
+            converted.values[position] = try converting(converted.values[position], offset: offset)
+        }
+        return converted
     }
 
     // MARK: - Strings
