@@ -16,7 +16,8 @@ extension DDPClient {
     /// The logged-in account, if any.
     public var account: Account? { accountState.withLockedValue { $0.account } }
 
-    /// Whether a login is in progress.
+    /// Whether a login is in progress: a login method called here, or the resume of an account restored from the
+    /// ``Configuration/accountStore`` at start-up (Meteor's `loggingIn()`); a reconnect's resume does not count.
     public var loggingIn: Bool { accountState.withLockedValue { $0.loggingIn } }
 
     /// The account now and every change after it (a consumer that falls behind keeps the newest 16).
@@ -90,12 +91,17 @@ extension DDPClient {
         ["digest": .string(MeteorPassword.digest(password)), "algorithm": "sha-256"]
     }
 
-    /// Restores a stored account at start-up: its token is resumed first on the first connection.
+    /// Restores a stored account at start-up: its token is resumed first on the first connection. As Meteor's
+    /// auto-login at start-up (accounts-base's `loginWithToken`, unlike a reconnect's resume), ``loggingIn`` is true
+    /// from here until that resume completes; the account is presented meanwhile (Meteor's `setUserId` from storage).
     func restoreStoredAccount() {
         guard let store = configuration.accountStore else { return }
         do {
             guard let stored = try store.load() else { return }
-            accountState.withLockedValue { $0.account = stored }
+            accountState.withLockedValue {
+                $0.account = stored
+                $0.loggingIn = true
+            }
             accountBroadcaster.yield(stored)
             queue.async { self.installResumeHook(token: stored.token) }
         } catch {
@@ -147,7 +153,9 @@ extension DDPClient {
                 completion(.failure(error))
             }
         case .failure(let error):
-            if resuming {
+            // Closing the client fails the resume without the server having refused the token: the account stays
+            // (and stays stored, for the next start).
+            if resuming, error.kind != .clientClosed {
                 logger.debug("resume login failed; logged out", metadata: ["error": "\(error)"])
                 session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
                 setAccount(nil)
@@ -165,6 +173,7 @@ extension DDPClient {
             let current = self.account
             if let current, current.expiresSoon(now: self.scheduler.now) {
                 self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+                self.accountState.withLockedValue { $0.loggingIn = false }
                 self.setAccount(nil)
                 return
             }

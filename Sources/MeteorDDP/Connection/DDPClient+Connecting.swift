@@ -39,6 +39,8 @@ extension DDPClient {
             guard !self.isClosed else { return }
             self.perform(self.machine.disconnectRequested())
             self.isClosed = true
+            // A closed client logs nobody in (a stored account's resume may not even have been sent).
+            self.accountState.withLockedValue { $0.loggingIn = false }
             for invocation in self.session.methods.removeAll() {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
                 self.userCode.run { invocation.completion(.failure(failure)) }

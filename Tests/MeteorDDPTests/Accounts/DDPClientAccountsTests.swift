@@ -192,13 +192,50 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertNil(try store.load())
     }
 
-    func testARestartedClientResumesFromTheStoredToken() throws {
+    /// Meteor's start-up auto-login: the stored account is presented at once, `loggingIn` is true until the resume
+    /// completes (unlike a reconnect's resume, which leaves it alone).
+    func testARestartedClientResumesFromTheStoredTokenLoggingInUntilItCompletes() async throws {
         let store = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil))
         let harness = ClientHarness { $0.accountStore = store }
         XCTAssertEqual(harness.client.account?.userID, "lovelace")
+        XCTAssertTrue(harness.client.loggingIn, "logging in from start-up until the resume completes")
         harness.establishConnection()
         XCTAssertEqual(methods(harness).first?.name, "login")
         XCTAssertEqual(methods(harness).first?.params, [["resume": "stored"]])
+        XCTAssertTrue(harness.client.loggingIn)
+        let resumed = expectation(forNotification: .ddpClientAccountDidChange, object: harness.client) { _ in
+            harness.client.account?.token == "tok1"
+        }
+        harness.receive(.result(id: "1", result: loginResult, error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        await fulfillment(of: [resumed], timeout: 5)
+        XCTAssertFalse(harness.client.loggingIn)
+        // A reconnect's resume does not show as logging in (Meteor's `_suppressLoggingIn`).
+        harness.dropAndReopen()
+        XCTAssertEqual(methods(harness).last?.params, [["resume": "tok1"]])
+        XCTAssertFalse(harness.client.loggingIn)
+    }
+
+    /// Closing the client is not a logout: a resume it cuts short keeps the stored account, and a closed client is not
+    /// logging in (even if its resume was never sent).
+    func testClosingTheClientDuringTheStartupResumeKeepsTheStoredAccount() throws {
+        let store = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil))
+        let harness = ClientHarness { $0.accountStore = store }
+        harness.establishConnection()
+        XCTAssertEqual(methods(harness).first?.params, [["resume": "stored"]])
+        harness.client.close()
+        harness.settle()
+        harness.client.callbackQueue.sync {}  // the resume's failure (clientClosed) goes back to the client queue
+        harness.settle()
+        XCTAssertEqual(try store.load()?.token, "stored")
+        XCTAssertEqual(harness.client.account?.userID, "lovelace")
+        XCTAssertFalse(harness.client.loggingIn)
+
+        let neverConnected = ClientHarness { $0.accountStore = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil)) }
+        XCTAssertTrue(neverConnected.client.loggingIn)
+        neverConnected.client.close()
+        neverConnected.settle()
+        XCTAssertFalse(neverConnected.client.loggingIn)
     }
 
     func testATokenThatExpiresSoonLogsOutInsteadOfResuming() throws {
@@ -208,6 +245,7 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.establishConnection()
         XCTAssertEqual(methods(harness).count, 0)
         XCTAssertNil(harness.client.account)
+        XCTAssertFalse(harness.client.loggingIn)
     }
 
     func testAccountDescriptionNeverShowsTheToken() {
