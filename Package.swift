@@ -109,7 +109,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "WSCompression", package: "swift-websocket"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "WSCompression", package: "swift-websocket"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             path: "Benchmarks"
         ),
         .testTarget(

@@ -2,8 +2,9 @@ import DDPTestServer
 import EJSON
 import Foundation
 import Logging
-import MeteorDDP
+@_spi(Storage) import MeteorDDP
 import MeteorDDPTesting
+import NIOCore
 import NIOPosix
 import WSClient
 
@@ -53,11 +54,17 @@ enum MethodBenchmarks {
     /// machine's speed during the run affects both alike.
     static func callRoundTrip() {
         Bench.section("Methods: call → completion over loopback vs a raw WebSocket round trip (interleaved rounds)")
-        guard let (ours, raw) = withEchoServer({ url, client in
+        guard let (ours, raw, rawMethod) = withEchoServer({ url, client in
             try await interleavedRoundTrips(url: url, client: client, rounds: 20, perRound: 150)
         }) else { return }
         Bench.report("call → completion p50", ours: ours, baseline: raw, unit: "µs", baselineName: "raw WebSocket ping → pong p50",
                      target: "within 1.5x")
+        // What the server's method run adds to a round trip: the same `method` frame from the bare client, until its
+        // `result` and `updated` are both back.
+        Bench.report("reference: raw WebSocket, the same method frame → result and updated p50", ours: rawMethod, baseline: raw,
+                     unit: "µs", baselineName: "raw WebSocket ping → pong p50")
+        Bench.report("call → completion p50", ours: ours, baseline: rawMethod, unit: "µs",
+                     baselineName: "raw WebSocket, the same method frame p50")
     }
 
     /// 1,000 `echo` calls made at once, until every one has completed (its result received and its data visible),
@@ -65,7 +72,8 @@ enum MethodBenchmarks {
     /// `result` and `updated` came back, on the same server; five rounds each, alternating, medians compared.
     static func pipelinedCalls(calls: Int = 1_000, rounds: Int = 5) {
         Bench.section("Methods: \(calls) calls in flight over loopback, until all completed, vs a raw WebSocket client sending the same frames")
-        guard let (ours, raw) = withEchoServer({ url, client in
+        let onLoop = ValueBox<Double>()
+        guard let (ours, raw) = withEchoServer({ (url, client) async throws -> (ours: Double, raw: Double) in
             var ours: [Double] = []
             var raw: [Double] = []
             if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] == "raw" {
@@ -73,28 +81,72 @@ enum MethodBenchmarks {
                 for round in 0..<40 { raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round)) }
                 return (1, Double(calls) / raw.sorted()[raw.count / 2])
             }
+            if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] == "rawloop" {
+                // Only the raw client with its tasks on the event loop, many rounds, for a profiler.
+                for round in 0..<40 { raw.append(try await rawPipelinedOnEventLoopSeconds(url: url, calls: calls, round: round)) }
+                return (1, Double(calls) / raw.sorted()[raw.count / 2])
+            }
             if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] != nil {
                 // Only our side, many rounds, for a profiler.
                 for _ in 0..<40 { ours.append(try await pipelinedSeconds(client: client, calls: calls)) }
                 return (Double(calls) / ours.sorted()[ours.count / 2], 1)
             }
+            var rawOnLoop: [Double] = []
             for round in 0..<rounds {
                 raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round))
                 ours.append(try await pipelinedSeconds(client: client, calls: calls))
+                rawOnLoop.append(try await rawPipelinedOnEventLoopSeconds(url: url, calls: calls, round: round))
             }
+            onLoop.set(Double(calls) / rawOnLoop.sorted()[rounds / 2])
             return (Double(calls) / ours.sorted()[rounds / 2], Double(calls) / raw.sorted()[rounds / 2])
         }) else { return }
         Bench.report("\(calls) pipelined calls", ours: ours, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames",
                      target: "≥ 0.8x")
+        if let loop = onLoop.value {
+            Bench.report("reference: raw WebSocket, writer and reader tasks on the event loop (the client's transport, no DDP)",
+                         ours: loop, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames")
+        }
+    }
+
+    /// The raw client's frames written by one task while another reads, both on the connection's event loop, as the
+    /// client's transport runs them: what that design costs before any DDP work.
+    static func rawPipelinedOnEventLoopSeconds(url: URL, calls: Int, round: Int) async throws -> Double {
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        return try await Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
+            let box = ValueBox<Double>()
+            var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
+            configuration.validateUTF8 = true
+            try await WebSocketClient.connect(
+                url: url.absoluteString, configuration: configuration, eventLoopGroup: eventLoop, logger: Logger(label: "raw")
+            ) { inbound, outbound, _ in
+                var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
+                _ = try await iterator.next()  // connected
+                let start = DispatchTime.now().uptimeNanoseconds
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for n in 0..<calls {
+                            try await outbound.write(.text(#"{"msg":"method","id":"l\#(round)-\#(n)","method":"echo","params":[\#(n)]}"#))
+                        }
+                    }
+                    for _ in 0..<(2 * calls) { _ = try await iterator.next() }
+                    try await group.waitForAll()
+                }
+                box.set(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+                try await outbound.close(.normalClosure, reason: nil)
+            }
+            guard let seconds = box.value else { throw CancellationError() }
+            return seconds
+        }.value
     }
 
     /// Runs `measure` (from a task; the calling thread waits) with the URL of a test server answering `echo` and a
     /// client connected to it; returns what it measured, `nil` if it failed. The server runs on a loop of its own: no
     /// client connection ever shares its thread, whichever loop it gets.
-    static func withEchoServer(_ measure: @escaping @Sendable (URL, DDPClient) async throws -> (ours: Double, raw: Double)) -> (ours: Double, raw: Double)? {
+    static func withEchoServer<Figures: Sendable>(_ measure: @escaping @Sendable (URL, DDPClient) async throws -> Figures) -> Figures? {
         let group = DispatchGroup()
         group.enter()
-        let box = PairBox()
+        let box = ValueBox<Figures>()
         Task {
             do {
                 var serverConfiguration = DDPTestServer.Configuration()
@@ -105,8 +157,7 @@ enum MethodBenchmarks {
                 let client = DDPClient(url: server.url)
                 client.connect()
                 for await status in client.statusUpdates where status.isConnected { break }
-                let (ours, raw) = try await measure(server.url, client)
-                box.set(ours: ours, raw: raw)
+                box.set(try await measure(server.url, client))
                 client.close()
                 try await server.stop()
             } catch {
@@ -115,7 +166,7 @@ enum MethodBenchmarks {
             group.leave()
         }
         group.wait()
-        return box.values
+        return box.value
     }
 
     /// Seconds for `calls` echo calls made at once through the client, until the last completion.
@@ -139,7 +190,7 @@ enum MethodBenchmarks {
     /// Seconds for a bare WebSocket client to send `calls` method frames at once and read every `result` and
     /// `updated` back (a fresh connection per round; its connect is not timed).
     static func rawPipelinedSeconds(url: URL, calls: Int, round: Int) async throws -> Double {
-        let box = PairBox()
+        let box = ValueBox<Double>()
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
         configuration.validateUTF8 = true
         try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
@@ -152,17 +203,19 @@ enum MethodBenchmarks {
             }
             // Each call answers with `result` and `updated`.
             for _ in 0..<(2 * calls) { _ = try await iterator.next() }
-            box.set(ours: 0, raw: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            box.set(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             try await outbound.close(.normalClosure, reason: nil)
         }
-        guard let values = box.values else { throw CancellationError() }
-        return values.raw
+        guard let seconds = box.value else { throw CancellationError() }
+        return seconds
     }
 
     /// Rounds of DDP pings answered by the server over a bare swift-websocket client (the floor for a call), each
     /// followed by a round of `echo` calls through the client; returns both p50s.
-    static func interleavedRoundTrips(url: URL, client: DDPClient, rounds: Int, perRound: Int) async throws -> (ours: Double, raw: Double) {
-        let box = PairBox()
+    static func interleavedRoundTrips(
+        url: URL, client: DDPClient, rounds: Int, perRound: Int
+    ) async throws -> (ours: Double, raw: Double, rawMethod: Double) {
+        let box = ValueBox<(ours: Double, raw: Double, rawMethod: Double)>()
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
         configuration.validateUTF8 = true
         try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
@@ -170,8 +223,26 @@ enum MethodBenchmarks {
             try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
             _ = try await iterator.next()  // connected
             var raw: [Double] = []
+            var rawMethod: [Double] = []
             var ours: [Double] = []
+            /// The bare client's `method` frame, until its `result` and its `updated` are back (in either order).
+            func rawMethodRoundTrip(_ n: Int, id: Int) async throws {
+                try await outbound.write(.text(#"{"msg":"method","method":"echo","params":[\#(n)],"id":"r\#(id)"}"#))
+                var waiting = 2
+                while waiting > 0, let frame = try await iterator.next() {
+                    if case .text(let text) = frame, text.contains(#""result""#) || text.contains(#""updated""#) { waiting -= 1 }
+                }
+            }
+            let only = ProcessInfo.processInfo.environment["MDDP_PROFILE_ROUNDTRIP"]  // "ours" or "raw": that side alone
             for round in 0..<rounds {
+                if only == "ours" {
+                    for n in 0..<perRound { _ = try await client.call("echo", params: [.number(Double(n))]) }
+                    continue
+                }
+                if only == "raw" {
+                    for n in 0..<perRound { try await rawMethodRoundTrip(n, id: round * perRound + n) }
+                    continue
+                }
                 for n in 0..<perRound {
                     let start = DispatchTime.now().uptimeNanoseconds
                     try await outbound.write(.text(#"{"msg":"ping","id":"\#(round * perRound + n)"}"#))
@@ -180,17 +251,22 @@ enum MethodBenchmarks {
                 }
                 for n in 0..<perRound {
                     let start = DispatchTime.now().uptimeNanoseconds
+                    try await rawMethodRoundTrip(n, id: round * perRound + n)
+                    rawMethod.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+                }
+                for n in 0..<perRound {
+                    let start = DispatchTime.now().uptimeNanoseconds
                     _ = try await client.call("echo", params: [.number(Double(n))])
                     ours.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
                 }
             }
-            raw.sort()
-            ours.sort()
-            box.set(ours: ours[ours.count / 2], raw: raw[raw.count / 2])
+            if only != nil { (raw, rawMethod, ours) = ([1], [1], [1]) }  // a profiler's run: nothing measured
+            func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
+            box.set((median(ours), median(raw), median(rawMethod)))
             try await outbound.close(.normalClosure, reason: nil)
         }
-        guard let values = box.values else { throw CancellationError() }
-        return values
+        guard let figures = box.value else { throw CancellationError() }
+        return figures
     }
 }
 
@@ -203,9 +279,9 @@ final class ManagedTimestamp: @unchecked Sendable {
     func decrement() -> UInt64 { lock.withLock { stored -= 1; return stored } }
 }
 
-final class PairBox: @unchecked Sendable {
+final class ValueBox<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: (Double, Double)?
-    func set(ours: Double, raw: Double) { lock.withLock { stored = (ours, raw) } }
-    var values: (ours: Double, raw: Double)? { lock.withLock { stored.map { ($0.0, $0.1) } } }
+    private var stored: Value?
+    func set(_ value: Value) { lock.withLock { stored = value } }
+    var value: Value? { lock.withLock { stored } }
 }

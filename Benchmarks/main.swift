@@ -2,10 +2,12 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess, pipelined;
+//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess, pipelined, roundtrip;
 //   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1
 //   makes `inprocess` run only our side, five times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize;
-//   MDDP_PROFILE_PIPELINED=1 makes `pipelined` run only our side, 40 rounds;
+//   MDDP_PROFILE_PIPELINED=1 makes `pipelined` run only our side, 40 rounds (=raw: only the raw client; =rawloop:
+//   only the raw client with its tasks on the event loop); MDDP_PROFILE_ROUNDTRIP=ours|raw makes `roundtrip` run only
+//   the calls, or only the bare client's method frames;
 //   MDDP_CLIENTS=N sets how many clients `clients` connects; MDDP_STAGES=1 makes it print the memory after creating and
 //   after connecting them; with MDDP_TRACE=1 it prints its thread count and glibc's malloc_stats;
 //   MDDP_TRACE=1 makes it print when all frames were handed over; MDDP_PROFILE_LARGE=N makes `large` run only N documents)
@@ -41,8 +43,9 @@ if requested.isEmpty {
         case "ingest": IngestBenchmarks.run()
         case "methods": MethodBenchmarks.run()
         case "pipelined": MethodBenchmarks.pipelinedCalls()
+        case "roundtrip": MethodBenchmarks.callRoundTrip()
         case "offline": await OfflineBenchmarks.run()
-        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess, pipelined")
+        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess, pipelined, roundtrip")
         }
     }
 }

@@ -1,6 +1,8 @@
+import Atomics
 import Dispatch
 import EJSON
 import Foundation
+import NIOPosix
 
 // MARK: - Connecting
 
@@ -149,6 +151,7 @@ extension DDPClient {
         let generation = connectionGeneration
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
+        let burst = CallbackBurst()
         connection = transport.connect { [weak self] event in
             guard let self else { return }
             // Parse on the transport's thread, then hand over in order, in batches.
@@ -184,6 +187,9 @@ extension DDPClient {
             // Something waits on this frame (with everything before it), or the backlog is at its bound: handled
             // before the transport's thread goes on. On an idle client queue this runs right here, with no thread
             // wake-up between the frame's arrival and its effect.
+            // On an event loop (a WebSocket's frames), the callbacks this frame completes wait for the end of the
+            // loop's current work, so a burst of frames read at once wakes the callback queue once.
+            burst.holdCallbacks(of: self.userCode)
             // `sync` returning nothing: the overlay's generic, throwing form costs ~1,000 instructions a frame more.
             var completions: [@Sendable () -> Void] = []
             self.queue.sync {
@@ -321,5 +327,26 @@ extension Duration {
     /// The duration in seconds as a `TimeInterval`.
     var timeInterval: TimeInterval {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// A connection's hold on its client's callbacks while its event loop handles a burst of frames: taken at the first
+/// frame that completes something, released by a task the loop runs once the frames it read so far are handled (the
+/// transport's reader waits for more then). A transport delivers one event at a time, but not always from one thread
+/// (a third-party transport may move between loops): the next event may arrive on another loop while the release
+/// runs, so the flag is atomic.
+private final class CallbackBurst: Sendable {
+    private let holding = ManagedAtomic(false)
+
+    func holdCallbacks(of userCode: UserCodeQueue) {
+        // The flag guards nothing else: relaxed operations suffice. Already holding (a burst's later frames): done.
+        guard !holding.load(ordering: .relaxed), let loop = MultiThreadedEventLoopGroup.currentEventLoop,
+            holding.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+        else { return }
+        userCode.hold()
+        loop.execute {
+            self.holding.store(false, ordering: .relaxed)
+            userCode.release()
+        }
     }
 }
