@@ -1,3 +1,4 @@
+import Dispatch
 import EJSON
 
 /// One change to the cache in the cache's own form: a ``DataUpdate`` whose fields are packed into a ``Document``
@@ -23,12 +24,32 @@ enum CacheUpdate: Sendable {
         }
     }
 
+    /// The updates in the cache's form, in order; a large batch is packed on two threads (packing is most of an
+    /// `added`'s cost, and it reads nothing the cache holds, so it needs no lock: `Database.apply(_:)` runs it before
+    /// taking the write lock). A sequence that does not know its length is packed on one thread, with no copy.
+    static func packing(_ updates: some Sequence<DataUpdate>) -> [CacheUpdate] {
+        guard VersionPreparation.isWorthwhile, updates.underestimatedCount >= VersionPreparation.minimumBatch else {
+            return updates.map(CacheUpdate.init)
+        }
+        let updates = Array(updates)
+        return [CacheUpdate](unsafeUninitializedCapacity: updates.count) { buffer, initialized in
+            let target = UncheckedSendable(buffer)
+            let half = updates.count / 2
+            updates.withUnsafeBufferPointer { source in
+                let source = UncheckedSendable(source)
+                // Each thread initialises its own half of the new array.
+                DispatchQueue.concurrentPerform(iterations: 2) { part in
+                    let range = part == 0 ? 0..<half : half..<source.value.count
+                    for index in range { (target.value.baseAddress! + index).initialize(to: CacheUpdate(source.value[index])) }
+                }
+            }
+            initialized = updates.count
+        }
+    }
+
     /// A decoded `added` or `changed`, taken apart (its key, fields and cleared names moved, not copied).
     init(_ message: consuming DocumentMessage) {
-        switch message.kind {
-        case .added: self = .added(message.key, message.fields)
-        case .changed: self = .changed(message.key, message.fields, cleared: message.cleared)
-        }
+        self = message.cacheUpdate()
     }
 
     /// What a slot an update was moved out of holds until its array lets it go (nothing to release: empty strings).
@@ -40,4 +61,10 @@ enum CacheUpdate: Sendable {
         case .added(let key, _), .changed(let key, _, _), .replaced(let key, _), .removed(let key): return key
         }
     }
+}
+
+/// A buffer handed to threads that each use their own part of it.
+private struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

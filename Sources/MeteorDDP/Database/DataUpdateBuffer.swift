@@ -110,7 +110,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     /// Queues updates for the next batch.
     public func enqueue<Updates: Collection<DataUpdate>>(contentsOf updates: Updates) {
-        var packed = updates.map(CacheUpdate.init)
+        var packed = CacheUpdate.packing(updates)
         enqueue(taking: &packed)
     }
 

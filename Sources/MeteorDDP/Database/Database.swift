@@ -137,7 +137,7 @@ public final class Database: @unchecked Sendable {
 
     /// Applies updates in order, in one transaction (an array, a slice of one, any sequence).
     public func apply(_ updates: some Sequence<DataUpdate>) {
-        var packed = updates.map(CacheUpdate.init)
+        var packed = CacheUpdate.packing(updates)
         apply(takingCacheUpdates: &packed)
     }
 
@@ -188,13 +188,13 @@ public final class Database: @unchecked Sendable {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch consume update {
         case .added(let key, let fields):
-            let location = transaction!.locate(key)
+            let location = prepared.map { transaction!.locate(key, knownAt: $0.found) } ?? transaction!.locate(key)
             guard let stored = location.document else { return transaction!.write(key, fields, at: location, previous: nil) }
             let current = Document(storage: stored.takeUnretainedValue())
             logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
             transaction!.write(key, prepared?.document(for: current) ?? current.setting(fields), at: location, previous: current)
         case .changed(let key, let fields, let cleared):
-            let location = transaction!.locate(key)
+            let location = prepared.map { transaction!.locate(key, knownAt: $0.found) } ?? transaction!.locate(key)
             guard let stored = location.document else {
                 logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
                 return transaction!.write(key, fields, at: location, previous: nil)
@@ -398,6 +398,12 @@ extension WriteTransaction {
     mutating func locate(_ key: DocumentKey) -> DocumentTable.Location {
         selectTable(key.collectionName)
         return currentTable!.table.locate(key.documentID, epoch: epoch)
+    }
+
+    /// ``locate(_:)`` for a document a lookup in the snapshot the transaction started from found at `earlier`.
+    mutating func locate(_ key: DocumentKey, knownAt earlier: DocumentTable.Location) -> DocumentTable.Location {
+        selectTable(key.collectionName)
+        return currentTable!.table.locate(key.documentID, epoch: epoch, knownAt: earlier)
     }
 
     /// Writes `new` where ``locate(_:)`` found the document (nothing written since), whose version was `previous`; a

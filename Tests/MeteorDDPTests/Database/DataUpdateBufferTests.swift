@@ -149,4 +149,28 @@ final class DataUpdateBufferTests: XCTestCase {
         XCTAssertEqual(database.collection("players").count, 500)
         XCTAssertEqual(database.document(key("p499"))?["n"], 19_999)
     }
+
+    /// A large batch enqueued at once is packed on two threads: the cache ends as the same updates applied one by one.
+    func testALargeBatchEnqueuedAtOnceEndsAsTheSameUpdatesAppliedOneByOne() {
+        let updates: [DataUpdate] = (0..<(2 * VersionPreparation.minimumBatch + 1)).map { n in
+            let id = "p\(n % 300)"
+            switch n % 5 {
+            case 0: return .added(key(id), ["n": .number(Double(n))])
+            case 1, 2: return .changed(key(id), ["n": .number(Double(n)), "extra": true], cleared: [])
+            case 3: return .changed(key(id), ["tag": .string("t\(n)")], cleared: ["extra"])
+            default: return n % 2 == 0 ? .removed(key(id)) : .replaced(key(id), ["n": 0])
+            }
+        }
+        let oneByOne = Database()
+        for update in updates { oneByOne.apply(update) }
+        let database = Database()
+        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .seconds(60))
+        buffer.enqueue(contentsOf: updates)
+        flushed(buffer)
+        let expected = oneByOne.collection("players").documents.sorted { $0.id < $1.id }
+        let actual = database.collection("players").documents.sorted { $0.id < $1.id }
+        XCTAssertFalse(expected.isEmpty)
+        XCTAssertEqual(actual.map(\.id), expected.map(\.id))
+        for (document, reference) in zip(actual, expected) { XCTAssertEqual(document.fields, reference.fields, document.id) }
+    }
 }

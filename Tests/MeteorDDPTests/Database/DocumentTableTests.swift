@@ -122,4 +122,32 @@ final class DocumentTableTests: XCTestCase {
         retired.release()
         table.releaseEverything()
     }
+    /// A lookup made in an older version spares the hash and the scan only while the very document it found sits
+    /// where it was: after a removal moved it, a rebuild, or a replacement, the answer is the fresh lookup's.
+    func testALocationFoundInAnOlderVersionGivesTheFreshLookupsAnswer() {
+        var table = DocumentTable()
+        var retired = RetiredMemory()
+        for i in 0..<200 { write(document(i), id: "doc\(i)", into: &table, epoch: 1, retired: &retired) }
+        let older = table
+        let earlier = (0..<200).map { older.locate("doc\($0)", epoch: 0) }
+        // In a later transaction: replace a few, remove a few (the last entry of a bucket moves into the gap), list
+        // changes, then grow the table past a rebuild.
+        for i in stride(from: 0, to: 200, by: 5) { write(document(i, 1), id: "doc\(i)", into: &table, epoch: 2, retired: &retired) }
+        for i in stride(from: 1, to: 200, by: 9) { write(nil, id: "doc\(i)", into: &table, epoch: 2, retired: &retired) }
+        func assertSameAnswers(_ context: String) {
+            for i in 0..<200 {
+                let fresh = table.locate("doc\(i)", epoch: 2)
+                let hinted = table.locate("doc\(i)", epoch: 2, knownAt: earlier[i])
+                XCTAssertEqual(hinted.hash, fresh.hash, "doc\(i) \(context)")
+                XCTAssertEqual(hinted.position, fresh.position, "doc\(i) \(context)")
+                XCTAssertEqual(hinted.change, fresh.change, "doc\(i) \(context)")
+                XCTAssertEqual(hinted.document?.toOpaque(), fresh.document?.toOpaque(), "doc\(i) \(context)")
+            }
+        }
+        assertSameAnswers("after replacements and removals")
+        for i in 200..<3_000 { write(document(i), id: "doc\(i)", into: &table, epoch: 2, retired: &retired) }
+        assertSameAnswers("after the table grew")
+        retired.release()
+        table.releaseEverything()
+    }
 }

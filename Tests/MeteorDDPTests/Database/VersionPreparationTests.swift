@@ -52,6 +52,28 @@ final class VersionPreparationTests: XCTestCase {
         }
     }
 
+    /// A large batch is packed on two threads: each update in its place, packed as it is alone.
+    func testALargeBatchIsPackedInOrderAsEachUpdateIsAlone() {
+        func parts(_ update: CacheUpdate) -> (kind: String, key: DocumentKey, fields: EJSONObject?, cleared: [String]) {
+            switch update {
+            case .added(let key, let document): ("added", key, document.fields, [])
+            case .changed(let key, let document, let cleared): ("changed", key, document.fields, cleared)
+            case .replaced(let key, let document): ("replaced", key, document?.fields, [])
+            case .removed(let key): ("removed", key, nil, [])
+            }
+        }
+        let batch = mixedBatch(count: 2 * VersionPreparation.minimumBatch + 1)
+        let packed = CacheUpdate.packing(batch)
+        XCTAssertEqual(packed.count, batch.count)
+        for (index, (update, cached)) in zip(batch, packed).enumerated() {
+            let expected = parts(CacheUpdate(update)), actual = parts(cached)
+            XCTAssertEqual(actual.kind, expected.kind, "update \(index)")
+            XCTAssertEqual(actual.key, expected.key, "update \(index)")
+            XCTAssertEqual(actual.fields, expected.fields, "update \(index)")
+            XCTAssertEqual(actual.cleared, expected.cleared, "update \(index)")
+        }
+    }
+
     func testABatchInsideATransactionThatAlreadyWroteItsDocumentsBuildsOnThoseWrites() {
         let database = seeded()
         let recorder = ChangesRecorder(database)

@@ -86,7 +86,25 @@ struct DocumentTable: @unchecked Sendable {
 
     /// Where the document with this id is, or would go, for the transaction `epoch`. One hash, one bucket scan.
     func locate(_ id: String, epoch: UInt64) -> Location {
-        let hash = id.hashValue
+        locate(id, hash: id.hashValue, epoch: epoch)
+    }
+
+    /// ``locate(_:epoch:)`` for a document that `earlier`, a lookup of the same id in a version this one was made
+    /// from, found: if that very document still sits where it was, neither the hash nor the bucket scan is repeated.
+    /// (A stored document holds its id, and an id is stored once, so the same document at the same place is the
+    /// answer; a document moved by a removal or a rebuild is looked up again, with the hash already known.)
+    func locate(_ id: String, epoch: UInt64, knownAt earlier: Location) -> Location {
+        if let position = earlier.position, let found = earlier.document, let directory,
+           let bucket = directory[earlier.hash & (bucketCount &- 1)], position < bucket.count,
+           bucket.entry(at: position).document.toOpaque() == found.toOpaque() {
+            return Location(
+                hash: earlier.hash, position: position, change: bucket.epoch == epoch ? bucket.change(at: position) : -1,
+                document: found)
+        }
+        return locate(id, hash: earlier.hash, epoch: epoch)
+    }
+
+    private func locate(_ id: String, hash: Int, epoch: UInt64) -> Location {
         guard let directory, let bucket = directory[hash & (bucketCount &- 1)], let position = bucket.position(of: id, hash: hash) else {
             return Location(hash: hash, position: nil, change: -1, document: nil)
         }

@@ -23,16 +23,17 @@ final class VersionPreparation: @unchecked Sendable {
     // one atomic counter; `prepared` slots of a chunk are written by the helper before it sets the chunk's `done`
     // flag (releasing) and read by the writer only after seeing it set (acquiring).
 
-    /// A new version made for an update, and the version it was made from.
+    /// A new version made for an update, and where the version it was made from was found.
     struct PreparedVersion {
-        /// The stored version the new one was made from (`nil`: made for a document that did not exist). Compared by
-        /// identity only; the snapshot keeps it alive.
-        let base: ObjectIdentifier?
+        /// Where the snapshot had the document: its stored version (compared by identity only; the snapshot keeps it
+        /// alive) and its place, which spares the writer its own lookup while the document has not moved
+        /// (``DocumentTable/locate(_:epoch:knownAt:)``).
+        let found: DocumentTable.Location
         let document: Document
 
         /// The prepared version if it was made from `current` (the document as the writer finds it).
         func document(for current: Document?) -> Document? {
-            base == current.map { ObjectIdentifier($0.storage) } ? document : nil
+            found.document?.toOpaque() == current.map { Unmanaged.passUnretained($0.storage).toOpaque() } ? document : nil
         }
     }
 
@@ -165,24 +166,32 @@ final class VersionPreparation: @unchecked Sendable {
             helperState.store(HelperState.finished, ordering: .releasing)
             helperStopped.signal()
         }
+        // The table last looked in: a batch is mostly one collection's (the snapshot keeps the table's memory alive).
+        var table: (name: String, table: DocumentTable)?
         while true {
             let chunk = nextUnclaimed.loadThenWrappingIncrement(ordering: .relaxed)
             guard chunk < chunkCount else { return }
             helperClaimed?(chunk)
-            for index in indices(ofChunk: chunk) { prepared[index] = prepare(updates[index]) }
+            for index in indices(ofChunk: chunk) { prepared[index] = prepare(updates[index], table: &table) }
             done[chunk].store(true, ordering: .releasing)
         }
     }
 
-    private func prepare(_ update: CacheUpdate) -> PreparedVersion? {
+    private func prepare(_ update: CacheUpdate, table: inout (name: String, table: DocumentTable)?) -> PreparedVersion? {
+        /// Where the snapshot has the document, and the document (`nil`: it has none).
+        func find(_ key: DocumentKey) -> (DocumentTable.Location, Document)? {
+            if table?.name != key.collectionName { table = (key.collectionName, snapshot.documents(in: key.collectionName)) }
+            let found = table!.table.locate(key.documentID, epoch: 0)
+            return found.document.map { (found, Document(storage: $0.takeUnretainedValue())) }
+        }
         switch update {
         case .added(let key, let fields):
             // A new document needs nothing made: the update carries it.
-            guard let current = snapshot.document(key) else { return nil }
-            return PreparedVersion(base: ObjectIdentifier(current.storage), document: current.setting(fields))
+            guard let (found, current) = find(key) else { return nil }
+            return PreparedVersion(found: found, document: current.setting(fields))
         case .changed(let key, let fields, let cleared):
-            guard let current = snapshot.document(key) else { return nil }
-            return PreparedVersion(base: ObjectIdentifier(current.storage), document: current.setting(fields, clearing: cleared))
+            guard let (found, current) = find(key) else { return nil }
+            return PreparedVersion(found: found, document: current.setting(fields, clearing: cleared))
         case .replaced, .removed:
             return nil
         }
