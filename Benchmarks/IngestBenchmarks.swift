@@ -24,8 +24,14 @@ enum IngestBenchmarks {
         let frames = (0..<count).map(BenchDocuments.addedFrame)
         let changed = (0..<count).map(BenchDocuments.changedFrame)
         // MDDP_PROFILE_INPROCESS=1: our side only, five times (for a profiler; no baseline, no report);
-        // MDDP_PROFILE_INPROCESS=changed: the `changed` burst ten times on one client, for a profile of that path alone.
+        // MDDP_PROFILE_INPROCESS=changed: the `changed` burst ten times on one client, for a profile of that path alone;
+        // MDDP_PROFILE_INPROCESS=decode-changed: the `changed` frames' decoding alone, ten times.
         let profileMode = ProcessInfo.processInfo.environment["MDDP_PROFILE_INPROCESS"]
+        if profileMode == "decode-changed" {
+            // MDDP_PROFILE_INPROCESS=decode-changed: only the `changed` frames' decoding, ten times (for callgrind).
+            for _ in 0..<10 { precondition(DocumentMessageDecoding.decodeAll(changed) == changed.count) }
+            return
+        }
         if profileMode == "changed" {
             // Every round changes every document: the rounds alternate between two sets of values.
             let changedBack = (0..<count).map { i in
@@ -91,6 +97,54 @@ enum IngestBenchmarks {
         Bench.report("changed → cache", ours: Double(count) / changes, baseline: Double(count) / decodeChangedOnly, unit: "msgs/s",
                      baselineName: "packed decoding alone (one thread)")
         print(String(format: "changed vs Meteor's JS client (~100k msgs/s): %.2fx  (target ≥ 10x: 1M msgs/s)", Double(count) / changes / 100_000))
+        // Meteor's figures come from the anchors' machine; Node's JSON.parse of the same frames, here and there, says
+        // how fast this machine is for Meteor's client.
+        if let (nodeRate, nodeVersion) = nodeJSONParseRate(frames) {
+            let factor = nodeRate / anchorNodeJSONParseRate
+            Bench.report("reference: Node \(nodeVersion) JSON.parse of the same frames", ours: nodeRate, baseline: anchorNodeJSONParseRate,
+                         unit: "frames/s", baselineName: "Node 20 on the anchors' machine")
+            print(String(format: "added vs Meteor's JS client estimated at this machine's speed (76k x %.2f = %.0fk docs/s): %.2fx; changed (100k x %.2f): %.2fx",
+                         factor, 76 * factor, Double(count) / added / (76_000 * factor), factor, Double(count) / changes / (100_000 * factor)))
+        } else {
+            print("reference: Node's JSON.parse not measured (`node` not found or it failed)")
+        }
+    }
+
+    /// Node 20's `JSON.parse` of the bench `added` frames on the machine where Meteor's JS client (ddp-client 3.0.2
+    /// with minimongo, under Node 20) took in 76k `added` and ~100k `changed` a second (README, *Benchmarks*).
+    static let anchorNodeJSONParseRate = 474_000.0
+
+    /// Node's `JSON.parse` of `frames` on this machine (frames/s, the median of seven passes) and Node's version, or
+    /// `nil` without Node.
+    static func nodeJSONParseRate(_ frames: [String]) -> (rate: Double, version: String)? {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("mddp-bench-frames-\(getpid()).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard (try? frames.joined(separator: "\n").write(to: file, atomically: false, encoding: .utf8)) != nil else { return nil }
+        let script = """
+            const frames = require("fs").readFileSync(process.argv[1], "utf8").split("\\n");
+            const rates = [];
+            for (let pass = 0; pass < 7; pass++) {
+              const start = process.hrtime.bigint();
+              let sink = 0;
+              for (const frame of frames) sink += JSON.parse(frame).id.length;
+              rates.push(frames.length / (Number(process.hrtime.bigint() - start) / 1e9));
+            }
+            rates.sort((a, b) => a - b);
+            console.log(rates[3] + " " + process.version);
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["node", "-e", script, file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        let words = String(decoding: data, as: UTF8.self).split(separator: " ")
+        guard words.count == 2, let rate = Double(words[0]) else { return nil }
+        return (rate, words[1].trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// The test server publishes 100k documents over a loopback WebSocket: from `sub` sent to ready with every

@@ -11,9 +11,9 @@ import Foundation
 /// reports exactly the error it always reported: other EJSON types (`$binary`, `$type`, `$escape`, …; any `$` key),
 /// duplicate keys, field names with non-ASCII characters (Swift's `String` equality, which the general parser's objects
 /// use, merges canonically equivalent names: `"K"` and `"\u212a"`), keys with escapes at the top level, objects of
-/// more than ``maximumFieldsPerObject`` fields,
-/// nesting deeper than ``maximumDepth``, numbers beyond a double's range, lone surrogates, unknown top-level keys,
-/// and every malformed frame. The input is valid UTF-8 (a Swift string's bytes), so it is not validated again.
+/// more than ``maximumFieldsPerObject`` fields, nesting deeper than ``maximumDepth``, numbers beyond a double's range,
+/// lone surrogates, unknown top-level keys, and every malformed frame. The input is valid UTF-8 (a Swift string's
+/// bytes), so it is not validated again.
 struct DocumentMessageDecoder {
     /// Deeper frames take the general path (which rejects them past `EJSON.maximumNestingDepth`).
     static let maximumDepth = 256
@@ -47,8 +47,7 @@ struct DocumentMessageDecoder {
         // @unchecked because `packed` and `names` are used only by the decode that claimed `inUse`.
         fileprivate(set) var packed = PackedScratch(capacity: Scratch.initialBytes)
         fileprivate(set) var names = NameStack()
-        /// The collection name of the last frame (reused while the next frames name the same collection). Used only by
-        /// the decode that claimed `inUse`.
+        /// The last frame's collection name, reused while the next frames name it (used only by the claiming decode).
         fileprivate var lastCollection: RecentName?
         private let inUse = ManagedAtomic(false)
         /// What a scratch keeps between frames; a larger frame's memory is given back after it.
@@ -96,8 +95,7 @@ struct DocumentMessageDecoder {
         // Two decodes at once (a transport breaking its contract): the second one gets memory of its own.
         guard scratch.claim() else { return decode(bytes, scratch: Scratch()) }
         var decoder = DocumentMessageDecoder(bytes: bytes, scratch: scratch)
-        // The buffers may have grown (moved): they go back to the scratch for the next frame.
-        let message = decoder.message()
+        let message = decoder.message()  // the buffers may have grown (moved): they go back to the scratch
         scratch.giveBack(decoder.out, decoder.names)
         return message
     }
@@ -118,6 +116,7 @@ struct DocumentMessageDecoder {
 
     // MARK: - The message
 
+    @inline(__always)
     private mutating func message() -> DocumentMessage? {
         guard take(UInt8(ascii: "{")) else { return nil }
         var kind: DocumentMessage.Kind?
@@ -182,12 +181,16 @@ struct DocumentMessageDecoder {
         }
         skipWhitespace()
         guard index == bytes.count, let kind, let collection, let wireID else { return nil }
-        let key = DocumentKey(collectionName: collection, documentID: DDPClient.documentID(fromWire: wireID))
+        let escaped = wireID.utf8.first == UInt8(ascii: "-")  // only an id escaped with `-` stands for another
+        let documentID = escaped ? DDPClient.documentID(fromWire: wireID) : wireID
         let fields = Document(
-            id: key.documentID, fieldCount: fieldCount ?? 0,
+            id: documentID, fieldCount: fieldCount ?? 0,
             packedFields: UnsafeRawBufferPointer(start: out.base, count: fieldsEnd)
         )
-        return DocumentMessage(kind: kind, key: key, wireID: wireID, fields: fields, cleared: kind == .added ? [] : cleared ?? [])
+        return DocumentMessage(
+            kind: kind, key: DocumentKey(collectionName: collection, documentID: documentID),
+            escapedWireID: escaped && documentID != wireID ? wireID : nil, fields: fields,
+            cleared: kind == .added ? [] : cleared ?? [])
     }
 
     private enum TopLevelKey {
