@@ -9,33 +9,36 @@ import NIOPosix
 extension DDPClient {
     /// Starts connecting (and keeps reconnecting with back-off until ``disconnect()``).
     public func connect() {
-        queue.async { self.perform(self.machine.connectRequested()) }
+        queue.async { if !self.isClosed { self.perform(self.machine.connectRequested()) } }
     }
 
     /// Disconnects and stops retrying. Subscriptions and pending methods are kept for the next ``connect()``.
     public func disconnect() {
-        queue.async { self.perform(self.machine.disconnectRequested()) }
+        queue.async { if !self.isClosed { self.perform(self.machine.disconnectRequested()) } }
     }
 
     /// Retries at once when waiting for the back-off; connects again after ``disconnect()`` or a failure.
     public func reconnect() {
-        queue.async { self.perform(self.machine.reconnectRequested()) }
+        queue.async { if !self.isClosed { self.perform(self.machine.reconnectRequested()) } }
     }
 
     /// Tells the client the network is reachable again: a client waiting for its back-off, or offline because the
     /// connection was lost while the network was unreachable, connects at once (not after ``disconnect()``).
     public func networkDidBecomeReachable() {
-        queue.async { self.perform(self.machine.networkReachabilityChanged(reachable: true)) }
+        queue.async { if !self.isClosed { self.perform(self.machine.networkReachabilityChanged(reachable: true)) } }
     }
 
     /// Tells the client the network is unreachable: a lost connection then goes offline instead of retrying
     /// until ``networkDidBecomeReachable()``.
     public func networkDidBecomeUnreachable() {
-        queue.async { self.perform(self.machine.networkReachabilityChanged(reachable: false)) }
+        queue.async { if !self.isClosed { self.perform(self.machine.networkReachabilityChanged(reachable: false)) } }
     }
 
     /// Disconnects for good: pending calls fail with ``MethodError/Kind/clientClosed``, subscriptions stop (their
     /// `ready()` throws ``SubscriptionStoppedError``), and ``statusUpdates``, ``errors`` and ``accountUpdates`` end.
+    /// What is asked afterwards is answered the same way at once: a call fails with `clientClosed` (its stub does not
+    /// run), a new subscription is stopped, and ``connect()``, ``reconnect()`` and the other connection requests do
+    /// nothing.
     public func close() {
         queue.async {
             guard !self.isClosed else { return }

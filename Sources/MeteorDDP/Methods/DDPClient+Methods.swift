@@ -86,6 +86,12 @@ extension DDPClient {
         }
         let stub = stubs.withLockedValue { $0[name] }
         return try onClientQueue {
+            if isClosed {
+                // Nothing would ever answer (or restore what a stub wrote): the call fails at once, as the calls
+                // pending at close() did.
+                userCode.run { completion(.failure(MethodError(methodName: name, kind: .clientClosed))) }
+                return nil
+            }
             let id = session.methods.makeMethodID()
             var stubValue: EJSONValue?
             var randomSeed: String?

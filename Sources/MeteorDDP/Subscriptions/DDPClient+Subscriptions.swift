@@ -23,6 +23,12 @@ extension DDPClient {
             let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
                 randomGenerator.id()
             }
+            if isClosed {
+                // A closed client subscribes to nothing: the handle is stopped at once, as close() stopped the others.
+                _ = session.subscriptions.nosub(record.id)
+                record.shared.update(.stopped)
+                return (record, false)
+            }
             if isNew, machine.isSocketOpen {
                 send(.sub(id: record.id, name: name, params: params))
                 session.subscriptions.markSent(record.id)
