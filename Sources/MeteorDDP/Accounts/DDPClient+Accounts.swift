@@ -71,8 +71,18 @@ extension DDPClient {
     }
 
     /// Logs out: the server invalidates the token, and the account is cleared here and in the store.
+    ///
+    /// On a closed client (or one closed before the server answered) the account is still cleared here and in the
+    /// stores, but no server was told: the token stays valid there until it expires, and this throws
+    /// ``MethodError`` of kind ``MethodError/Kind/clientClosed`` to say so. Any other failure leaves the account as
+    /// it was (Meteor's `logout`).
     public func logout() async throws {
-        _ = try await call("logout", params: [], options: MethodOptions(wait: true))
+        var notToldTheServer: MethodError?
+        do {
+            _ = try await call("logout", params: [], options: MethodOptions(wait: true))
+        } catch let error as MethodError where error.kind == .clientClosed {
+            notToldTheServer = error
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
                 self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
@@ -81,6 +91,7 @@ extension DDPClient {
                 continuation.resume()
             }
         }
+        if let notToldTheServer { throw notToldTheServer }
     }
 
     // MARK: - Machinery

@@ -51,6 +51,7 @@ extension DDPClient {
                 self.userCode.run { invocation.completion(.failure(failure)) }
             }
             for record in self.session.subscriptions.removeAll() { record.shared.update(.stopped) }
+            self.persistence?.restoredCalls.clientClosed()
             self.statusBroadcaster.finish()
             self.errorBroadcaster.finish()
             self.accountBroadcaster.finish()

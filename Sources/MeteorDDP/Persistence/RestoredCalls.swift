@@ -32,8 +32,8 @@ public struct RestoredCallOutcome: Sendable, Equatable {
 ///
 /// Their original completion handlers died with the earlier run; this is where their results go. Iterate it from
 /// launch (each iteration replays the outcomes so far, then waits for the others, and ends once every restored call
-/// has one). A call cut short by ``DDPClient/close()`` has no outcome in this run: it stays in the store and is sent
-/// again at the next launch.
+/// has one, or once the client is closed). A call cut short by ``DDPClient/close()`` has no outcome in this run: it
+/// stays in the store and is sent again at the next launch.
 ///
 /// For example:
 /// ```swift
@@ -50,6 +50,8 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         var nextID = 0
         /// Per restored call: whether the server already has what its stub wrote (noted at its `updated`).
         var alreadyOnServer: [String: Bool] = [:]
+        /// The client was closed: no outcome comes any more, and iterations end once they replayed those so far.
+        var clientClosed = false
     }
 
     /// The restored calls, in call order.
@@ -71,7 +73,7 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         // Unbounded, yet bounded by the number of restored calls (one outcome each).
         let id: Int? = state.withLockedValue { state in
             for outcome in state.outcomes { continuation.yield(outcome) }
-            guard state.outcomes.count < calls.count else { return nil }
+            guard state.outcomes.count < calls.count, !state.clientClosed else { return nil }
             state.nextID += 1
             state.continuations[state.nextID] = continuation
             return state.nextID
@@ -87,6 +89,16 @@ public final class RestoredCalls: AsyncSequence, Sendable {
     /// Notes whether the server has what the stub of call `id` wrote (see ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
     func noteServerVersions(of id: String, matchStub: Bool) {
         state.withLockedValue { $0.alreadyOnServer[id] = matchStub }
+    }
+
+    /// The client was closed: the calls without an outcome get none in this run, so every iteration ends.
+    func clientClosed() {
+        let finished: [AsyncStream<RestoredCallOutcome>.Continuation] = state.withLockedValue { state in
+            state.clientClosed = true
+            defer { state.continuations.removeAll() }
+            return Array(state.continuations.values)
+        }
+        for continuation in finished { continuation.finish() }
     }
 
     /// Call `call` ended with `result`.

@@ -36,15 +36,16 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
         self.state = NIOLockedValueBox(State(current: current))
     }
 
-    /// A new stream for one consumer (starting with the current value, if the broadcaster keeps one).
+    /// A new stream for one consumer (starting with the current value, if the broadcaster keeps one). After
+    /// ``finish()`` it still starts with that value, then ends.
     func makeStream() -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
         let id: Int? = state.withLockedValue { state in
+            if let current = state.current { continuation.yield(current) }
             guard !state.finished else { return nil }
             let id = state.nextID
             state.nextID += 1
             state.continuations[id] = continuation
-            if let current = state.current { continuation.yield(current) }
             return id
         }
         guard let id else {
