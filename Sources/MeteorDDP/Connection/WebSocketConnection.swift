@@ -25,15 +25,13 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     }
 
     private let onEvent: @Sendable (TransportEvent) -> Void
-    private let outgoing: AsyncStream<String>.Continuation
-    private let outgoingStream: AsyncStream<String>
+    private let outgoing = OutboundFrames()
     private let maxBufferedOutboundBytes: Int
     private let state = NIOLockedValueBox(State())
 
     init(maxBufferedOutboundBytes: Int, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
         self.onEvent = onEvent
         self.maxBufferedOutboundBytes = maxBufferedOutboundBytes
-        (outgoingStream, outgoing) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
     }
 
     func start(url: URL, configuration: WebSocketTransport.Configuration, logger: Logger) {
@@ -44,8 +42,8 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         let body: @Sendable () async -> Void
         switch ConnectPlan.make(url: url, configuration: configuration) {
         case .success(let plan):
-            body = { [outgoingStream] in
-                let error = await self.run(plan, eventLoop: eventLoop, logger: logger, outgoing: outgoingStream)
+            body = {
+                let error = await self.run(plan, eventLoop: eventLoop, logger: logger)
                 self.sendClosed(error)
             }
         case .failure(let error):
@@ -70,7 +68,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         if overflow {
             stop(reporting: TransportError(.sendBufferFull, "more than \(maxBufferedOutboundBytes) bytes waiting to be sent: the server is not reading"))
         } else {
-            outgoing.yield(frame)
+            outgoing.append(frame)
         }
     }
 
@@ -98,7 +96,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         if first { onEvent(.closed(error)) }
     }
 
-    private func run(_ plan: ConnectPlan, eventLoop: any EventLoop, logger: Logger, outgoing: AsyncStream<String>) async -> TransportError? {
+    private func run(_ plan: ConnectPlan, eventLoop: any EventLoop, logger: Logger) async -> TransportError? {
         do {
             let closeFrame = try await WebSocketClient.connect(
                 url: plan.url,
@@ -110,7 +108,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
                 self.state.withLockedValue { $0.opened = true }
                 self.onEvent(.opened)
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await self.write(outgoing, to: outbound) }
+                    group.addTask { try await self.write(to: outbound) }
                     group.addTask { try await self.read(inbound, replyingOn: outbound, plan: plan) }
                     _ = try await group.next()
                     group.cancelAll()
@@ -127,10 +125,12 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     }
 
     /// Writes the queued frames in order, then closes normally once the queue ends (the client closed).
-    private func write(_ outgoing: AsyncStream<String>, to outbound: WebSocketOutboundWriter) async throws {
-        for await frame in outgoing {
-            try await outbound.write(.text(frame))
-            wrote(frame.utf8.count)
+    private func write(to outbound: WebSocketOutboundWriter) async throws {
+        while let frames = await outgoing.next() {
+            for frame in frames {
+                try await outbound.write(.text(frame))
+                wrote(frame.utf8.count)
+            }
         }
         try? await outbound.close(.normalClosure, reason: nil)
     }
