@@ -78,13 +78,20 @@ struct MethodCoordinator {
 
     /// Whether the call went out on the current socket (or was "sent" while it was down).
     func isSent(_ id: String) -> Bool {
-        invocations[id]?.sentMessage == true
+        guard let slot = invocations.index(forKey: id) else { return false }
+        return invocations.values[slot].sentMessage
+    }
+
+    /// The name of call `id`, if it is pending (read in place: an invocation is large to copy).
+    func name(of id: String) -> String? {
+        invocations.index(forKey: id).map { invocations.values[$0].name }
     }
 
     private mutating func markSent(_ ids: [String]) -> [Invocation] {
         ids.compactMap { id in
-            invocations[id]?.sentMessage = true
-            return invocations[id]
+            guard let slot = invocations.index(forKey: id) else { return nil }
+            invocations.values[slot].sentMessage = true
+            return invocations.values[slot]
         }
     }
 
@@ -101,23 +108,25 @@ struct MethodCoordinator {
 
     /// `result` (LC `_livedata_result`): only calls in the first block may have one.
     mutating func receivedResult(id: String, _ result: Result<EJSONValue?, MethodError>) -> ResultOutcome {
-        guard let index = blocks.first?.methodIDs.firstIndex(of: id), invocations[id] != nil else { return .unknown }
+        guard let index = blocks.first?.methodIDs.firstIndex(of: id), let slot = invocations.index(forKey: id) else { return .unknown }
         blocks[0].methodIDs.remove(at: index)
-        invocations[id]?.result = result
-        return complete(id, orRecord: true)
+        // Changed in place through its index: `invocations[id]?.result = …` moves the whole (large) invocation out
+        // and back in through a coroutine frame allocated on the heap.
+        invocations.values[slot].result = result
+        return complete(at: slot)
     }
 
     /// The call's data is visible (after its `updated` and the flush). Returns the completion outcome.
     mutating func dataBecameVisible(id: String) -> ResultOutcome {
-        guard invocations[id] != nil else { return .unknown }
-        invocations[id]?.dataVisible = true
-        return complete(id, orRecord: true)
+        guard let slot = invocations.index(forKey: id) else { return .unknown }
+        invocations.values[slot].dataVisible = true
+        return complete(at: slot)
     }
 
-    private mutating func complete(_ id: String, orRecord: Bool) -> ResultOutcome {
-        guard let invocation = invocations[id] else { return .unknown }
-        guard invocation.result != nil, invocation.dataVisible else { return .recorded(invocation) }
-        invocations.removeValue(forKey: id)
+    /// Completes the call at `slot` if it has both its result and its data, else returns it as recorded.
+    private mutating func complete(at slot: Dictionary<String, Invocation>.Index) -> ResultOutcome {
+        guard invocations.values[slot].result != nil, invocations.values[slot].dataVisible else { return .recorded(invocations.values[slot]) }
+        let invocation = invocations.remove(at: slot).value
         return .completed(invocation, next: outstandingMethodFinished())
     }
 

@@ -164,7 +164,7 @@ extension DDPClient {
     }
 
     private func methodResultReceived(_ id: String, result: EJSONValue?, error: MeteorError?) {
-        let name = session.methods.invocations[id]?.name ?? "?"
+        let name = session.methods.name(of: id) ?? "?"
         let outcome: Result<EJSONValue?, MethodError> = error.map { .failure(.server(name, $0)) } ?? .success(result)
         let handled = session.methods.receivedResult(id: id, outcome)
         if case .recorded(let invocation) = handled {
