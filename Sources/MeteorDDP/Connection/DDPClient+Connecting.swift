@@ -206,10 +206,11 @@ extension DDPClient {
         }
     }
 
-    /// Whether a parsed frame is data that no caller waits on: `added`, `changed`, `removed`.
+    /// Whether a parsed frame is one that no caller waits on: data (`added`, `changed`, `removed`) and the server's
+    /// pings (their pongs go out with the batch, a moment later: the server's heartbeat allows seconds).
     private static func nobodyWaits(on parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> Bool {
         switch parsed {
-        case .success(.document), .success(.message(.removed)): true
+        case .success(.document), .success(.message(.removed)), .success(.message(.ping)): true
         default: false
         }
     }

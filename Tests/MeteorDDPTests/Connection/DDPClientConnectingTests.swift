@@ -211,6 +211,18 @@ final class DDPClientConnectingTests: XCTestCase {
         XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"pong","id":"p1"}"#, #"{"msg":"pong"}"#])
     }
 
+    /// A server's ping is answered with the next batch of frames nobody waits on (a moment later), not while the
+    /// transport's thread waits for the client queue: on a ping flood each ping cost that hand-over.
+    func testAServerPingIsAnsweredWithTheNextBatch() {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        harness.transport.clearSentFrames()
+        harness.transport.receive(#"{"msg":"ping","id":"p1"}"#)
+        XCTAssertEqual(harness.transport.sentFrames, [], "not handled on the transport's thread")
+        harness.advance(by: IncomingInbox.dataBatchingDelay)
+        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"pong","id":"p1"}"#])
+    }
+
     func testServerErrorMessageIsReportedOnTheErrorsStream() async {
         let harness = ClientHarness()
         var errors = harness.client.errors.makeAsyncIterator()
