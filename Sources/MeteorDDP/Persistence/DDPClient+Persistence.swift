@@ -142,8 +142,6 @@ extension DDPClient {
             persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
             // Server versions no restored call claims were dropped: the store forgets them too.
             persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
-        // close() stopped the subscriptions here, not in the app: the store keeps those it had, for the next launch.
-        guard !isClosed else { return }
         }
         let writer = persistence.writer
         database.observeCommits { writer.committed($0) }

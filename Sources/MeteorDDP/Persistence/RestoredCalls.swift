@@ -93,10 +93,9 @@ public final class RestoredCalls: AsyncSequence, Sendable {
 
     /// The client was closed: the calls without an outcome get none in this run, so every iteration ends.
     func clientClosed() {
-        let finished: [AsyncStream<RestoredCallOutcome>.Continuation] = state.withLockedValue { state in
+        let finished = state.withLockedValue { state in
             state.clientClosed = true
-            defer { state.continuations.removeAll() }
-            return Array(state.continuations.values)
+            return Self.takeContinuations(&state)
         }
         for continuation in finished { continuation.finish() }
     }
@@ -114,10 +113,15 @@ public final class RestoredCalls: AsyncSequence, Sendable {
             state.outcomes.append(element)
             for continuation in state.continuations.values { continuation.yield(element) }
             guard state.outcomes.count >= calls.count else { return [] }
-            defer { state.continuations.removeAll() }
-            return Array(state.continuations.values)
+            return Self.takeContinuations(&state)
         }
         for continuation in finished { continuation.finish() }
+    }
+
+    /// The live iterations' continuations, taken out of `state` (to be finished outside the lock).
+    private static func takeContinuations(_ state: inout State) -> [AsyncStream<RestoredCallOutcome>.Continuation] {
+        defer { state.continuations.removeAll() }
+        return Array(state.continuations.values)
     }
 
     /// Whether the server's versions contain what the stub wrote: each document the stub left present is present
