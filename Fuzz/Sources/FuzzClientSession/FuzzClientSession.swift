@@ -1,6 +1,6 @@
 import EJSON
 import FuzzSupport
-import MeteorDDP
+@testable import MeteorDDP
 import MeteorDDPTesting
 
 /// Any sequence of server frames (one per input line) driven into a connected client over the in-memory transport:
@@ -21,17 +21,19 @@ func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         return nil
     }
     client.connect()
-    _ = client.negotiatedVersion  // runs on the client queue, after `connect()` opened the transport
+    client.waitUntilIdle()  // `connect()` opens the transport on the client queue
     transport.open()
     transport.receive(#"{"msg":"connected","session":"s"}"#)
+    guard client.status.isConnected else { fatalError("the harness did not connect the client") }
     let subscription = client.subscribe("c")
     _ = try? client.call("touch") { _ in }
     _ = try? client.call("wait", options: MethodOptions(wait: true)) { _ in }
     for line in input.split(separator: "\n", omittingEmptySubsequences: true).prefix(64) {
         transport.receive(String(line).replacing("$SUB", with: subscription.id))
     }
-    // Frames are handled on the delivering thread when the client queue is idle: the pong is out when this returns.
+    // A ping waits in the inbox for the next batch (the scheduler is manual): `waitUntilIdle` drains it now.
     transport.receive(#"{"msg":"ping","id":"fuzz-check"}"#)
+    client.waitUntilIdle()
     if client.status.isConnected, !transport.sentFrames.contains(where: { $0.contains("fuzz-check") }) {
         fatalError("a connected client stopped answering pings after: \(input.prefix(500))")
     }
