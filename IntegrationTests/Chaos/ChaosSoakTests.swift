@@ -2,7 +2,7 @@ import DDPTestServer
 import Dispatch
 import EJSON
 import Foundation
-import MeteorDDP
+@testable import MeteorDDP
 import TestSupport
 import XCTest
 
@@ -22,6 +22,8 @@ final class ChaosSoakTests: XCTestCase {
         let environment = ProcessInfo.processInfo.environment
         let seconds = environment["MDDP_CHAOS_SECONDS"].flatMap(Double.init) ?? 15
         let seed = environment["MDDP_CHAOS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        // Printed first: a run that fails or hangs part-way can be replayed with MDDP_CHAOS_SEED.
+        print("chaos soak: seed \(seed), \(Int(seconds)) s of faults")
         let ledger = ChaosLedger()
 
         let server = DDPTestServer()
@@ -64,11 +66,16 @@ final class ChaosSoakTests: XCTestCase {
         do {
             try await withTimeout(60, "every call to complete") { await ledger.waitUntilEveryCallCompleted() }
         } catch {
-            XCTFail("calls hang after the faults stopped: \(ledger.pendingDescription.prefix(300))")
+            XCTFail("calls hang after the faults stopped: \(ledger.pendingDescription.prefix(300))\nclient: \(client.stateSummary())")
             throw error
         }
-        try await withTimeout(60, "the subscription to be ready") { try await subscription.ready() }
-        _ = try await withTimeout(60, "the final call") { try await client.call("sync") }
+        do {
+            try await withTimeout(60, "the subscription to be ready") { try await subscription.ready() }
+            _ = try await withTimeout(60, "the final call") { try await client.call("sync") }
+        } catch {
+            XCTFail("the client does not settle after the faults stopped (seed \(seed)): \(error)\nclient: \(client.stateSummary())\nproxy: \(proxy.figures)")
+            throw error
+        }
 
         let cache = Dictionary(uniqueKeysWithValues: client.database.collection(collection).documents.map { ($0.id, ChaosLedger.canonical($0.fields)) })
         let (onServer, texts): ([String: String?], [String]) = server.perform {

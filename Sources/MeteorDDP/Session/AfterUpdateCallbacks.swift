@@ -46,3 +46,8 @@ struct AfterUpdateCallbacks {
         entries.removeAll()
     }
 }
+
+extension AfterUpdateCallbacks {
+    /// What waits, for ``DDPClient/stateSummary()``.
+    var summary: String { "\(entries.count) waiting, ticket requested \(requestedTicket), flushed \(flushedTicket)" }
+}
