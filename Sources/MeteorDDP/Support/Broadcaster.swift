@@ -2,11 +2,16 @@ import NIOConcurrencyHelpers
 
 /// Fans values out to any number of `AsyncStream` consumers: each consumer gets every value yielded after it
 /// started (buffered up to `bufferLimit` newest values). A broadcaster made with a current value keeps the newest one
-/// and starts every stream with it: registering a consumer and reading that value happen under the same lock as
-/// every yield, so a stream never misses a value yielded after its start nor goes back to an older one.
+/// and starts every stream with it: registering a consumer, reading that value and every yield happen in one order
+/// (``order``), so a stream never misses a value yielded after its start nor goes back to an older one.
+///
+/// Two locks, because a consumer's stream ends (its task cancelled) under that task's status lock, and its termination
+/// handler then takes `state`'s lock to unregister; a yield resumes the consumer, which takes the task's status lock.
+/// So values are handed to the streams under ``order`` only, never under `state`'s lock, which is held just long enough
+/// to read or change the list of consumers: holding it across a resume deadlocked with a cancellation.
 final class Broadcaster<Element: Sendable>: @unchecked Sendable {
-    // @unchecked because `state` is protected by its lock. Yields happen under it (an `AsyncStream` continuation's
-    // yield runs no user code: it only enqueues the value and wakes the consumer's task).
+    // @unchecked because `state` is protected by its lock, and `order` serialises the hand-overs (an `AsyncStream`
+    // continuation's yield runs no user code: it only enqueues the value and wakes the consumer's task).
 
     // MARK: - Mutable State
 
@@ -22,6 +27,9 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
+    /// Serialises registering, yielding and finishing, so consumers see values in yield order. Never taken by a
+    /// stream's termination handler.
+    private let order = NIOLock()
     private let bufferLimit: Int
 
     /// A broadcaster of events: a stream gets what is yielded after it started.
@@ -40,12 +48,16 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
     /// ``finish()`` it still starts with that value, then ends.
     func makeStream() -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
-        let id: Int? = state.withLockedValue { state in
-            if let current = state.current { continuation.yield(current) }
-            guard !state.finished else { return nil }
-            let id = state.nextID
-            state.nextID += 1
-            state.continuations[id] = continuation
+        let id: Int? = order.withLock {
+            let (id, current): (Int?, Element?) = state.withLockedValue { state in
+                guard !state.finished else { return (nil, state.current) }
+                let id = state.nextID
+                state.nextID += 1
+                state.continuations[id] = continuation
+                return (id, state.current)
+            }
+            // The stream is not handed out yet: nothing can end it before this first value.
+            if let current { continuation.yield(current) }
             return id
         }
         guard let id else {
@@ -60,19 +72,25 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
 
     /// Sends `value` to every consumer (and makes it the current value, if the broadcaster keeps one).
     func yield(_ value: Element) {
-        state.withLockedValue { state in
-            if state.current != nil { state.current = value }
-            for continuation in state.continuations.values { continuation.yield(value) }
+        order.withLock {
+            let continuations: [AsyncStream<Element>.Continuation] = state.withLockedValue { state in
+                if state.current != nil { state.current = value }
+                return Array(state.continuations.values)
+            }
+            // A stream that ended meanwhile ignores the value.
+            for continuation in continuations { continuation.yield(value) }
         }
     }
 
     /// Ends every stream, present and future.
     func finish() {
-        let continuations: [AsyncStream<Element>.Continuation] = state.withLockedValue { state in
-            state.finished = true
-            defer { state.continuations.removeAll() }
-            return Array(state.continuations.values)
+        order.withLock {
+            let continuations: [AsyncStream<Element>.Continuation] = state.withLockedValue { state in
+                state.finished = true
+                defer { state.continuations.removeAll() }
+                return Array(state.continuations.values)
+            }
+            for continuation in continuations { continuation.finish() }
         }
-        for continuation in continuations { continuation.finish() }
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import XCTest
 
 @testable import MeteorDDP
@@ -30,6 +31,36 @@ final class BroadcasterTests: XCTestCase {
         }
     }
 
+    /// A consumer's task cancelled while a value is yielded to it: cancelling runs the stream's termination handler
+    /// under the task's status lock, and resuming the consumer takes that lock. The broadcaster's lock must not be held
+    /// across the resume, or the two threads wait for each other for ever (it happened: the chaos soak cancelled its
+    /// task reading `errors` as `close()` reported an error, and both threads hung).
+    func testCancellingAConsumerWhileValuesAreYieldedDoesNotDeadlock() {
+        let broadcaster = Broadcaster<Int>(bufferLimit: 8, current: 0)
+        let stop = ManagedAtomicFlag()
+        let writer = Thread {
+            var value = 0
+            while !stop.isSet {
+                value += 1
+                broadcaster.yield(value)
+            }
+        }
+        writer.start()
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            for _ in 0..<3_000 {
+                let stream = broadcaster.makeStream()
+                let consumer = Task { for await _ in stream {} }
+                for _ in 0..<Int.random(in: 0..<50) { sched_yield() }
+                consumer.cancel()
+            }
+            finished.signal()
+        }.start()
+        let result = finished.wait(timeout: .now() + 60)
+        stop.set()
+        XCTAssertEqual(result, .success, "cancelling consumers while values are yielded deadlocked")
+    }
+
     func testAnEventBroadcasterStartsStreamsWithNothing() async {
         let broadcaster = Broadcaster<Int>(bufferLimit: 10)
         broadcaster.yield(1)
@@ -40,4 +71,13 @@ final class BroadcasterTests: XCTestCase {
         for await value in stream { values.append(value) }
         XCTAssertEqual(values, [2])
     }
+}
+
+/// A flag set once, read from any thread.
+private final class ManagedAtomicFlag: @unchecked Sendable {
+    // @unchecked because `value` is protected by `lock`.
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }
