@@ -57,6 +57,10 @@ public final class RestoredCalls: AsyncSequence, Sendable {
     /// The restored calls, in call order.
     public let calls: [RestoredCall]
     private let state = NIOLockedValueBox(State())
+    /// Serialises registering, yielding and finishing, so iterations see outcomes in order; values are handed to the
+    /// streams under it, never under `state`'s lock, which a stream's termination handler takes (under its cancelled
+    /// task's status lock, which handing a value to that task's stream takes too: see ``Broadcaster``).
+    private let order = NIOLock()
 
     init(calls: [RestoredCall]) {
         self.calls = calls
@@ -71,12 +75,15 @@ public final class RestoredCalls: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncStream<RestoredCallOutcome>.Iterator {
         let (stream, continuation) = AsyncStream.makeStream(of: RestoredCallOutcome.self, bufferingPolicy: .unbounded)
         // Unbounded, yet bounded by the number of restored calls (one outcome each).
-        let id: Int? = state.withLockedValue { state in
-            for outcome in state.outcomes { continuation.yield(outcome) }
-            guard state.outcomes.count < calls.count, !state.clientClosed else { return nil }
-            state.nextID += 1
-            state.continuations[state.nextID] = continuation
-            return state.nextID
+        let id: Int? = order.withLock {
+            let (id, outcomes): (Int?, [RestoredCallOutcome]) = state.withLockedValue { state in
+                guard state.outcomes.count < calls.count, !state.clientClosed else { return (nil, state.outcomes) }
+                state.nextID += 1
+                state.continuations[state.nextID] = continuation
+                return (state.nextID, state.outcomes)
+            }
+            for outcome in outcomes { continuation.yield(outcome) }
+            return id
         }
         if let id {
             continuation.onTermination = { [weak self] _ in _ = self?.state.withLockedValue { $0.continuations.removeValue(forKey: id) } }
@@ -93,29 +100,34 @@ public final class RestoredCalls: AsyncSequence, Sendable {
 
     /// The client was closed: the calls without an outcome get none in this run, so every iteration ends.
     func clientClosed() {
-        let finished = state.withLockedValue { state in
-            state.clientClosed = true
-            return Self.takeContinuations(&state)
+        order.withLock {
+            let finished = state.withLockedValue { state in
+                state.clientClosed = true
+                return Self.takeContinuations(&state)
+            }
+            for continuation in finished { continuation.finish() }
         }
-        for continuation in finished { continuation.finish() }
     }
 
     /// Call `call` ended with `result`.
     func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, MethodError>) {
-        let finished: [AsyncStream<RestoredCallOutcome>.Continuation] = state.withLockedValue { state in
-            let outcome: RestoredCallOutcome.Result
-            switch result {
-            case .success(let value): outcome = .succeeded(value)
-            case .failure(let error) where error.kind == .clientClosed: return []
-            case .failure(let error): outcome = state.alreadyOnServer[call.id] == true ? .alreadyApplied(error) : .failed(error)
+        order.withLock {
+            let handOver: (RestoredCallOutcome, live: [AsyncStream<RestoredCallOutcome>.Continuation], complete: Bool)? = state.withLockedValue { state in
+                let outcome: RestoredCallOutcome.Result
+                switch result {
+                case .success(let value): outcome = .succeeded(value)
+                case .failure(let error) where error.kind == .clientClosed: return nil
+                case .failure(let error): outcome = state.alreadyOnServer[call.id] == true ? .alreadyApplied(error) : .failed(error)
+                }
+                let element = RestoredCallOutcome(call: call, result: outcome)
+                state.outcomes.append(element)
+                guard state.outcomes.count >= calls.count else { return (element, Array(state.continuations.values), false) }
+                return (element, Self.takeContinuations(&state), true)
             }
-            let element = RestoredCallOutcome(call: call, result: outcome)
-            state.outcomes.append(element)
-            for continuation in state.continuations.values { continuation.yield(element) }
-            guard state.outcomes.count >= calls.count else { return [] }
-            return Self.takeContinuations(&state)
+            guard let (element, live, complete) = handOver else { return }
+            for continuation in live { continuation.yield(element) }
+            if complete { for continuation in live { continuation.finish() } }
         }
-        for continuation in finished { continuation.finish() }
     }
 
     /// The live iterations' continuations, taken out of `state` (to be finished outside the lock).
