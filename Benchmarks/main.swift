@@ -2,7 +2,7 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess, pipelined, roundtrip;
+//   sections: memory, ejson, database, queries, ingest, methods, large, clients, clients-deflate, offline (and, alone for profiling: apply, inprocess, pipelined, roundtrip, backlog;
 //   MDDP_PROFILE_APPLY=1 makes `apply` run only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1
 //   makes `inprocess` run only our side, five times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize;
 //   MDDP_PROFILE_PIPELINED=1 makes `pipelined` run only our side, 40 rounds (=raw: only the raw client; =rawloop:
@@ -44,8 +44,9 @@ if requested.isEmpty {
         case "methods": MethodBenchmarks.run()
         case "pipelined": MethodBenchmarks.pipelinedCalls()
         case "roundtrip": MethodBenchmarks.callRoundTrip()
+        case "backlog": MethodBenchmarks.completionsWithBacklog()
         case "offline": await OfflineBenchmarks.run()
-        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess, pipelined, roundtrip")
+        default: print("unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess, pipelined, roundtrip, backlog")
         }
     }
 }

@@ -2,6 +2,7 @@ import DDPTestServer
 import Dispatch
 import EJSON
 import Foundation
+import Logging
 @testable import MeteorDDP
 import TestSupport
 import XCTest
@@ -35,6 +36,9 @@ final class ChaosSoakTests: XCTestCase {
         var configuration = DDPClient.Configuration()
         configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 300, minTimeout: 10)
         configuration.connectTimeout = .seconds(2)
+        if let path = environment["MDDP_CHAOS_TRACE"], let factory = TraceFileLogHandler.factory(path: path) {
+            configuration.logger = Logger(label: "MeteorDDP", factory: factory)
+        }
         let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(proxyPort)/websocket")!, configuration: configuration)
         defineStubs(client, ledger: ledger)
         let observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) {
@@ -66,14 +70,14 @@ final class ChaosSoakTests: XCTestCase {
         do {
             try await withTimeout(60, "every call to complete") { await ledger.waitUntilEveryCallCompleted() }
         } catch {
-            XCTFail("calls hang after the faults stopped: \(ledger.pendingDescription.prefix(300))\nclient: \(client.stateSummary())")
+            XCTFail("calls hang after the faults stopped: \(ledger.pendingDescription.prefix(300))\nclient: \(client.stateSummary().prefix(3000))\nserver: \(serverEvidence(server, client))")
             throw error
         }
         do {
             try await withTimeout(60, "the subscription to be ready") { try await subscription.ready() }
             _ = try await withTimeout(60, "the final call") { try await client.call("sync") }
         } catch {
-            XCTFail("the client does not settle after the faults stopped (seed \(seed)): \(error)\nclient: \(client.stateSummary())\nproxy: \(proxy.figures)")
+            XCTFail("the client does not settle after the faults stopped (seed \(seed)): \(error)\nclient: \(client.stateSummary().prefix(3000))\nserver: \(serverEvidence(server, client))\nproxy: \(proxy.figures)")
             throw error
         }
 
@@ -110,6 +114,19 @@ final class ChaosSoakTests: XCTestCase {
         XCTAssertEqual(Array(verdict.wrongNotifications.prefix(10)), [], "\(verdict.wrongNotifications.count) wrong notifications")
         XCTAssertEqual(Array(verdict.unexpectedErrors.prefix(10)), [], "no error the faults did not cause")
         XCTAssertGreaterThan(figures.drops, 0, "the faults happened")
+    }
+
+    /// What the server received of the client's first pending call, for a soak that hangs.
+    private func serverEvidence(_ server: DDPTestServer, _ client: DDPClient) -> String {
+        let head = client.queue.sync { client.session.methods.blocks.first?.methodIDs.first }
+        let received = server.receivedMessages
+        let methods = received.compactMap { message -> String? in
+            if case .method(let id, _, _, _) = message { return id }
+            return nil
+        }
+        let connects = received.filter { if case .connect = $0 { return true } else { return false } }.count
+        return "messages \(received.count), connects \(connects), methods \(methods.count), last method ids \(methods.suffix(5)); "
+            + "the first pending call \(head ?? "none") received \(head.map { id in methods.filter { $0 == id }.count } ?? 0) times"
     }
 
     // MARK: - The application

@@ -15,7 +15,7 @@ extension DDPClient {
         case .failure(let violation):
             report(.protocolViolation(violation))
         case .success(.message(let message)):
-            logger.trace("received", metadata: ["msg": "\(message.name)"])
+            logger.trace("received", metadata: ["frame": "\(EJSON.stringify(message.ejsonValue).prefix(300))"])
             handle(message)
         case .success(let document):
             logger.trace("received", metadata: ["msg": "\(document.name)"])

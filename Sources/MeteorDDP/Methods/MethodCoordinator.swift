@@ -17,8 +17,6 @@ struct MethodCoordinator {
         let completion: Completion
         /// Whether `completion` only resumes a task (the async API), so it may run on the client queue.
         var completesInline = false
-        /// Whether the frame went out on the current socket (or was "sent" while it was down).
-        var sentMessage = false
         /// The result, once received.
         var result: Result<EJSONValue?, MethodError>?
         /// Whether `updated` arrived and the data was flushed.
@@ -36,6 +34,11 @@ struct MethodCoordinator {
     private(set) var invocations: [String: Invocation] = [:]
     /// Calls still waiting for their result, in Meteor's blocks. Confined to the client queue.
     private(set) var blocks: [Block] = []
+    /// The pending calls whose frame went out on the current socket (or was "sent" while it was down): Meteor's
+    /// `sentMessage`, kept as a set so that "which calls are sent" costs the sent calls, not every pending one (a
+    /// backlog of thousands of calls queued behind a wait call must not slow down each `updated`). Confined to the
+    /// client queue.
+    private(set) var sentIDs: Set<String> = []
     /// The next method id (decimal, from "1", per connection object). Confined to the client queue.
     private var nextID = 1
     /// After a socket reset, until the reconnect hooks ran: the blocks to put back behind the calls the hooks make.
@@ -78,8 +81,7 @@ struct MethodCoordinator {
 
     /// Whether the call went out on the current socket (or was "sent" while it was down).
     func isSent(_ id: String) -> Bool {
-        guard let slot = invocations.index(forKey: id) else { return false }
-        return invocations.values[slot].sentMessage
+        sentIDs.contains(id)
     }
 
     /// The name of call `id`, if it is pending (read in place: an invocation is large to copy).
@@ -90,7 +92,7 @@ struct MethodCoordinator {
     private mutating func markSent(_ ids: [String]) -> [Invocation] {
         ids.compactMap { id in
             guard let slot = invocations.index(forKey: id) else { return nil }
-            invocations.values[slot].sentMessage = true
+            sentIDs.insert(id)
             return invocations.values[slot]
         }
     }
@@ -127,13 +129,14 @@ struct MethodCoordinator {
     private mutating func complete(at slot: Dictionary<String, Invocation>.Index) -> ResultOutcome {
         guard invocations.values[slot].result != nil, invocations.values[slot].dataVisible else { return .recorded(invocations.values[slot]) }
         let invocation = invocations.remove(at: slot).value
+        sentIDs.remove(invocation.id)
         return .completed(invocation, next: outstandingMethodFinished())
     }
 
     /// LC `_outstandingMethodFinished`: when no sent call is outstanding, the (empty) first block goes and the next
     /// block is sent.
     private mutating func outstandingMethodFinished() -> [Invocation] {
-        guard !invocations.values.contains(where: \.sentMessage), let first = blocks.first else { return [] }
+        guard sentIDs.isEmpty, let first = blocks.first else { return [] }
         guard first.methodIDs.isEmpty else { return [] }
         blocks.removeFirst()
         guard let next = blocks.first else { return [] }
@@ -152,7 +155,7 @@ struct MethodCoordinator {
         var failed: [Invocation] = []
         if var first = blocks.first {
             first.methodIDs.removeAll { id in
-                guard let invocation = invocations[id], invocation.sentMessage, invocation.options.noRetry else { return false }
+                guard let invocation = invocations[id], sentIDs.contains(id), invocation.options.noRetry else { return false }
                 invocations[id]?.result = .failure(.invocationFailed(invocation.name))
                 failed.append(invocations[id]!)
                 return true
@@ -160,8 +163,8 @@ struct MethodCoordinator {
             blocks[0] = first
             if first.methodIDs.isEmpty { blocks.removeFirst() }
         }
+        sentIDs.removeAll()
         for (id, invocation) in invocations {
-            invocations[id]?.sentMessage = false
             // A call without its result is sent again: the new session's run brings its own `updated`, and the data
             // the old run made visible is replaced by the new session's anyway.
             if invocation.result == nil { invocations[id]?.dataVisible = false }
@@ -200,7 +203,7 @@ struct MethodCoordinator {
         for (id, invocation) in invocations {
             if invocation.result != nil {
                 complete.append(id)
-            } else if invocation.sentMessage {
+            } else if sentIDs.contains(id) {
                 blocking.append(id)
             }
         }
@@ -211,6 +214,7 @@ struct MethodCoordinator {
     mutating func removeAll() -> [Invocation] {
         defer {
             invocations.removeAll()
+            sentIDs.removeAll()
             blocks.removeAll()
             blocksAwaitingReconnectHooks.removeAll()
         }

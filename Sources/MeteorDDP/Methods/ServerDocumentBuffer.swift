@@ -62,9 +62,12 @@ struct ServerDocumentBuffer {
             let keys = method.stubWrote.filter { documents[$0]?.writtenByMethods.contains(method.id) == true }
             if !keys.isEmpty { documentsWrittenByMethod[method.id] = keys }
         }
-        // A document no restored method claims would never be released.
-        for (key, document) in documents where !document.writtenByMethods.contains(where: { documentsWrittenByMethod[$0]?.contains(key) == true }) {
-            documents.removeValue(forKey: key)
+        // A writer that does not list the document would never release it (and ``runWhenAllFlushed`` finds a sent
+        // method's documents through its list): such writers are dropped, and a document no writer claims with them.
+        for (key, document) in documents {
+            let claiming = document.writtenByMethods.filter { documentsWrittenByMethod[$0]?.contains(key) == true }
+            if !claiming.isEmpty, claiming.count == document.writtenByMethods.count { continue }
+            if claiming.isEmpty { documents.removeValue(forKey: key) } else { documents[key]!.writtenByMethods = claiming }
             noteChange(key)
         }
     }
@@ -175,12 +178,22 @@ struct ServerDocumentBuffer {
         return (replacements, callbacks)
     }
 
-    /// Runs `callback` once every document tracked now and written by a method for which `isSent` holds has been
-    /// flushed (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method, do
-    /// not count, or the wait method could never finish). Returns `false` if there is no such document: the caller
-    /// runs it right away.
-    mutating func runWhenAllFlushed(countingMethods isSent: (String) -> Bool, _ callback: @escaping @Sendable () -> Void) -> Bool {
-        let counted = documents.filter { $0.value.writtenByMethods.contains(where: isSent) }.map(\.key)
+    /// Runs `callback` once every document tracked now and written by a method in `sentMethods` has been flushed
+    /// (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method, do not count,
+    /// or the wait method could never finish). Returns `false` if there is no such document: the caller runs it right
+    /// away.
+    ///
+    /// Meteor looks at every tracked document; this looks at the documents of the sent methods when they are fewer,
+    /// so that a backlog of unsent calls (each stub wrote a document) does not make every `updated` cost the backlog.
+    mutating func runWhenAllFlushed(sentMethods: Set<String>, _ callback: @escaping @Sendable () -> Void) -> Bool {
+        guard !documents.isEmpty, !sentMethods.isEmpty else { return false }
+        var counted: Set<DocumentKey> = []
+        if sentMethods.count < documents.count {
+            // Every key listed for a method is a tracked document that method wrote (see `stubWrote`, `restore`).
+            for id in sentMethods { counted.formUnion(documentsWrittenByMethod[id] ?? []) }
+        } else {
+            for (key, document) in documents where !document.writtenByMethods.isDisjoint(with: sentMethods) { counted.insert(key) }
+        }
         guard !counted.isEmpty else { return false }
         let counter = FlushCountdown(count: counted.count, callback: callback)
         for key in counted {

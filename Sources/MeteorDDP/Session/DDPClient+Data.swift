@@ -110,8 +110,8 @@ extension DDPClient {
     /// (LC `_runWhenAllServerDocsAreFlushed`).
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let methods = session.methods
-        let waiting = session.serverDocuments.runWhenAllFlushed(countingMethods: methods.isSent) {
+        let sent = session.methods.sentIDs
+        let waiting = session.serverDocuments.runWhenAllFlushed(sentMethods: sent) {
             [weak self] in self?.runAfterUpdate(block)
         }
         if !waiting { runAfterUpdate(block) }
@@ -150,8 +150,8 @@ extension DDPClient {
 
     /// The documents that no other pending method's stub wrote get the server's version.
     func releaseDocumentsWritten(byMethod id: String) {
-        let methods = session.methods
-        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: methods.isSent)
+        let sent = session.methods.sentIDs
+        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
         for replacement in replacements {
             store.enqueue(.replaced(replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }

@@ -5,7 +5,7 @@ extension DDPClient {
         queue.sync {
             let methods = session.methods
             let invocations = methods.invocations.values.sorted { MethodCoordinator.idOrder($0.id, $1.id) }.prefix(20).map {
-                "\($0.id) \($0.name) sent=\($0.sentMessage) result=\($0.result != nil) visible=\($0.dataVisible)"
+                "\($0.id) \($0.name) sent=\(methods.isSent($0.id)) result=\($0.result != nil) visible=\($0.dataVisible)"
             }
             let quiescence = session.quiescence.map { "held \($0.messages.count) (resetting \($0.resetting))" } ?? "none"
             return """

@@ -49,6 +49,40 @@ final class OfflineEdgeCaseTests: XCTestCase {
                        "call 9 (memory-only, or cleared by a logout) will never have an updated")
     }
 
+    func testAServerCopyNamingARestoredCallThatDoesNotListItIsReleasedByTheCallThatDoes() {
+        // A store written by an older version (or damaged): call 2 is restored, but its list of written documents does
+        // not name the document, so its `updated` would never release it.
+        var buffer = ServerDocumentBuffer()
+        let stored = [StoredServerDocument(key: todo, fields: ["title": "server"], writtenByMethods: ["1", "2"])]
+        buffer.restore(stored, methods: [
+            StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo]),
+            StoredMethod(id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: []),
+        ])
+        let (replacements, _) = buffer.methodUpdated("1", isSent: { _ in true })
+        XCTAssertEqual(replacements, [ServerDocumentBuffer.Replacement(key: todo, fields: ["title": "server"])])
+        XCTAssertFalse(buffer.contains(todo))
+    }
+
+    func testFlushWaitersCountTheDocumentsOfSentCallsOnly() {
+        var buffer = ServerDocumentBuffer()
+        let other = DocumentKey(collectionName: todo.collectionName, documentID: "other")
+        buffer.stubWrote(methodID: "1", originals: [(todo, nil)])
+        buffer.stubWrote(methodID: "2", originals: [(other, nil)])
+        buffer.stubWrote(methodID: "3", originals: [(DocumentKey(collectionName: todo.collectionName, documentID: "third"), nil)])
+        let ran = Locked(0)
+        // Calls 1 and 2 are sent (fewer than the three documents: the sent calls' lists are read); 3 is queued.
+        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2"]) { ran.mutate { $0 += 1 } })
+        // Every call sent (as many as the documents: every document is looked at).
+        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2", "3"]) { ran.mutate { $0 += 10 } })
+        XCTAssertFalse(buffer.runWhenAllFlushed(sentMethods: ["4"]) { ran.mutate { $0 += 100 } }, "no document of a sent call")
+        for callback in buffer.methodUpdated("1", isSent: { _ in true }).callbacks { callback() }
+        XCTAssertEqual(ran.value, 0)
+        for callback in buffer.methodUpdated("2", isSent: { _ in true }).callbacks { callback() }
+        XCTAssertEqual(ran.value, 1, "the first waiter counted documents 1 and 2 only")
+        for callback in buffer.methodUpdated("3", isSent: { _ in true }).callbacks { callback() }
+        XCTAssertEqual(ran.value, 11)
+    }
+
     func testServerCopiesNoRestoredCallClaimsAreForgottenByTheStoreToo() {
         let store = ScriptedClientStore(StoredState(serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["7"])]))
         let harness = ClientHarness { $0.persistence = .store(store) }
