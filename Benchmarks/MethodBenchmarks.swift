@@ -89,7 +89,7 @@ enum MethodBenchmarks {
             with.append(completionsPerSecond(backlog: 10_000))
         }
         Bench.report("completions with 10,000 calls queued", ours: with.sorted()[1], baseline: without.sorted()[1], unit: "calls/s",
-                     baselineName: "with none queued", target: "≥ 0.8x")
+                     baselineName: "with none queued", target: "≥ 0.5x; 0.04x when each completion scanned the backlog")
     }
 
     /// `call` until completion (result and updated, data visible) against a raw WebSocket echo (ping → pong) on the
