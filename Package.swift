@@ -64,6 +64,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"
         ),
         .target(

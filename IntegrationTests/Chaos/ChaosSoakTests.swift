@@ -67,17 +67,18 @@ final class ChaosSoakTests: XCTestCase {
         proxy.faultsEnabled = false
 
         // Quiescence: every call completes, then one more call proves everything before it is in the cache.
+        let diagnosis = { "client: \(client.stateSummary().prefix(3000))\nserver: \(self.serverEvidence(server, client))\nproxy: \(proxy.figures)" }
         do {
             try await withTimeout(60, "every call to complete") { await ledger.waitUntilEveryCallCompleted() }
         } catch {
-            XCTFail("calls hang after the faults stopped: \(ledger.pendingDescription.prefix(300))\nclient: \(client.stateSummary().prefix(3000))\nserver: \(serverEvidence(server, client))")
+            XCTFail("calls hang after the faults stopped (seed \(seed)): \(ledger.pendingDescription.prefix(300))\n\(diagnosis())")
             throw error
         }
         do {
             try await withTimeout(60, "the subscription to be ready") { try await subscription.ready() }
             _ = try await withTimeout(60, "the final call") { try await client.call("sync") }
         } catch {
-            XCTFail("the client does not settle after the faults stopped (seed \(seed)): \(error)\nclient: \(client.stateSummary().prefix(3000))\nserver: \(serverEvidence(server, client))\nproxy: \(proxy.figures)")
+            XCTFail("the client does not settle after the faults stopped (seed \(seed)): \(error)\n\(diagnosis())")
             throw error
         }
 

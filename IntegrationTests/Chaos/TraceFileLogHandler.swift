@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import TestSupport
 
 /// Writes every log line (trace level) to a file with a monotonic timestamp, for replaying what a client did in a
 /// chaos soak that hung (`MDDP_CHAOS_TRACE=<path>`). Not used otherwise: a soak's trace is tens of megabytes.
@@ -13,7 +14,6 @@ struct TraceFileLogHandler: LogHandler {
     }
 
     private let sink: Sink
-    private let label: String
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
 
@@ -21,12 +21,11 @@ struct TraceFileLogHandler: LogHandler {
     static func factory(path: String) -> (@Sendable (String) -> any LogHandler)? {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else { return nil }
         let sink = Sink(handle: handle)
-        return { label in TraceFileLogHandler(sink: sink, label: label) }
+        return { _ in TraceFileLogHandler(sink: sink) }
     }
 
-    private init(sink: Sink, label: String) {
+    private init(sink: Sink) {
         self.sink = sink
-        self.label = label
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -36,8 +35,7 @@ struct TraceFileLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let time = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-        let fields = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let line = String(format: "%.6f ", time) + "\(event.level) \(event.message) \(fields)\n"
+        let line = String(format: "%.6f ", time) + "\(event.level) \(logLine(event, handlerMetadata: metadata))\n"
         sink.lock.withLock { sink.handle.write(Data(line.utf8)) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestSupport
 
 /// Records every line logged through its ``logger`` (at every level), with its metadata, for tests that check what
 /// is and is not logged.
@@ -30,7 +31,6 @@ private struct RecordingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        recorder.append(([String(describing: event.message)] + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " "))
+        recorder.append(logLine(event, handlerMetadata: metadata))
     }
 }
