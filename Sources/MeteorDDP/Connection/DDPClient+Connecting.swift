@@ -48,7 +48,8 @@ extension DDPClient {
             self.accountState.withLockedValue { $0.loggingIn = false }
             for invocation in self.session.methods.removeAll() {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
-                self.userCode.run { invocation.completion(.failure(failure)) }
+                let completion = invocation.completion
+                self.userCode.run { completion(.failure(failure)) }
             }
             for record in self.session.subscriptions.removeAll() { record.shared.update(.stopped) }
             self.persistence?.restoredCalls.clientClosed()

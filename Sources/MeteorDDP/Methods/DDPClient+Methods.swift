@@ -126,7 +126,7 @@ extension DDPClient {
                 }
                 randomSeed = context.randomSeedIfUsed
             }
-            var invocation = MethodCoordinator.Invocation(
+            let invocation = MethodCoordinator.Invocation(
                 id: id,
                 name: name,
                 message: .method(id: id, method: name, params: params, randomSeed: randomSeed),

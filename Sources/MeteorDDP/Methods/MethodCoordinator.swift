@@ -1,3 +1,4 @@
+import DequeModule
 import EJSON
 
 /// Outstanding method calls in Meteor's blocks (LC `_outstandingMethodBlocks`, `_methodInvokers`, MethodInvoker.js):
@@ -8,8 +9,10 @@ import EJSON
 struct MethodCoordinator {
     typealias Completion = @Sendable (Result<EJSONValue?, MethodError>) -> Void
 
-    /// One call (Meteor's MethodInvoker).
-    struct Invocation {
+    /// One call (Meteor's MethodInvoker). A reference, confined to the client queue like the coordinator: the
+    /// pending calls' table, the outcomes and the calls waiting for the disk share one record, so recording a result
+    /// or handing a call over copies (and retains) none of its fields.
+    final class Invocation {
         let id: String
         let name: String
         let message: ClientMessage
@@ -21,11 +24,21 @@ struct MethodCoordinator {
         var result: Result<EJSONValue?, MethodError>?
         /// Whether `updated` arrived and the data was flushed.
         var dataVisible = false
+
+        init(id: String, name: String, message: ClientMessage, options: MethodOptions, completion: @escaping Completion) {
+            self.id = id
+            self.name = name
+            self.message = message
+            self.options = options
+            self.completion = completion
+        }
     }
 
     struct Block {
         var wait: Bool
-        var methodIDs: [String]
+        /// In call order. Results mostly arrive in that order, so the one answered is usually the first (a deque:
+        /// taking it costs nothing, however many calls one block holds).
+        var methodIDs: Deque<String>
     }
 
     // MARK: - Mutable State (confined to the client queue)
@@ -39,6 +52,10 @@ struct MethodCoordinator {
     /// backlog of thousands of calls queued behind a wait call must not slow down each `updated`). Confined to the
     /// client queue.
     private(set) var sentIDs: Set<String> = []
+    /// Changes whenever a call joins ``sentIDs``: flush waiters registered in the same generation (with no stub write
+    /// between) wait for the same documents (``ServerDocumentBuffer/runWhenAllFlushed(sentMethods:sentGeneration:_:)``).
+    /// Confined to the client queue.
+    private(set) var sentGeneration = 0
     /// The next method id (decimal, from "1", per connection object). Confined to the client queue.
     private var nextID = 1
     /// After a socket reset, until the reconnect hooks ran: the blocks to put back behind the calls the hooks make.
@@ -86,11 +103,12 @@ struct MethodCoordinator {
 
     /// The name of call `id`, if it is pending (read in place: an invocation is large to copy).
     func name(of id: String) -> String? {
-        invocations.index(forKey: id).map { invocations.values[$0].name }
+        invocations[id]?.name
     }
 
-    private mutating func markSent(_ ids: [String]) -> [Invocation] {
-        ids.compactMap { id in
+    private mutating func markSent(_ ids: some Sequence<String>) -> [Invocation] {
+        sentGeneration &+= 1
+        return ids.compactMap { id in
             guard let slot = invocations.index(forKey: id) else { return nil }
             sentIDs.insert(id)
             return invocations.values[slot]
@@ -110,25 +128,29 @@ struct MethodCoordinator {
 
     /// `result` (LC `_livedata_result`): only calls in the first block may have one.
     mutating func receivedResult(id: String, _ result: Result<EJSONValue?, MethodError>) -> ResultOutcome {
-        guard let index = blocks.first?.methodIDs.firstIndex(of: id), let slot = invocations.index(forKey: id) else { return .unknown }
-        blocks[0].methodIDs.remove(at: index)
-        // Changed in place through its index: `invocations[id]?.result = …` moves the whole (large) invocation out
-        // and back in through a coroutine frame allocated on the heap.
-        invocations.values[slot].result = result
-        return complete(at: slot)
+        guard !blocks.isEmpty, let invocation = invocations[id] else { return .unknown }
+        if blocks[0].methodIDs.first == id {
+            blocks[0].methodIDs.removeFirst()
+        } else if let index = blocks[0].methodIDs.firstIndex(of: id) {
+            blocks[0].methodIDs.remove(at: index)
+        } else {
+            return .unknown
+        }
+        invocation.result = result
+        return complete(invocation)
     }
 
     /// The call's data is visible (after its `updated` and the flush). Returns the completion outcome.
     mutating func dataBecameVisible(id: String) -> ResultOutcome {
-        guard let slot = invocations.index(forKey: id) else { return .unknown }
-        invocations.values[slot].dataVisible = true
-        return complete(at: slot)
+        guard let invocation = invocations[id] else { return .unknown }
+        invocation.dataVisible = true
+        return complete(invocation)
     }
 
-    /// Completes the call at `slot` if it has both its result and its data, else returns it as recorded.
-    private mutating func complete(at slot: Dictionary<String, Invocation>.Index) -> ResultOutcome {
-        guard invocations.values[slot].result != nil, invocations.values[slot].dataVisible else { return .recorded(invocations.values[slot]) }
-        let invocation = invocations.remove(at: slot).value
+    /// Completes `invocation` if it has both its result and its data, else returns it as recorded.
+    private mutating func complete(_ invocation: Invocation) -> ResultOutcome {
+        guard invocation.result != nil, invocation.dataVisible else { return .recorded(invocation) }
+        invocations[invocation.id] = nil
         sentIDs.remove(invocation.id)
         return .completed(invocation, next: outstandingMethodFinished())
     }
@@ -156,18 +178,18 @@ struct MethodCoordinator {
         if var first = blocks.first {
             first.methodIDs.removeAll { id in
                 guard let invocation = invocations[id], sentIDs.contains(id), invocation.options.noRetry else { return false }
-                invocations[id]?.result = .failure(.invocationFailed(invocation.name))
-                failed.append(invocations[id]!)
+                invocation.result = .failure(.invocationFailed(invocation.name))
+                failed.append(invocation)
                 return true
             }
             blocks[0] = first
             if first.methodIDs.isEmpty { blocks.removeFirst() }
         }
         sentIDs.removeAll()
-        for (id, invocation) in invocations {
+        for invocation in invocations.values {
             // A call without its result is sent again: the new session's run brings its own `updated`, and the data
             // the old run made visible is replaced by the new session's anyway.
-            if invocation.result == nil { invocations[id]?.dataVisible = false }
+            if invocation.result == nil { invocation.dataVisible = false }
         }
         blocksAwaitingReconnectHooks = blocks
         blocks = []

@@ -30,6 +30,11 @@ struct ServerDocumentBuffer {
     private(set) var documentsWrittenByMethod: [String: [DocumentKey]] = [:]
     /// With persistence on: the documents changed since ``takeChanges()``. Confined to the client queue.
     private var changedKeys: Set<DocumentKey>?
+    /// The flush waiters registered last, while they still wait, with the sent calls' generation and the stub writes'
+    /// count at the time (see ``runWhenAllFlushed(sentMethods:sentGeneration:_:)``). Confined to the client queue.
+    private var latestWaiters: (countdown: FlushCountdown, sentGeneration: Int, stubWrites: Int)?
+    /// Bumped at every stub write: a document may have joined those of the sent calls. Confined to the client queue.
+    private var stubWrites = 0
 
     /// Starts noting changes for ``takeChanges()`` (persistence on).
     mutating func trackChanges() {
@@ -51,6 +56,7 @@ struct ServerDocumentBuffer {
 
     /// Puts back what a store kept (at launch, before anything else).
     mutating func restore(_ stored: [StoredServerDocument], methods: [StoredMethod]) {
+        stubWrites &+= 1
         let restoredIDs = Set(methods.map(\.id))
         for document in stored {
             // Calls that were never stored (memory-only ones, those a logout cleared) will never have an `updated`.
@@ -89,6 +95,7 @@ struct ServerDocumentBuffer {
     /// (used only for documents not tracked yet: a later stub joins the first one's copy).
     mutating func stubWrote(methodID: String, originals: [(DocumentKey, EJSONObject?)]) {
         guard !originals.isEmpty else { return }
+        stubWrites &+= 1
         var written = documentsWrittenByMethod[methodID] ?? []
         for (key, original) in originals {
             if documents[key] == nil {
@@ -181,12 +188,24 @@ struct ServerDocumentBuffer {
     /// Runs `callback` once every document tracked now and written by a method in `sentMethods` has been flushed
     /// (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method, do not count,
     /// or the wait method could never finish). Returns `false` if there is no such document: the caller runs it right
-    /// away.
+    /// away. `sentGeneration` changes whenever a call joins `sentMethods` (``MethodCoordinator/sentGeneration``).
     ///
-    /// Meteor looks at every tracked document; this looks at the documents of the sent methods when they are fewer,
-    /// so that a backlog of unsent calls (each stub wrote a document) does not make every `updated` cost the backlog.
-    mutating func runWhenAllFlushed(sentMethods: Set<String>, _ callback: @escaping @Sendable () -> Void) -> Bool {
+    /// Meteor looks at every tracked document and gives each one a callback per waiter; two things keep this from
+    /// costing the square of the calls in flight (10,000 calls made offline go out as one block, and each `updated`
+    /// registers a waiter):
+    /// - the documents of the sent methods are read from their lists when they are fewer, so that a backlog of
+    ///   unsent calls does not make every `updated` cost the backlog;
+    /// - a waiter joins the one registered before it, if that one still waits and no document has become one of the
+    ///   sent calls' since (no call sent, no stub write). Documents only leave that set by being flushed, so the earlier
+    ///   waiter's documents still to flush are exactly the set now: both wait for the same flushes, in one countdown,
+    ///   and each document holds one callback per such group, not one per waiter. The callbacks of a group run in
+    ///   the order they were registered.
+    mutating func runWhenAllFlushed(sentMethods: Set<String>, sentGeneration: Int, _ callback: @escaping @Sendable () -> Void) -> Bool {
         guard !documents.isEmpty, !sentMethods.isEmpty else { return false }
+        if let latest = latestWaiters, latest.countdown.isWaiting, latest.sentGeneration == sentGeneration, latest.stubWrites == stubWrites {
+            latest.countdown.add(callback)
+            return true
+        }
         var counted: Set<DocumentKey> = []
         if sentMethods.count < documents.count {
             // Every key listed for a method is a tracked document that method wrote (see `stubWrote`, `restore`).
@@ -195,11 +214,17 @@ struct ServerDocumentBuffer {
             for (key, document) in documents where !document.writtenByMethods.isDisjoint(with: sentMethods) { counted.insert(key) }
         }
         guard !counted.isEmpty else { return false }
-        let counter = FlushCountdown(count: counted.count, callback: callback)
+        let countdown = FlushCountdown(count: counted.count, callback: callback)
         for key in counted {
-            documents[key]!.flushCallbacks.append { counter.decrement() }
+            documents[key]!.flushCallbacks.append { countdown.decrement() }
         }
+        latestWaiters = (countdown, sentGeneration, stubWrites)
         return true
+    }
+
+    /// The flush callbacks the tracked documents hold (for tests: one per group of waiters, per document).
+    var flushCallbackCount: Int {
+        documents.values.reduce(0) { $0 + $1.flushCallbacks.count }
     }
 
     // MARK: - Reconnecting
@@ -215,22 +240,35 @@ struct ServerDocumentBuffer {
             documents[key]!.fields = nil
             documents[key]!.flushCallbacks.removeAll()
         }
+        latestWaiters = nil
     }
 }
 
-/// Calls its callback when decremented `count` times.
+/// Runs its callbacks, in the order they were added, when decremented `count` times.
 final class FlushCountdown: @unchecked Sendable {
-    // @unchecked because `remaining` is only touched on the client queue (flush callbacks run there).
+    // @unchecked because it is only touched on the client queue (flush callbacks run there).
     private var remaining: Int
-    private let callback: @Sendable () -> Void
+    private var callbacks: [@Sendable () -> Void]
 
     init(count: Int, callback: @escaping @Sendable () -> Void) {
         self.remaining = count
-        self.callback = callback
+        self.callbacks = [callback]
+    }
+
+    /// Whether the callbacks have not run yet.
+    var isWaiting: Bool { remaining > 0 }
+
+    /// Adds a callback to run with the others (only while ``isWaiting``).
+    func add(_ callback: @escaping @Sendable () -> Void) {
+        precondition(remaining > 0, "a callback added to a countdown that has run")
+        callbacks.append(callback)
     }
 
     func decrement() {
         remaining -= 1
-        if remaining == 0 { callback() }
+        guard remaining == 0 else { return }
+        let due = callbacks
+        callbacks = []
+        for callback in due { callback() }
     }
 }

@@ -108,7 +108,7 @@ extension DDPClient {
                 var options = MethodOptions()
                 options.wait = method.wait
                 options.noRetry = method.noRetry
-                var invocation = MethodCoordinator.Invocation(
+                let invocation = MethodCoordinator.Invocation(
                     id: method.id,
                     name: method.name,
                     message: .method(id: method.id, method: method.name, params: method.params, randomSeed: method.randomSeed),

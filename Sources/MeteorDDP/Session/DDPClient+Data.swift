@@ -110,8 +110,9 @@ extension DDPClient {
     /// (LC `_runWhenAllServerDocsAreFlushed`).
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let sent = session.methods.sentIDs
-        let waiting = session.serverDocuments.runWhenAllFlushed(sentMethods: sent) {
+        let waiting = session.serverDocuments.runWhenAllFlushed(
+            sentMethods: session.methods.sentIDs, sentGeneration: session.methods.sentGeneration
+        ) {
             [weak self] in self?.runAfterUpdate(block)
         }
         if !waiting { runAfterUpdate(block) }

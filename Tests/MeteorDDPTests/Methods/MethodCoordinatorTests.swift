@@ -102,4 +102,31 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = coordinator.socketReset()
         XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), ["a"])
     }
+
+    func testResultsAnsweredOutOfOrderEachCompleteTheirOwnCallOnce() {
+        for name in ["a", "b", "c", "d"] { _ = call(name) }
+        // The server may answer a later call of the block first.
+        guard case .recorded(let third) = coordinator.receivedResult(id: "3", .success("C")) else { return XCTFail("3 is sent") }
+        XCTAssertEqual(third.name, "c")
+        guard case .recorded = coordinator.receivedResult(id: "1", .success("A")) else { return XCTFail("1 is sent") }
+        guard case .unknown = coordinator.receivedResult(id: "3", .success("again")) else {
+            return XCTFail("a second result for the same call is not one of the block's")
+        }
+        guard case .recorded = coordinator.receivedResult(id: "4", .success("D")) else { return XCTFail("4 is sent") }
+        guard case .recorded = coordinator.receivedResult(id: "2", .success("B")) else { return XCTFail("2 is sent") }
+        for (id, value) in [("2", "B"), ("4", "D"), ("1", "A"), ("3", "C")] {
+            guard case .completed(let invocation, _) = coordinator.dataBecameVisible(id: id) else { return XCTFail("\(id) did not complete") }
+            XCTAssertEqual(invocation.result.flatMap { try? $0.get() }, .string(value))
+        }
+        XCTAssertTrue(coordinator.invocations.isEmpty)
+        XCTAssertTrue(coordinator.sentIDs.isEmpty)
+    }
+
+    func testAResultAfterTheNextBlockWasSentIsNotTakenFromIt() {
+        _ = call("a")
+        _ = call("w", wait: true)
+        XCTAssertEqual(finish("1"), ["w"])
+        guard case .unknown = coordinator.receivedResult(id: "1", .success(nil)) else { return XCTFail("1 completed already") }
+        guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else { return XCTFail("w is on the wire") }
+    }
 }

@@ -71,10 +71,10 @@ final class OfflineEdgeCaseTests: XCTestCase {
         buffer.stubWrote(methodID: "3", originals: [(DocumentKey(collectionName: todo.collectionName, documentID: "third"), nil)])
         let ran = Locked(0)
         // Calls 1 and 2 are sent (fewer than the three documents: the sent calls' lists are read); 3 is queued.
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2"]) { ran.mutate { $0 += 1 } })
+        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2"], sentGeneration: 1) { ran.mutate { $0 += 1 } })
         // Every call sent (as many as the documents: every document is looked at).
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2", "3"]) { ran.mutate { $0 += 10 } })
-        XCTAssertFalse(buffer.runWhenAllFlushed(sentMethods: ["4"]) { ran.mutate { $0 += 100 } }, "no document of a sent call")
+        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2", "3"], sentGeneration: 2) { ran.mutate { $0 += 10 } })
+        XCTAssertFalse(buffer.runWhenAllFlushed(sentMethods: ["4"], sentGeneration: 3) { ran.mutate { $0 += 100 } }, "no document of a sent call")
         for callback in buffer.methodUpdated("1", isSent: { _ in true }).callbacks { callback() }
         XCTAssertEqual(ran.value, 0)
         for callback in buffer.methodUpdated("2", isSent: { _ in true }).callbacks { callback() }
