@@ -5,7 +5,8 @@ import EJSON
 /// a `wait` call gets a block of its own, others join the last non-wait block, only the first block is on the wire,
 /// and a call completes when it has both its result and its data visible.
 ///
-/// A value type with no I/O: the client queue owns it and sends the messages it returns.
+/// No I/O: the client queue owns it (one, in the session's state) and sends the messages it returns. Its pending
+/// calls are shared records (``Invocation``), so a copy of a coordinator is not independent of the original.
 struct MethodCoordinator {
     typealias Completion = @Sendable (Result<EJSONValue?, MethodError>) -> Void
 
@@ -101,7 +102,7 @@ struct MethodCoordinator {
         sentIDs.contains(id)
     }
 
-    /// The name of call `id`, if it is pending (read in place: an invocation is large to copy).
+    /// The name of call `id`, if it is pending.
     func name(of id: String) -> String? {
         invocations[id]?.name
     }

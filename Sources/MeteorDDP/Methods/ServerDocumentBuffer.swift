@@ -5,7 +5,8 @@ import EJSON
 ///
 /// While a document is here, server data for it updates this copy instead of the cache. When the last method that
 /// wrote it gets its `updated`, the copy replaces whatever the stubs left in the cache (applying the server's
-/// version, or reverting the stub). A value type with no I/O, confined to the client queue.
+/// version, or reverting the stub). No I/O, confined to the client queue (one, in the session's state; the flush
+/// waiters' countdowns are shared objects, so a copy is not independent of the original).
 struct ServerDocumentBuffer {
     struct ServerDocument {
         /// The server's fields (`nil`: the server has no such document).
@@ -188,7 +189,8 @@ struct ServerDocumentBuffer {
     /// Runs `callback` once every document tracked now and written by a method in `sentMethods` has been flushed
     /// (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method, do not count,
     /// or the wait method could never finish). Returns `false` if there is no such document: the caller runs it right
-    /// away. `sentGeneration` changes whenever a call joins `sentMethods` (``MethodCoordinator/sentGeneration``).
+    /// away. `sentGeneration` changes whenever a call joins `sentMethods` (``MethodCoordinator/sentGeneration``): the
+    /// same generation must always come with the same `sentMethods`, as the coordinator's do.
     ///
     /// Meteor looks at every tracked document and gives each one a callback per waiter; two things keep this from
     /// costing the square of the calls in flight (10,000 calls made offline go out as one block, and each `updated`
@@ -196,10 +198,12 @@ struct ServerDocumentBuffer {
     /// - the documents of the sent methods are read from their lists when they are fewer, so that a backlog of
     ///   unsent calls does not make every `updated` cost the backlog;
     /// - a waiter joins the one registered before it, if that one still waits and no document has become one of the
-    ///   sent calls' since (no call sent, no stub write). Documents only leave that set by being flushed, so the earlier
-    ///   waiter's documents still to flush are exactly the set now: both wait for the same flushes, in one countdown,
-    ///   and each document holds one callback per such group, not one per waiter. The callbacks of a group run in
-    ///   the order they were registered.
+    ///   sent calls' since (no call sent, no stub write). Within a generation, documents only leave that set by being
+    ///   flushed (``methodUpdated(_:isSent:)`` runs their callbacks), so the earlier waiter's documents still to flush
+    ///   are exactly the set now: both wait for the same flushes, in one countdown, and each document holds one
+    ///   callback per such group, not one per waiter. The callbacks of a group run in the order they were registered.
+    ///   (A socket reset empties the sent calls without a flush; no waiter is registered while none is sent, and
+    ///   sending them again starts a new generation.)
     mutating func runWhenAllFlushed(sentMethods: Set<String>, sentGeneration: Int, _ callback: @escaping @Sendable () -> Void) -> Bool {
         guard !documents.isEmpty, !sentMethods.isEmpty else { return false }
         if let latest = latestWaiters, latest.countdown.isWaiting, latest.sentGeneration == sentGeneration, latest.stubWrites == stubWrites {

@@ -129,4 +129,24 @@ final class MethodCoordinatorTests: XCTestCase {
         guard case .unknown = coordinator.receivedResult(id: "1", .success(nil)) else { return XCTFail("1 completed already") }
         guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else { return XCTFail("w is on the wire") }
     }
+
+    /// Flush waiters of one generation share a countdown (ServerDocumentBuffer): every way a call goes on the wire
+    /// must start a new generation, or a waiter would skip the newly sent calls' documents.
+    func testEveryWayACallGoesOnTheWireStartsANewSentGeneration() {
+        var generation = coordinator.sentGeneration
+        func changed() -> Bool {
+            defer { generation = coordinator.sentGeneration }
+            return coordinator.sentGeneration != generation
+        }
+        _ = call("a")
+        XCTAssertTrue(changed(), "a call joining the first block")
+        _ = call("w", wait: true)
+        XCTAssertFalse(changed(), "a wait call queued behind the first block is not sent")
+        XCTAssertEqual(finish("1"), ["w"])
+        XCTAssertTrue(changed(), "the next block sent when the first is done")
+        _ = coordinator.socketReset()
+        XCTAssertTrue(coordinator.sentIDs.isEmpty)
+        XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), ["w"])
+        XCTAssertTrue(changed(), "the blocks sent again after a reconnect")
+    }
 }
