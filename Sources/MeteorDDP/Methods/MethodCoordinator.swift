@@ -37,8 +37,8 @@ struct MethodCoordinator {
 
     struct Block {
         var wait: Bool
-        /// In call order. Results mostly arrive in that order, so the one answered is usually the first (a deque:
-        /// taking it costs nothing, however many calls one block holds).
+        /// In call order. Results mostly arrive in that order, so the one answered is usually the first, which a
+        /// deque removes without shifting the others, however many calls one block holds.
         var methodIDs: Deque<String>
     }
 
@@ -129,29 +129,25 @@ struct MethodCoordinator {
 
     /// `result` (LC `_livedata_result`): only calls in the first block may have one.
     mutating func receivedResult(id: String, _ result: Result<EJSONValue?, MethodError>) -> ResultOutcome {
-        guard !blocks.isEmpty, let invocation = invocations[id] else { return .unknown }
-        if blocks[0].methodIDs.first == id {
-            blocks[0].methodIDs.removeFirst()
-        } else if let index = blocks[0].methodIDs.firstIndex(of: id) {
-            blocks[0].methodIDs.remove(at: index)
-        } else {
-            return .unknown
-        }
-        invocation.result = result
-        return complete(invocation)
+        guard let index = blocks.first?.methodIDs.firstIndex(of: id), let slot = invocations.index(forKey: id) else { return .unknown }
+        blocks[0].methodIDs.remove(at: index)
+        invocations.values[slot].result = result
+        return complete(at: slot)
     }
 
     /// The call's data is visible (after its `updated` and the flush). Returns the completion outcome.
     mutating func dataBecameVisible(id: String) -> ResultOutcome {
-        guard let invocation = invocations[id] else { return .unknown }
-        invocation.dataVisible = true
-        return complete(invocation)
+        guard let slot = invocations.index(forKey: id) else { return .unknown }
+        invocations.values[slot].dataVisible = true
+        return complete(at: slot)
     }
 
-    /// Completes `invocation` if it has both its result and its data, else returns it as recorded.
-    private mutating func complete(_ invocation: Invocation) -> ResultOutcome {
+    /// Completes the call at `slot` if it has both its result and its data, else returns it as recorded. (Through
+    /// the slot its lookup found: a completion hashes the id once.)
+    private mutating func complete(at slot: Dictionary<String, Invocation>.Index) -> ResultOutcome {
+        let invocation = invocations.values[slot]
         guard invocation.result != nil, invocation.dataVisible else { return .recorded(invocation) }
-        invocations[invocation.id] = nil
+        invocations.remove(at: slot)
         sentIDs.remove(invocation.id)
         return .completed(invocation, next: outstandingMethodFinished())
     }
