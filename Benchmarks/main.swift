@@ -10,7 +10,8 @@ import Foundation
 //   the calls, or only the bare client's method frames;
 //   MDDP_CLIENTS=N sets how many clients `clients` connects; MDDP_STAGES=1 makes it print the memory after creating and
 //   after connecting them; with MDDP_TRACE=1 it prints its thread count and glibc's malloc_stats;
-//   MDDP_TRACE=1 makes it print when all frames were handed over; MDDP_PROFILE_LARGE=N makes `large` run only N documents)
+//   MDDP_TRACE=1 makes it print when all frames were handed over; MDDP_PROFILE_LARGE=N makes `large` run only N documents,
+//   in its own process; MDDP_LARGE_ROUNDS=N sets its rounds (3 unless set))
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
 let sections = ["memory", "ejson", "database", "queries", "ingest", "methods", "large", "clients", "clients-deflate", "offline"]
