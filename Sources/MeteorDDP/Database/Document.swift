@@ -52,15 +52,16 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     /// Creates a document.
     public init(id: String, fields: EJSONObject) {
-        var byteCount = 0
-        for (name, value) in fields { byteCount += PackedFields.fieldSize(name: name, value: value) }
-        var id = id
-        self.init(storage: id.withUTF8 { idBytes in
-            Self.makeStorage(idBytes: UnsafeRawBufferPointer(idBytes), fieldCount: fields.count, byteCount: byteCount) { writer in
-                for (name, value) in fields { writer.field(name: name, value: value) }
-            }
-        })
+        // One pass over the fields into a growable buffer, then one copy: sizing the document first walked every
+        // value twice, and each walk copies (retains and releases) every name and value it visits.
+        var scratch = PackedScratch(capacity: Self.packingScratchBytes)
+        defer { scratch.deallocate() }
+        for (name, value) in fields { scratch.field(name: name, value: value) }
+        self.init(id: id, fieldCount: fields.count, packedFields: UnsafeRawBufferPointer(start: scratch.base, count: scratch.count))
     }
+
+    /// The first size of the buffer ``init(id:fields:)`` packs into (it grows for a larger document).
+    static let packingScratchBytes = 1024
 
     /// A document from packed fields already checked (see `init(id:validatingPackedFields:)`): one copy.
     init(id: String, fieldCount: Int, packedFields: UnsafeRawBufferPointer) {

@@ -37,8 +37,8 @@ struct NameStack {
     }
 }
 
-/// The growable buffer ``DocumentMessageDecoder`` writes packed fields into.
-struct PackedScratch {
+/// The growable buffer ``DocumentMessageDecoder`` writes packed fields into, and ``Document/init(id:fields:)``.
+struct PackedScratch: PackedOutput {
     private(set) var base: UnsafeMutableRawPointer
     private(set) var capacity: Int
     var count = 0
@@ -95,6 +95,13 @@ struct PackedScratch {
         defer { count += size }
         return count
     }
+
+    mutating func beginContainer(_ tag: PackedFields.Tag) -> Int {
+        byte(tag.rawValue)
+        return reserve(4)
+    }
+
+    mutating func endContainer(at lengthPosition: Int) { patchLength(at: lengthPosition) }
 
     /// Writes a container's length (the bytes after the 4 reserved at `position`).
     mutating func patchLength(at position: Int) {

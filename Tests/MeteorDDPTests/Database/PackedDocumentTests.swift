@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import XCTest
 
-@testable import MeteorDDP
+@_spi(Storage) @testable import MeteorDDP
 
 /// Documents keep their fields packed: every EJSON value must come back exactly, and changes, comparisons and
 /// change details must mean what they meant on EJSON trees.
@@ -51,6 +51,32 @@ final class PackedDocumentTests: XCTestCase {
         XCTAssertNil(document["missing"])
         XCTAssertEqual(document.value(at: "object.nested.deeper.deepest"), true)
         XCTAssertEqual(document.value(at: "_id"), "all")
+    }
+
+    func testADocumentLargerThanThePackingBufferComesBackExactlyWithTheDecodersBytes() {
+        /// Fields with `nested` in each, strings and arrays of growing length: the packed fields pass the buffer's
+        /// first size many times over, with containers open wherever it grows.
+        func largeFields(nested: EJSONObject) -> EJSONObject {
+            var fields: EJSONObject = [:]
+            for index in 0..<40 {
+                fields["field\(index)"] = [
+                    "text": .string(String(repeating: "é", count: index * 7)),
+                    "numbers": .array((0..<index).map { .number(Double($0) * 1.5) }),
+                    "nested": .object(nested),
+                ]
+            }
+            return fields
+        }
+        let fields = largeFields(nested: everyKind)
+        let document = Document(id: "large", fields: fields)
+        XCTAssertGreaterThan(document.withBytes { $0.count }, 10 * Document.packingScratchBytes)
+        XCTAssertEqual(document.fields, fields)
+        XCTAssertEqual(document.fieldNames, Array(fields.keys))
+        // The same bytes as decoding the frame straight from its JSON (a packer of its own; it takes plain JSON only).
+        let plain = largeFields(nested: ["text": "Grüße 🌍", "numbers": [0, -7, 52.52, 1e300], "flags": [true, false, .null], "deeper": ["a": ["b": 1]]])
+        let frame = #"{"msg":"added","collection":"c","id":"large","fields":"# + String(decoding: EJSON.serialize(.object(plain)), as: UTF8.self) + "}"
+        XCTAssertNotNil(DocumentMessageDecoder.decode(frame), "the decoder takes the frame")
+        XCTAssertNil(DocumentMessageDecoding.disagreement(frame))
     }
 
     func testSettingReplacesInPlaceAppendsNewFieldsAndClears() {

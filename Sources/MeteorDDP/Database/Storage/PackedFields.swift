@@ -56,51 +56,85 @@ enum PackedFields {
         if number == 0 && number.sign == .minus { return nil }
         return Int64(number)
     }
-
-    /// The bytes a field takes (name and value).
-    static func fieldSize(name: String, value: EJSONValue) -> Int {
-        let nameCount = name.utf8.count
-        return varintSize(UInt64(nameCount)) + nameCount + valueSize(value)
-    }
-
-    /// The bytes a value takes, tag included.
-    static func valueSize(_ value: EJSONValue) -> Int {
-        switch value {
-        case .null, .bool: return 1
-        case .number(let number):
-            if let integer = exactInteger(number) { return 1 + varintSize(zigzag(integer)) }
-            return 9
-        case .date: return 9
-        case .string(let string):
-            let count = string.utf8.count
-            return 1 + varintSize(UInt64(count)) + count
-        case .binary(let data): return 1 + varintSize(UInt64(data.count)) + data.count
-        case .array(let elements):
-            var size = varintSize(UInt64(elements.count))
-            for element in elements { size += valueSize(element) }
-            return 5 + size
-        case .object(let object): return 5 + objectContentSize(object)
-        case .custom(let type, let inner):
-            let typeCount = type.utf8.count
-            return 5 + varintSize(UInt64(typeCount)) + typeCount + valueSize(inner)
-        case .regularExpression(let pattern, let flags):
-            let (patternCount, flagsCount) = (pattern.utf8.count, EJSONValue.normalizedRegularExpressionFlags(flags).utf8.count)
-            return 1 + varintSize(UInt64(patternCount)) + patternCount + varintSize(UInt64(flagsCount)) + flagsCount
-        }
-    }
-
-    /// The bytes of an object's count and fields.
-    static func objectContentSize(_ object: EJSONObject) -> Int {
-        var size = varintSize(UInt64(object.count))
-        for (name, value) in object { size += fieldSize(name: name, value: value) }
-        return size
-    }
 }
 
 // MARK: - Writing
 
-/// Writes packed fields into memory sized beforehand with ``PackedFields``' size functions.
-struct PackedFieldsWriter {
+/// Where packed fields are written: memory sized beforehand (``PackedFieldsWriter``) or a growable buffer
+/// (``PackedScratch``). Values and fields are written the same way into either.
+protocol PackedOutput {
+    mutating func byte(_ value: UInt8)
+    mutating func varint(_ value: UInt64)
+    mutating func double(_ value: Double)
+    mutating func bytes(_ source: UnsafeRawBufferPointer)
+    /// Writes a container's tag and reserves its 4-byte length; returns where the length goes.
+    mutating func beginContainer(_ tag: PackedFields.Tag) -> Int
+    /// Writes the length of the container begun at `lengthPosition` (the bytes written since).
+    mutating func endContainer(at lengthPosition: Int)
+}
+
+extension PackedOutput {
+    mutating func string(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes(UnsafeRawBufferPointer(utf8))
+        }
+    }
+
+    mutating func field(name: String, value: EJSONValue) {
+        string(name)
+        self.value(value)
+    }
+
+    mutating func value(_ value: EJSONValue) {
+        switch value {
+        case .null: byte(PackedFields.Tag.null.rawValue)
+        case .bool(let flag): byte(flag ? PackedFields.Tag.true.rawValue : PackedFields.Tag.false.rawValue)
+        case .number(let number):
+            if let integer = PackedFields.exactInteger(number) {
+                byte(PackedFields.Tag.integer.rawValue)
+                varint(PackedFields.zigzag(integer))
+            } else {
+                byte(PackedFields.Tag.double.rawValue)
+                double(number.isNaN ? .nan : number)
+            }
+        case .date(let milliseconds):
+            byte(PackedFields.Tag.date.rawValue)
+            double(milliseconds.isNaN ? .nan : (milliseconds == 0 ? 0 : milliseconds))
+        case .string(let string):
+            byte(PackedFields.Tag.string.rawValue)
+            self.string(string)
+        case .binary(let data):
+            byte(PackedFields.Tag.binary.rawValue)
+            varint(UInt64(data.count))
+            data.withUnsafeBytes { bytes($0) }
+        case .array(let elements):
+            let start = beginContainer(.array)
+            varint(UInt64(elements.count))
+            for element in elements { self.value(element) }
+            endContainer(at: start)
+        case .object(let object):
+            let start = beginContainer(.object)
+            varint(UInt64(object.count))
+            for (name, value) in object { field(name: name, value: value) }
+            endContainer(at: start)
+        case .custom(let type, let inner):
+            let start = beginContainer(.custom)
+            string(type)
+            self.value(inner)
+            endContainer(at: start)
+        case .regularExpression(let pattern, let flags):
+            byte(PackedFields.Tag.regularExpression.rawValue)
+            string(pattern)
+            string(EJSONValue.normalizedRegularExpressionFlags(flags))
+        }
+    }
+}
+
+/// Writes packed fields into memory sized beforehand (a document's storage, made for bytes already packed or for a
+/// known change of them).
+struct PackedFieldsWriter: PackedOutput {
     let base: UnsafeMutableRawPointer
     private(set) var offset: Int
 
@@ -139,71 +173,13 @@ struct PackedFieldsWriter {
         offset += source.count
     }
 
-    mutating func string(_ string: String) {
-        var string = string
-        string.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes(UnsafeRawBufferPointer(utf8))
-        }
-    }
-
-    mutating func field(name: String, value: EJSONValue) {
-        string(name)
-        self.value(value)
-    }
-
-    mutating func value(_ value: EJSONValue) {
-        switch value {
-        case .null: byte(PackedFields.Tag.null.rawValue)
-        case .bool(let flag): byte(flag ? PackedFields.Tag.true.rawValue : PackedFields.Tag.false.rawValue)
-        case .number(let number):
-            if let integer = PackedFields.exactInteger(number) {
-                byte(PackedFields.Tag.integer.rawValue)
-                varint(PackedFields.zigzag(integer))
-            } else {
-                byte(PackedFields.Tag.double.rawValue)
-                double(number.isNaN ? .nan : number)
-            }
-        case .date(let milliseconds):
-            byte(PackedFields.Tag.date.rawValue)
-            double(milliseconds.isNaN ? .nan : (milliseconds == 0 ? 0 : milliseconds))
-        case .string(let string):
-            byte(PackedFields.Tag.string.rawValue)
-            self.string(string)
-        case .binary(let data):
-            byte(PackedFields.Tag.binary.rawValue)
-            varint(UInt64(data.count))
-            data.withUnsafeBytes { bytes($0) }
-        case .array(let elements):
-            let start = container(.array)
-            varint(UInt64(elements.count))
-            for element in elements { self.value(element) }
-            close(start)
-        case .object(let object):
-            let start = container(.object)
-            varint(UInt64(object.count))
-            for (name, value) in object { field(name: name, value: value) }
-            close(start)
-        case .custom(let type, let inner):
-            let start = container(.custom)
-            string(type)
-            self.value(inner)
-            close(start)
-        case .regularExpression(let pattern, let flags):
-            byte(PackedFields.Tag.regularExpression.rawValue)
-            string(pattern)
-            string(EJSONValue.normalizedRegularExpressionFlags(flags))
-        }
-    }
-
-    /// Writes a container's tag and reserves its length; returns where the length goes.
-    private mutating func container(_ tag: PackedFields.Tag) -> Int {
+    mutating func beginContainer(_ tag: PackedFields.Tag) -> Int {
         byte(tag.rawValue)
         defer { offset += 4 }
         return offset
     }
 
-    private mutating func close(_ lengthPosition: Int) {
+    mutating func endContainer(at lengthPosition: Int) {
         uint32(UInt32(offset - lengthPosition - 4), at: lengthPosition)
     }
 }
