@@ -170,7 +170,9 @@ enum DatabaseBenchmarks {
         if let run = environment["MDDP_LARGE_RUN"] {
             // One measurement, for the parent: its figures on one line.
             let parts = run.split(separator: ":")
-            guard parts.count == 2, let count = Int(parts[1]) else { return print("MDDP_LARGE_RUN=ours:N or dictionary:N") }
+            guard parts.count == 2, ["ours", "dictionary"].contains(parts[0]), let count = Int(parts[1]), count >= 1000 else {
+                return print("MDDP_LARGE_RUN=ours:N or dictionary:N (N ≥ 1000)")
+            }
             if parts[0] == "dictionary" {
                 print("large-result \(measureDictionary(count)) 0 0")
             } else {
@@ -184,7 +186,7 @@ enum DatabaseBenchmarks {
             print("apply \(only) added, batches of 1000: \(Bench.format(measure(only).rate / 1000)) k docs/s")
             return
         }
-        let rounds = environment["MDDP_LARGE_ROUNDS"].flatMap(Int.init) ?? 3
+        let rounds = max(1, environment["MDDP_LARGE_ROUNDS"].flatMap(Int.init) ?? 3)
         Bench.section("Database (e): one collection of 1M documents vs 100k: apply rate, memory per document, read p99 "
                       + "(each measured in a fresh process, \(rounds) rounds taking turns, medians)")
         let runs = ["ours:100000", "ours:1000000", "dictionary:100000", "dictionary:1000000"]
@@ -227,6 +229,7 @@ enum DatabaseBenchmarks {
         guard (try? child.run()) != nil else { return nil }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         child.waitUntilExit()
+        guard child.terminationStatus == 0 else { return nil }
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("large-result ") }
         let figures = line?.split(separator: " ").dropFirst().compactMap { Double($0) }
         return figures?.count == 3 ? figures : nil

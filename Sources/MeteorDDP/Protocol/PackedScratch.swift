@@ -38,7 +38,7 @@ struct NameStack {
 }
 
 /// The growable buffer ``DocumentMessageDecoder`` writes packed fields into, and ``Document/init(id:fields:)``.
-struct PackedScratch: PackedOutput {
+struct PackedScratch {
     private(set) var base: UnsafeMutableRawPointer
     private(set) var capacity: Int
     var count = 0
@@ -96,12 +96,11 @@ struct PackedScratch: PackedOutput {
         return count
     }
 
+    /// Writes a container's tag and reserves its 4-byte length; returns where the length goes (see ``patchLength(at:)``).
     mutating func beginContainer(_ tag: PackedFields.Tag) -> Int {
         byte(tag.rawValue)
         return reserve(4)
     }
-
-    mutating func endContainer(at lengthPosition: Int) { patchLength(at: lengthPosition) }
 
     /// Writes a container's length (the bytes after the 4 reserved at `position`).
     mutating func patchLength(at position: Int) {

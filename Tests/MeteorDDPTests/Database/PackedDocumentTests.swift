@@ -72,6 +72,8 @@ final class PackedDocumentTests: XCTestCase {
         XCTAssertGreaterThan(document.withBytes { $0.count }, 10 * Document.packingScratchBytes)
         XCTAssertEqual(document.fields, fields)
         XCTAssertEqual(document.fieldNames, Array(fields.keys))
+        // Every container's length exact (reading back skips some of them), as the offline store's check demands.
+        XCTAssertNoThrow(try document.withBytes { try Document(id: "large", validatingPackedFields: $0) })
         // The same bytes as decoding the frame straight from its JSON (a packer of its own; it takes plain JSON only).
         let plain = largeFields(nested: ["text": "Grüße 🌍", "numbers": [0, -7, 52.52, 1e300], "flags": [true, false, .null], "deeper": ["a": ["b": 1]]])
         let frame = #"{"msg":"added","collection":"c","id":"large","fields":"# + String(decoding: EJSON.serialize(.object(plain)), as: UTF8.self) + "}"

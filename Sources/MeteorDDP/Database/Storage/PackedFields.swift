@@ -60,20 +60,9 @@ enum PackedFields {
 
 // MARK: - Writing
 
-/// Where packed fields are written: memory sized beforehand (``PackedFieldsWriter``) or a growable buffer
-/// (``PackedScratch``). Values and fields are written the same way into either.
-protocol PackedOutput {
-    mutating func byte(_ value: UInt8)
-    mutating func varint(_ value: UInt64)
-    mutating func double(_ value: Double)
-    mutating func bytes(_ source: UnsafeRawBufferPointer)
-    /// Writes a container's tag and reserves its 4-byte length; returns where the length goes.
-    mutating func beginContainer(_ tag: PackedFields.Tag) -> Int
-    /// Writes the length of the container begun at `lengthPosition` (the bytes written since).
-    mutating func endContainer(at lengthPosition: Int)
-}
-
-extension PackedOutput {
+/// Packing EJSON fields (``Document/init(id:fields:)``): written in one pass into a buffer that grows as needed,
+/// then copied once into the document's storage.
+extension PackedScratch {
     mutating func string(_ string: String) {
         var string = string
         string.withUTF8 { utf8 in
@@ -113,17 +102,17 @@ extension PackedOutput {
             let start = beginContainer(.array)
             varint(UInt64(elements.count))
             for element in elements { self.value(element) }
-            endContainer(at: start)
+            patchLength(at: start)
         case .object(let object):
             let start = beginContainer(.object)
             varint(UInt64(object.count))
             for (name, value) in object { field(name: name, value: value) }
-            endContainer(at: start)
+            patchLength(at: start)
         case .custom(let type, let inner):
             let start = beginContainer(.custom)
             string(type)
             self.value(inner)
-            endContainer(at: start)
+            patchLength(at: start)
         case .regularExpression(let pattern, let flags):
             byte(PackedFields.Tag.regularExpression.rawValue)
             string(pattern)
@@ -134,7 +123,7 @@ extension PackedOutput {
 
 /// Writes packed fields into memory sized beforehand (a document's storage, made for bytes already packed or for a
 /// known change of them).
-struct PackedFieldsWriter: PackedOutput {
+struct PackedFieldsWriter {
     let base: UnsafeMutableRawPointer
     private(set) var offset: Int
 
@@ -173,20 +162,11 @@ struct PackedFieldsWriter: PackedOutput {
         offset += source.count
     }
 
-    mutating func beginContainer(_ tag: PackedFields.Tag) -> Int {
-        byte(tag.rawValue)
-        defer { offset += 4 }
-        return offset
-    }
-
-    mutating func endContainer(at lengthPosition: Int) {
-        uint32(UInt32(offset - lengthPosition - 4), at: lengthPosition)
-    }
 }
 
 // MARK: - Reading
 
-/// Reads packed fields. The bytes were written by ``PackedFieldsWriter`` in this process, so they are trusted.
+/// Reads packed fields. The bytes were written by this process (or checked when read from a file), so they are trusted.
 struct PackedFieldsReader {
     let base: UnsafeRawPointer
     var offset: Int
