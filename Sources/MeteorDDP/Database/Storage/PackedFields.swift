@@ -147,21 +147,11 @@ struct PackedFieldsWriter {
         byte(UInt8(value))
     }
 
-    mutating func double(_ value: Double) {
-        base.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: offset, as: UInt64.self)
-        offset += 8
-    }
-
-    mutating func uint32(_ value: UInt32, at position: Int) {
-        base.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt32.self)
-    }
-
     mutating func bytes(_ source: UnsafeRawBufferPointer) {
         guard let address = source.baseAddress, source.count > 0 else { return }
         (base + offset).copyMemory(from: address, byteCount: source.count)
         offset += source.count
     }
-
 }
 
 // MARK: - Reading
