@@ -18,7 +18,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
@@ -40,10 +39,11 @@ let package = Package(
             dependencies: [
                 "EJSON",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Collections", package: "swift-collections"),
+                // The modules used, not the `Collections` umbrella (which also builds BitCollections, _RopeModule, …).
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Atomics", package: "swift-atomics"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -80,7 +80,6 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -101,6 +100,23 @@ let package = Package(
             name: "Leaderboard",
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
             path: "Examples/Leaderboard"
+        ),
+        // The hostile-server table's rows (IntegrationTests' HostileServerTests runs them at a quick size; the runner,
+        // built in release by `.ci/run hostile`, at full size without building the test bundle in release).
+        .target(
+            name: "HostileTable",
+            dependencies: [
+                "MeteorDDP", "EJSON", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/HostileTable"
+        ),
+        .executableTarget(
+            name: "HostileTableRunner",
+            dependencies: ["HostileTable"],
+            path: "Tests/HostileTableRunner"
         ),
         // A client process the offline kill test starts, kills (SIGKILL) and restarts (IntegrationTests/Offline).
         .executableTarget(
@@ -126,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe", "Todos",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe", "Todos", "HostileTable",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -134,7 +150,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "IntegrationTests",
             exclude: ["Fixtures/README.md"],

@@ -1,4 +1,3 @@
-import Crypto
 import EJSON
 import Foundation
 import MeteorDDP
@@ -22,7 +21,7 @@ struct ServerAccounts {
     var tokenLifetime: TimeInterval = 90 * 24 * 3600
 
     static func hash(digest: String, salt: String) -> String {
-        SHA256.hash(data: Array((salt + digest).utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hexDigest(Array((salt + digest).utf8))
     }
 }
 

@@ -1,5 +1,3 @@
-import Crypto
-
 /// Meteor's client-side password hashing (accounts-password's `Accounts._hashPassword`): the password leaves the
 /// client only as a SHA-256 digest.
 ///
@@ -31,13 +29,6 @@ public enum MeteorPassword {
                 bytes.append(UInt8(0x80 | (unit & 0x3F)))
             }
         }
-        let hex = Array("0123456789abcdef".utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(64)
-        for byte in SHA256.hash(data: bytes) {
-            output.append(hex[Int(byte >> 4)])
-            output.append(hex[Int(byte & 0x0F)])
-        }
-        return String(decoding: output, as: UTF8.self)
+        return SHA256.hexDigest(bytes)
     }
 }

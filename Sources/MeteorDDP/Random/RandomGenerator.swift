@@ -1,4 +1,10 @@
-import Crypto
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A source of random fractions with Meteor's derived helpers (`Random.id`, `secret`, `hexString`, `choice`),
 /// each drawing exactly as Meteor's `AbstractRandomGenerator` does: one fraction per character.
@@ -76,7 +82,7 @@ extension RandomGenerator {
     }
 }
 
-/// Cryptographically secure randomness (the system's generator: `getrandom` on Linux, `SecRandom` on Apple
+/// Cryptographically secure randomness (the system's generator: `getrandom` on Linux, `arc4random_buf` on Apple
 /// platforms), for top-level method seeds, subscription ids and anything not shared with the server.
 public struct SecureRandomGenerator: RandomGenerator {
     /// Creates a generator.
@@ -88,13 +94,42 @@ public struct SecureRandomGenerator: RandomGenerator {
         return Double(generator.next() >> 11) * 0x1p-53
     }
 
-    /// `count` fractions from one request to a secure generator (swift-crypto's, which BoringSSL reseeds from the
-    /// system; `SecRandom` on Apple platforms): an id or a seed costs one request, not one system call per character.
+    /// `count` fractions from one request to the system's secure generator (`getentropy` on Linux, `arc4random_buf`
+    /// on Apple platforms): an id or a seed costs one request, not one system call per character.
     public func fractions(_ count: Int) -> [Double] {
         guard count > 0 else { return [] }
-        let key = SymmetricKey(size: SymmetricKeySize(bitCount: count * 64))
-        return key.withUnsafeBytes { bytes in
-            (0..<count).map { index in Double(bytes.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self) >> 11) * 0x1p-53 }
+        var words = [UInt64](repeating: 0, count: count)
+        words.withUnsafeMutableBytes { SystemEntropy.fill($0) }
+        return words.map { Double($0 >> 11) * 0x1p-53 }
+    }
+}
+
+/// The operating system's cryptographically secure random bytes.
+enum SystemEntropy {
+    /// Fills `buffer` with secure random bytes.
+    static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        #if canImport(Darwin)
+        arc4random_buf(base, buffer.count)
+        #else
+        // getentropy (glibc 2.25, musl 1.1.20) is getrandom(2) without partial reads, at most 256 bytes a call.
+        var filled = 0
+        while filled < buffer.count {
+            let chunk = min(256, buffer.count - filled)
+            if getentropy(base + filled, chunk) == 0 {
+                filled += chunk
+            } else {
+                // No getrandom in the kernel (before Linux 3.17): the standard library's generator, eight bytes at a time.
+                var generator = SystemRandomNumberGenerator()
+                while filled < buffer.count {
+                    withUnsafeBytes(of: generator.next()) { bytes in
+                        let n = min(bytes.count, buffer.count - filled)
+                        (base + filled).copyMemory(from: bytes.baseAddress!, byteCount: n)
+                        filled += n
+                    }
+                }
+            }
         }
+        #endif
     }
 }

@@ -1,4 +1,3 @@
-import Crypto
 import EJSON
 import Foundation
 import NIOConcurrencyHelpers
@@ -107,7 +106,7 @@ final class HostileWebSocketServer: Sendable {
         try await connection.executeThenClose { inbound, outbound in
             var reader = ClientFrameReader(inbound.makeAsyncIterator())
             let key = try await reader.readHandshakeKey()
-            let accept = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
+            let accept = Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
             try await outbound.write(ByteBuffer(string: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n"))
             let socket = HostileSocket(outbound: outbound)
             guard case .text(let connect)? = try await reader.next(), connect.contains(#""connect""#) else { return }

@@ -1,0 +1,42 @@
+import XCTest
+
+@testable import MeteorDDP
+
+/// The hand-written SHA-256 against FIPS 180-4's examples and digests computed independently (Python's hashlib) for
+/// messages of every length around the padding boundaries: a message of 55 bytes still fits its length in the last
+/// block, 56 does not; 64 and 128 end exactly on a block.
+final class SHA256Tests: XCTestCase {
+    func testFIPS180Examples() {
+        XCTAssertEqual(SHA256.hexDigest(Array("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(
+            SHA256.hexDigest(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(
+            SHA256.hexDigest([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    func testEveryLengthAroundTheBlockBoundaries() {
+        let expected: [Int: String] = [
+            0: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            1: "084fed08b978af4d7d196a7446a86b58009e636b611db16211b65a9aadff29c5",
+            3: "6ab0dba1f4f1dfbb37b4f9eeb092c09fca4900ad32bdcd147d8dde35d6c87c35",
+            55: "e7313d333c272e639f790978283f9eb392e843d0f29b7016828bb1daa4aac70b",
+            56: "4324d65f3c103567f5589c710bc08f8523f929a9272e3af36fc968e52abc6c27",
+            57: "35df609437dcfea3279283ab79fd554e2bf78f8f7ae2de532d8ee300b09e8f73",
+            63: "81c80242132f230c3bd41b3e63bbcff16107339549214a99614ff26664625055",
+            64: "39e3d7b6b5d075d37d053ad89b24b41bef4f3c29760c84447cab3f3be1882241",
+            65: "aacca6ff74fdbb296d165a45cecfa04e5127bc008770fbbdd48006f2d2fae95e",
+            119: "9ce7368e4daf32341631b492e80359dc9f594b48453cd0dd5bf0b19279cc177e",
+            120: "7836b787757e95e58b3ca5aec90b1b004e8deba1e50e9675af9cabf1a13a04b5",
+            127: "a8d23e75d936f303d248888d9b165ee543f4cbafcad3c9dd2a79bd84faa11d07",
+            128: "d2742f1f4ac6bb7ca2b239ee18402ba8b3f9f8e652d2a72973c2b9ba11c08cf6",
+            1000: "1e9bc38cbf860b9ec31918b065f9b52476c549a782e0e7990bed8ce3868d2371",
+        ]
+        for (length, digest) in expected {
+            // The same bytes the expected digests were computed from: byte i is (7i + 3) mod 256.
+            let message = (0..<length).map { UInt8(($0 * 7 + 3) % 256) }
+            XCTAssertEqual(SHA256.hexDigest(message), digest, "\(length) bytes")
+        }
+    }
+}
