@@ -32,7 +32,10 @@ let package = Package(
     targets: [
         .target(
             name: "EJSON",
-            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
+            dependencies: [
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "MeteorDDP",

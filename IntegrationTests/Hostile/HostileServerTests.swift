@@ -19,6 +19,7 @@ final class HostileServerTests: XCTestCase {
     func testAPingFloodIsAnsweredQuickly() async throws { try await check(.pingFlood) }
     func testAPingFloodWhileNotReadingHitsTheSendBufferLimit() async throws { try await check(.pingFloodWhileNotReading) }
     func testUnknownResultsAndUpdatedAreCheap() async throws { try await check(.unknownResultsAndUpdated) }
+    func testAnUnreadableResultFailsThePendingCall() async throws { try await check(.unreadableResultForAPendingCall) }
     func testAFloodOfAnUndeclaredCollectionStopsAtItsLimit() async throws { try await check(.undeclaredCollectionFlood) }
     func testReadyNeverSentAfterAReconnectIsBoundedByTheHoldLimit() async throws { try await check(.readyNeverSentAfterAReconnect) }
     func testHalfAFrameThenSilenceIsEndedByTheHeartbeat() async throws { try await check(.halfAFrameThenSilence) }

@@ -15,31 +15,56 @@ public enum EJSON {
 
     // MARK: - Parsing
 
+    /// How the parser reads what Meteor's EJSON would refuse.
+    public struct ParseOptions: Sendable, Hashable {
+        /// Refuse `{"$type": name, "$value": …}` for a name nobody registered with ``EJSONTypeRegistry`` (an
+        /// ``EJSONError`` naming the type, Meteor's `Custom EJSON type X is not defined`). Off by default: such a
+        /// value is kept as ``EJSONValue/custom(type:value:)`` with its name and raw value, written back as it was
+        /// read, and the first one of each name is logged at `.debug` (label `EJSON`).
+        public var refusesUnregisteredTypes: Bool
+
+        /// Options with unregistered types kept (`refusesUnregisteredTypes` off) unless said otherwise.
+        public init(refusesUnregisteredTypes: Bool = false) {
+            self.refusesUnregisteredTypes = refusesUnregisteredTypes
+        }
+    }
+
     /// Parses EJSON text.
     /// - Throws: ``EJSONError`` with the byte offset of the problem.
-    public static func parse(_ text: String) throws -> EJSONValue {
+    public static func parse(_ text: String, options: ParseOptions = .init()) throws -> EJSONValue {
         var text = text
         return try text.withUTF8 { bytes in
-            var parser = EJSONParser(bytes: bytes, validateUTF8: false)
+            var parser = EJSONParser(bytes: bytes, validateUTF8: false, options: options)
             return try parser.parseDocument()
         }
     }
 
     /// Parses EJSON from UTF-8 bytes (validated).
     /// - Throws: ``EJSONError`` with the byte offset of the problem.
-    public static func parse(bytes: UnsafeBufferPointer<UInt8>) throws -> EJSONValue {
-        var parser = EJSONParser(bytes: bytes, validateUTF8: true)
+    public static func parse(bytes: UnsafeBufferPointer<UInt8>, options: ParseOptions = .init()) throws -> EJSONValue {
+        var parser = EJSONParser(bytes: bytes, validateUTF8: true, options: options)
         return try parser.parseDocument()
     }
 
     /// Parses EJSON from UTF-8 bytes (validated).
-    public static func parse(bytes: [UInt8]) throws -> EJSONValue {
-        try bytes.withUnsafeBufferPointer { try parse(bytes: $0) }
+    public static func parse(bytes: [UInt8], options: ParseOptions = .init()) throws -> EJSONValue {
+        try bytes.withUnsafeBufferPointer { try parse(bytes: $0, options: options) }
     }
 
     /// Parses EJSON from UTF-8 data (validated).
-    public static func parse(data: Data) throws -> EJSONValue {
-        try data.withUnsafeBytes { raw in try parse(bytes: raw.bindMemory(to: UInt8.self)) }
+    public static func parse(data: Data, options: ParseOptions = .init()) throws -> EJSONValue {
+        try data.withUnsafeBytes { raw in try parse(bytes: raw.bindMemory(to: UInt8.self), options: options) }
+    }
+
+    /// Parses plain JSON: no EJSON type is recognised (`{"$date": 1}` stays an object with a `$date` key). For
+    /// reading what a frame says about itself when its EJSON does not parse.
+    /// - Throws: ``EJSONError`` with the byte offset of the problem.
+    public static func parseJSON(_ text: String) throws -> EJSONValue {
+        var text = text
+        return try text.withUTF8 { bytes in
+            var parser = EJSONParser(bytes: bytes, validateUTF8: false)
+            return try parser.parseDocument(raw: true)
+        }
     }
 
     // MARK: - Serialising

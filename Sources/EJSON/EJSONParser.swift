@@ -7,17 +7,20 @@ import Foundation
 struct EJSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private let validateUTF8: Bool
+    private let types: EJSON.ParseOptions
     private var index = 0
     private var depth = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, validateUTF8: Bool) {
+    init(bytes: UnsafeBufferPointer<UInt8>, validateUTF8: Bool, options: EJSON.ParseOptions = .init()) {
         self.bytes = bytes
         self.validateUTF8 = validateUTF8
+        self.types = options
     }
 
-    mutating func parseDocument() throws(EJSONError) -> EJSONValue {
+    /// Parses the whole input; `raw`: as plain JSON, no EJSON type recognised (``EJSON/parseJSON(_:)``).
+    mutating func parseDocument(raw: Bool = false) throws(EJSONError) -> EJSONValue {
         skipWhitespace()
-        let value = try parseValue()
+        let value = try parseValue(raw: raw)
         skipWhitespace()
         guard index == bytes.count else { throw EJSONError(.trailingCharacters, at: index) }
         return value
@@ -96,7 +99,7 @@ struct EJSONParser {
     /// The value of an `$escape` key is read raw, since what it means depends on the enclosing object, known only as it
     /// closes: if that object is `{"$escape": {…}}` alone, the inner object's keys are taken literally and each of its
     /// values is converted (Meteor's `fromJSONValue`); otherwise the inner value is converted as any value is. Either
-    /// way the raw value is then converted exactly as the same text would have been parsed (``converting(_:offset:)``),
+    /// way the raw value is then converted exactly as the same text would have been parsed (``converting(_:offset:_:)``),
     /// so an escape inside an escape means what it means in Meteor.
     private mutating func parseObject(raw: Bool) throws(EJSONError) -> EJSONValue {
         try enterNesting()
@@ -138,39 +141,39 @@ struct EJSONParser {
                 depth -= 1
                 if raw { return .object(object) }
                 if rawEscape, case .object(let inner)? = object["$escape"] {
-                    if object.count == 1 { return .object(try Self.convertingValues(of: inner, offset: start)) }
-                    object["$escape"] = try Self.converting(.object(inner), offset: start)
+                    if object.count == 1 { return .object(try Self.convertingValues(of: inner, offset: start, types)) }
+                    object["$escape"] = try Self.converting(.object(inner), offset: start, types)
                 }
-                return try EJSONTypes.fromJSONObject(object, offset: start)
+                return try EJSONTypes.fromJSONObject(object, offset: start, types)
             case let byte: throw EJSONError(.unexpectedCharacter(byte), at: index)
             }
         }
     }
 
     /// A raw value (read with `raw`) as it would have been parsed without: EJSON types recognised at every depth.
-    private static func converting(_ value: EJSONValue, offset: Int) throws(EJSONError) -> EJSONValue {
+    private static func converting(_ value: EJSONValue, offset: Int, _ types: EJSON.ParseOptions) throws(EJSONError) -> EJSONValue {
         switch value {
         case .array(let elements):
             var converted: [EJSONValue] = []
             converted.reserveCapacity(elements.count)
-            for element in elements { converted.append(try converting(element, offset: offset)) }
+            for element in elements { converted.append(try converting(element, offset: offset, types)) }
             return .array(converted)
         case .object(let object):
             // `{"$escape": {…}}` alone: the inner keys literally, their values converted.
             if object.count == 1, object.keys[0] == "$escape", case .object(let inner) = object.values[0] {
-                return .object(try convertingValues(of: inner, offset: offset))
+                return .object(try convertingValues(of: inner, offset: offset, types))
             }
-            return try EJSONTypes.fromJSONObject(try convertingValues(of: object, offset: offset), offset: offset)
+            return try EJSONTypes.fromJSONObject(try convertingValues(of: object, offset: offset, types), offset: offset, types)
         default:
             return value
         }
     }
 
-    /// A raw object's values converted (``converting(_:offset:)``), its keys as they are.
-    private static func convertingValues(of object: EJSONObject, offset: Int) throws(EJSONError) -> EJSONObject {
+    /// A raw object's values converted (``converting(_:offset:_:)``), its keys as they are.
+    private static func convertingValues(of object: EJSONObject, offset: Int, _ types: EJSON.ParseOptions) throws(EJSONError) -> EJSONObject {
         var converted = object
         for position in converted.values.indices {
-            converted.values[position] = try converting(converted.values[position], offset: offset)
+            converted.values[position] = try converting(converted.values[position], offset: offset, types)
         }
         return converted
     }

@@ -5,7 +5,7 @@ import Foundation
 enum EJSONTypes {
     /// Converts a parsed JSON object that matches a converter (all keys `$`-prefixed, at most two of them);
     /// anything else stays a plain object.
-    static func fromJSONObject(_ object: EJSONObject, offset: Int) throws(EJSONError) -> EJSONValue {
+    static func fromJSONObject(_ object: EJSONObject, offset: Int, _ options: EJSON.ParseOptions) throws(EJSONError) -> EJSONValue {
         guard object.count <= 2, object.count > 0, let firstKey = object.keys.first, firstKey.utf8.first == UInt8(ascii: "$") else {
             return .object(object)
         }
@@ -40,7 +40,13 @@ enum EJSONTypes {
         }
         guard let typeValue = object["$type"], let payload = object["$value"] else { return .object(object) }
         guard case .string(let typeName) = typeValue else { throw EJSONError(.invalidEJSONValue("$type must be a string"), at: offset) }
-        guard EJSONTypeRegistry.shared.isRegistered(typeName) else { throw EJSONError(.unknownCustomType(typeName), at: offset) }
+        // A name nobody registered: kept as an opaque value (its name and raw value, written back as read), unless
+        // the caller asked for Meteor's refusal.
+        if !EJSONTypeRegistry.shared.isKnown(typeName, reportingUnregistered: !options.refusesUnregisteredTypes),
+            options.refusesUnregisteredTypes
+        {
+            throw EJSONError(.unknownCustomType(typeName), at: offset)
+        }
         return .custom(type: typeName, value: payload)
     }
 

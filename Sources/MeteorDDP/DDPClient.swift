@@ -245,6 +245,11 @@ extension DDPClient {
         /// Where the cache and unanswered calls are kept between launches (``Persistence/sqlite(at:)``); `nil`
         /// (the default) keeps everything in memory. See ``Persistence``.
         public var persistence: Persistence?
+        /// Refuse frames holding a custom EJSON type nobody registered with `EJSONTypeRegistry` (Meteor's
+        /// `Custom EJSON type X is not defined`: the frame is reported as malformed and skipped; a call or
+        /// subscription it answers fails). Off by default: such values are kept as
+        /// `EJSONValue.custom(type:value:)` with their name and raw value, written back as they were read.
+        public var refusesUnregisteredEJSONTypes = false
 
         /// Creates the default configuration.
         public init() {}

@@ -24,6 +24,7 @@ public enum HostileTable {
         case pingFlood
         case pingFloodWhileNotReading
         case unknownResultsAndUpdated
+        case unreadableResultForAPendingCall
         case undeclaredCollectionFlood
         case readyNeverSentAfterAReconnect
         case halfAFrameThenSilence
@@ -105,13 +106,28 @@ extension HostileTable.Row {
                 }
             }
         case .unknownResultsAndUpdated:
-            let count = size(full: 100_000, quick: 10_000)
-            return try await attack("\(count) result + updated for unknown ids", expecting: violation("unexpected")) { socket in
+            // Each one is a protocol violation to report: reporting must stay cheap (2 s for 200k in release).
+            let count = size(full: 200_000, quick: 10_000)
+            return try await attack("\(count) result + updated for unknown ids", maxRecovery: .seconds(2), expecting: violation("unexpected")) { socket in
                 for batch in stride(from: 0, to: count, by: 1000) {
                     try await socket.sendTexts((batch..<batch + 1000).lazy.flatMap {
                         [#"{"msg":"result","id":"u\#($0)","result":1}"#, #"{"msg":"updated","methods":["u\#($0)"]}"#]
                     })
                 }
+            }
+        case .unreadableResultForAPendingCall:
+            // The result's value does not parse ({"$date": "…"} must be a number), its id does: the call fails with
+            // a protocol violation within 1 s of the frame, instead of waiting forever as with Meteor's client.
+            let call = PendingCall()
+            return try await attack(
+                "a result that does not parse for a pending call", readsDuringAttack: false,
+                before: { client in call.start(client) },
+                expecting: violation("malformedJSON"),
+                alsoCheck: { _ in call.failedWithinOneSecondOfTheAttack() }
+            ) { socket in
+                await call.waitUntilStarted()
+                try await socket.sendTexts([#"{"msg":"result","id":"1","result":{"$date":"tomorrow"}}"#, #"{"msg":"updated","methods":["1"]}"#])
+                call.attackEnded()
             }
         case .undeclaredCollectionFlood:
             let count = size(full: 1_000_000, quick: 150_000)
@@ -185,6 +201,7 @@ extension HostileTable.Row {
         silentAfterAttack: Bool = false,
         configure: (inout DDPClient.Configuration) -> Void = { _ in },
         before: @escaping @Sendable (DDPClient) async throws -> Void = { _ in },
+        maxRecovery: Duration = HostileTable.maxRecovery,
         expecting expected: @escaping @Sendable ([DDPError]) -> Bool,
         alsoCheck: ([DDPError]) -> String? = { _ in nil },
         _ attack: @escaping HostileWebSocketServer.Attack
@@ -231,11 +248,68 @@ extension HostileTable.Row {
         var failures: [String] = []
         if !expected(seen) { failures.append("\(row): unexpected errors \(seen.prefix(5))") }
         if let problem = alsoCheck(seen) { failures.append("\(row): \(problem)") }
-        if recovery >= HostileTable.maxRecovery { failures.append("\(row): the client answered a call only \(recovery) after the attack") }
+        if recovery >= maxRecovery { failures.append("\(row): the client answered a call only \(recovery) after the attack") }
         if peakGrowth > HostileTable.maxPeakGrowth { failures.append("\(row): peak memory grew by \(peakGrowth >> 20) MB") }
         let outcome = HostileTable.Outcome(row: row, errors: seen, recovery: recovery, peakGrowth: peakGrowth, failures: failures)
         print("hostile-server row: \(outcome)")
         return outcome
+    }
+}
+
+/// A call made before an attack answers it with a frame that does not parse: when it was made, when the attack's
+/// frames were written, and when (and how) it completed.
+final class PendingCall: Sendable {
+    private struct State {
+        var started = false
+        var startWaiters: [CheckedContinuation<Void, Never>] = []
+        var attackEnded: ContinuousClock.Instant?
+        var completed: (at: ContinuousClock.Instant, result: Result<EJSONValue?, MethodError>)?
+        var completionWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    /// Makes the call (id "1": the client's first) and lets the attack go on.
+    func start(_ client: DDPClient) {
+        _ = try? client.call("pending") { [self] result in
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.completed = (ContinuousClock.now, result)
+                defer { state.completionWaiters = [] }
+                return state.completionWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.started = true
+            defer { state.startWaiters = [] }
+            return state.startWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func waitUntilStarted() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.started { return true }
+                state.startWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func attackEnded() { state.withLock { $0.attackEnded = ContinuousClock.now } }
+
+    /// `nil` if the call failed with a protocol violation within 1 s of the attack's frames, else what went wrong.
+    func failedWithinOneSecondOfTheAttack() -> String? {
+        let (ended, completed) = state.withLock { ($0.attackEnded, $0.completed) }
+        guard let ended else { return "the attack did not run" }
+        guard let completed else { return "the pending call never completed" }
+        guard case .failure(let error) = completed.result, error.kind == .protocolViolation else {
+            return "the pending call completed with \(completed.result), not a protocol violation"
+        }
+        let after = completed.at - ended
+        return after < .seconds(1) ? nil : "the pending call failed only \(after) after the frame"
     }
 }
 

@@ -15,4 +15,9 @@ public final class Locked<Value>: @unchecked Sendable {
     public func mutate(_ body: (inout Value) -> Void) {
         lock.withLock { body(&stored) }
     }
+
+    /// Runs `body` on the value under the lock and returns what it returns.
+    public func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.withLock { body(&stored) }
+    }
 }

@@ -156,6 +156,7 @@ extension DDPClient {
         let generation = connectionGeneration
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
+        let parseOptions = EJSON.ParseOptions(refusesUnregisteredTypes: configuration.refusesUnregisteredEJSONTypes)
         let burst = CallbackBurst()
         connection = transport.connect { [weak self] event in
             guard let self else { return }
@@ -163,7 +164,7 @@ extension DDPClient {
             let item: IncomingInbox.Item
             var waitedOn = true
             if case .text(let frame) = event {
-                let parsed = DDPClient.parse(frame, scratch: scratch)
+                let parsed = DDPClient.parse(frame, scratch: scratch, options: parseOptions)
                 waitedOn = !Self.nobodyWaits(on: parsed)
                 item = .message(parsed, generation: generation)
             } else {
@@ -266,24 +267,26 @@ extension DDPClient {
 
     /// Reads a frame: `added` and `changed` straight into packed documents where ``DocumentMessageDecoder`` takes
     /// them, everything else (and anything it does not take) with the general parser, which reports every error.
-    static func parse(_ frame: String, scratch: DocumentMessageDecoder.Scratch = .init()) -> Result<IncomingMessage, DDPProtocolViolation> {
+    static func parse(
+        _ frame: String, scratch: DocumentMessageDecoder.Scratch = .init(), options: EJSON.ParseOptions = .init()
+    ) -> Result<IncomingMessage, DDPProtocolViolation> {
         if let document = DocumentMessageDecoder.decode(frame, scratch: scratch) { return .success(.document(document)) }
-        return parseGenerally(frame).map(IncomingMessage.message)
+        return parseGenerally(frame, options: options).map(IncomingMessage.message)
     }
 
-    /// Reads a frame with the general parser (EJSON.parse, then ``ServerMessage``).
-    static func parseGenerally(_ frame: String) -> Result<ServerMessage, DDPProtocolViolation> {
-        let value: EJSONValue
+    /// Reads a frame with the general parser (EJSON.parse, then ``ServerMessage``). A frame that does not parse
+    /// keeps the ids it names for whoever waits on them (``UnreadableFrame``).
+    static func parseGenerally(_ frame: String, options: EJSON.ParseOptions = .init()) -> Result<ServerMessage, DDPProtocolViolation> {
+        var violation: DDPProtocolViolation
         do {
-            value = try EJSON.parse(frame)
+            return .success(try ServerMessage(ejson: try EJSON.parse(frame, options: options)))
+        } catch let error as DDPProtocolViolation {
+            violation = error
         } catch {
-            return .failure(DDPProtocolViolation(.malformedJSON("\(error)"), frame: frame))
+            violation = DDPProtocolViolation(.malformedJSON("\(error)"), frame: frame)
         }
-        do {
-            return .success(try ServerMessage(ejson: value))
-        } catch {
-            return .failure(error)
-        }
+        violation.unreadable = UnreadableFrame(frame: frame)
+        return .failure(violation)
     }
 
     // MARK: - Timers

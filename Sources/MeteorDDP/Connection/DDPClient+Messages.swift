@@ -14,6 +14,7 @@ extension DDPClient {
         switch consume parsed {
         case .failure(let violation):
             report(.protocolViolation(violation))
+            if let unreadable = violation.unreadable, machine.version != nil { handleUnreadable(unreadable, violation) }
         case .success(.message(let message)):
             logger.trace("received", metadata: ["frame": "\(EJSON.stringify(message.ejsonValue).prefix(300))"])
             handle(message)

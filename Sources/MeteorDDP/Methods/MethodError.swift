@@ -19,6 +19,9 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
         case stubFailed
         /// The client was closed before the call completed.
         case clientClosed
+        /// The server's `result` for the call did not parse (``MethodError/violation`` says why; the frame is also
+        /// reported on ``DDPClient/errors``). Meteor's client drops such a frame and the call never completes.
+        case protocolViolation
     }
 
     /// The method's name.
@@ -29,12 +32,18 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
     public let meteorError: MeteorError?
     /// A description of the stub's error (for ``Kind/stubFailed``).
     public let stubErrorDescription: String?
+    /// What was wrong with the server's answer (for ``Kind/protocolViolation``).
+    public let violation: DDPProtocolViolation?
 
-    init(methodName: String, kind: Kind, meteorError: MeteorError? = nil, stubErrorDescription: String? = nil) {
+    init(
+        methodName: String, kind: Kind, meteorError: MeteorError? = nil, stubErrorDescription: String? = nil,
+        violation: DDPProtocolViolation? = nil
+    ) {
         self.methodName = methodName
         self.kind = kind
         self.meteorError = meteorError
         self.stubErrorDescription = stubErrorDescription
+        self.violation = violation
     }
 
     static func server(_ name: String, _ error: MeteorError) -> MethodError {
@@ -58,6 +67,7 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invocationFailed: return "method '\(methodName)' might have failed: the connection dropped and noRetry was set"
         case .stubFailed: return "the stub of method '\(methodName)' threw: \(stubErrorDescription ?? "?")"
         case .clientClosed: return "method '\(methodName)' did not complete: the client was closed"
+        case .protocolViolation: return "method '\(methodName)' failed: its result did not parse (\(violation.map(String.init(describing:)) ?? "?"))"
         }
     }
 }

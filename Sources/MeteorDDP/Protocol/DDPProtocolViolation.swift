@@ -27,6 +27,9 @@ public struct DDPProtocolViolation: Error, Sendable, Hashable, CustomStringConve
     public let kind: Kind
     /// The start of the offending frame or message (at most 200 characters), for diagnostics.
     public let excerpt: String
+    /// The call or subscription ids an unreadable `result`, `updated`, `ready` or `nosub` names (see
+    /// ``UnreadableFrame``): their waiters fail instead of waiting forever.
+    var unreadable: UnreadableFrame?
 
     /// Creates a violation for a decoded message.
     public init(_ kind: Kind, message: EJSONValue) {

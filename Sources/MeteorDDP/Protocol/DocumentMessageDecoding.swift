@@ -27,6 +27,32 @@ public enum DocumentMessageDecoding {
     }
 }
 
+extension DocumentMessageDecoding {
+    /// What is wrong with how a frame that does not parse keeps its waiters: `nil` when the frame parses, or when
+    /// its violation names exactly the waiters a plain-JSON reading of it names (a `result`'s or `nosub`'s string
+    /// id, the string ids of an `updated`'s `methods` or a `ready`'s `subs`); otherwise the difference.
+    public static func lostWaiters(_ frame: String) -> String? {
+        guard case .failure(let violation) = DDPClient.parseGenerally(frame) else { return nil }
+        guard case .object(let object)? = try? EJSON.parseJSON(frame), case .string(let msg)? = object["msg"] else {
+            return violation.unreadable == nil ? nil : "waiters read from a frame that is not a JSON object with a msg: \(frame)"
+        }
+        let ids: [String]
+        switch msg {
+        case "result", "nosub": ids = object["id"]?.stringValue.map { [$0] } ?? []
+        case "updated": ids = object["methods"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        case "ready": ids = object["subs"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        default: ids = []
+        }
+        let kept: [String]
+        switch violation.unreadable {
+        case nil: kept = []
+        case .result(let id)?, .nosub(let id)?: kept = [id]
+        case .updated(let named)?, .ready(let named)?: kept = named
+        }
+        return kept == ids ? nil : "the violation keeps \(kept), the frame names \(ids): \(frame)"
+    }
+}
+
 private extension ServerMessage {
     /// `changed` read as `added` (the same collection, id and fields), for comparing packed fields.
     var normalizedForPacking: ServerMessage {

@@ -164,9 +164,37 @@ extension DDPClient {
         handle(session.methods.dataBecameVisible(id: id), id: id, message: "updated")
     }
 
+    /// A `result`, `updated`, `ready` or `nosub` that did not parse but names its ids (reported already): a call's
+    /// result fails it with ``MethodError/Kind/protocolViolation``; an `updated` counts for the ids it names (held
+    /// while the session waits for quiescence, as any `updated`); a subscription waiting for `ready` or ended by the
+    /// `nosub` fails with the violation. Ids nothing waits on are ignored (the violation was reported).
+    func handleUnreadable(_ unreadable: UnreadableFrame, _ violation: DDPProtocolViolation) {
+        switch unreadable {
+        case .result(let id):
+            guard let name = session.methods.name(of: id) else { return }
+            methodResultReceived(id, outcome: .failure(MethodError(methodName: name, kind: .protocolViolation, violation: violation)))
+        case .updated(let ids):
+            handleSessionMessage(.message(.updated(methodIDs: ids)))
+        case .ready(let ids):
+            for id in ids { subscriptionFailed(id, violation) }
+        case .nosub(let id):
+            subscriptionFailed(id, violation)
+        }
+    }
+
+    private func subscriptionFailed(_ id: String, _ violation: DDPProtocolViolation) {
+        guard let record = session.subscriptions.nosub(id) else { return }
+        logger.debug("subscription failed: the server's frame for it did not parse", metadata: ["name": "\(record.name)"])
+        let error = MeteorError(error: .string("protocol-violation"), reason: violation.description)
+        record.shared.update(.failed(SubscriptionError(name: record.name, meteorError: error, violation: violation)))
+    }
+
     private func methodResultReceived(_ id: String, result: EJSONValue?, error: MeteorError?) {
         let name = session.methods.name(of: id) ?? "?"
-        let outcome: Result<EJSONValue?, MethodError> = error.map { .failure(.server(name, $0)) } ?? .success(result)
+        methodResultReceived(id, outcome: error.map { .failure(.server(name, $0)) } ?? .success(result))
+    }
+
+    private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, MethodError>) {
         let handled = session.methods.receivedResult(id: id, outcome)
         if case .recorded(let invocation) = handled {
             persistResult(invocation)

@@ -10,8 +10,18 @@ import EJSON
 public struct SubscriptionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The subscription's name.
     public let name: String
-    /// Meteor's error: code (number or string), reason and details.
+    /// Meteor's error: code (number or string), reason and details. For a frame that did not parse, the code is
+    /// `protocol-violation` and ``violation`` says what was wrong.
     public let meteorError: MeteorError
+    /// The server's `ready` or `nosub` for this subscription did not parse (it is also reported on
+    /// ``DDPClient/errors``); `nil` when the server ended the subscription with an error.
+    public let violation: DDPProtocolViolation?
+
+    init(name: String, meteorError: MeteorError, violation: DDPProtocolViolation? = nil) {
+        self.name = name
+        self.meteorError = meteorError
+        self.violation = violation
+    }
 
     public var description: String { "subscription '\(name)' failed: \(meteorError)" }
 }
