@@ -1,7 +1,8 @@
 import Foundation
 
-/// Decodes `Decodable` types from ``EJSONValue``s: `Date` from `$date`, `Data` from `$binary`, integers with exact
-/// range checks, optionals from absent keys or `null`.
+/// Decodes `Decodable` types from ``EJSONValue``s: `Date` from `$date`, `Data` from `$binary`, ``ObjectID`` from
+/// `{"$type": "oid", …}` or 24 hex digits, Foundation's `Decimal` from mongo-decimal's form or a number, integers
+/// with exact range checks, optionals from absent keys or `null`.
 ///
 /// For example:
 /// ```swift
@@ -50,6 +51,15 @@ private struct DecoderImplementation: Decoder {
         case is Data.Type:
             guard case .binary(let data) = value else { throw mismatch(Data.self) }
             return data as! T
+        case is ObjectID.Type:
+            // The EJSON form, or 24 hex digits (a document's `_id` as the cache keeps it).
+            guard let id = value.objectIDValue ?? value.stringValue.flatMap(ObjectID.init) else { throw mismatch(ObjectID.self) }
+            return id as! T
+        case is Decimal.Type:
+            // mongo-decimal's form, or a plain number.
+            if let decimal = value.decimalValue { return decimal as! T }
+            guard case .number(let n) = value, n.isFinite else { throw mismatch(Decimal.self) }
+            return Decimal(n) as! T
         default:
             return try T(from: self)
         }

@@ -1,6 +1,7 @@
 import Foundation
 
 /// Encodes `Encodable` types as ``EJSONValue``s: keys in encoding order, `Date` as `$date`, `Data` as `$binary`,
+/// ``ObjectID`` as `{"$type": "oid", …}`, Foundation's `Decimal` as mongo-decimal's `{"$type": "Decimal", …}`,
 /// `nil` optionals omitted from objects.
 ///
 /// For example:
@@ -69,6 +70,8 @@ private final class EncoderImplementation: Encoder {
         case let ejson as EJSONValue: slot.value = ejson
         case let date as Date: slot.value = .date(millisecondsSince1970: (date.timeIntervalSince1970 * 1000).rounded())
         case let data as Data: slot.value = .binary(data)
+        case let id as ObjectID: slot.value = id.ejsonValue
+        case let decimal as Decimal: slot.value = .decimal(decimal)
         default: try value.encode(to: self)
         }
     }

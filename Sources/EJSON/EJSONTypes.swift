@@ -47,6 +47,8 @@ enum EJSONTypes {
         {
             throw EJSONError(.unknownCustomType(typeName), at: offset)
         }
+        // mongo-id's constructor lowercases an ObjectID's hex digits (`_looksLikeObjectID` then checks them).
+        if typeName == "oid", case .string(let hex) = payload, let id = ObjectID(hex) { return .custom(type: typeName, value: .string(id.hexString)) }
         return .custom(type: typeName, value: payload)
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Structural equality with Meteor's `EJSON.equals` defaults: object key order is ignored,
 /// numbers compare as doubles (so `NaN == NaN`, as EJSON.equals treats it), dates by milliseconds,
-/// binary by bytes, custom types by type name and value.
+/// binary by bytes, custom types by type name and value (mongo-decimal's `Decimal` by its value).
 extension EJSONValue: Equatable {
     public static func == (lhs: EJSONValue, rhs: EJSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -19,7 +19,10 @@ extension EJSONValue: Equatable {
             return true
         case (.date(let a), .date(let b)): return a == b
         case (.binary(let a), .binary(let b)): return a == b
-        case (.custom(let ta, let va), .custom(let tb, let vb)): return ta == tb && va == vb
+        case (.custom(let ta, let va), .custom(let tb, let vb)):
+            // mongo-decimal's Decimals are equal by value (its `equals`): 1.5 and 1.50 are one number.
+            if ta == "Decimal", tb == "Decimal", let x = lhs.decimalValue, let y = rhs.decimalValue { return x == y }
+            return ta == tb && va == vb
         case (.regularExpression(let pa, let fa), .regularExpression(let pb, let fb)):
             // Meteor's EJSON.equals finds any two RegExps equal (they have no own keys); comparing source and flags,
             // as minimongo's matcher does (`toString()`), is what an app expects.
@@ -53,7 +56,15 @@ extension EJSONValue: Hashable {
             hasher.combine(sum)
         case .date(let ms): hasher.combine(6); hasher.combine(ms)
         case .binary(let d): hasher.combine(7); hasher.combine(d)
-        case .custom(let type, let value): hasher.combine(8); hasher.combine(type); hasher.combine(value)
+        case .custom(let type, let value):
+            hasher.combine(8)
+            hasher.combine(type)
+            // Equal Decimals (1.5, 1.50) hash alike: by their value as a double.
+            if type == "Decimal", let decimal = decimalValue {
+                hasher.combine(NSDecimalNumber(decimal: decimal).doubleValue)
+            } else {
+                hasher.combine(value)
+            }
         case .regularExpression(let pattern, let flags):
             hasher.combine(9); hasher.combine(pattern); hasher.combine(EJSONValue.normalizedRegularExpressionFlags(flags))
         }

@@ -1,19 +1,15 @@
+import MeteorDDP
+
 /// SHA-1 (FIPS 180-4), for the WebSocket handshake's `Sec-WebSocket-Accept` only: the hostile server writes its
-/// handshake byte by byte, and a hash this small is not worth a second copy of BoringSSL in every build.
+/// handshake byte by byte, and a hash this small is not worth a second copy of BoringSSL in every build. Padding and
+/// block loading are SHA-256's (the same in both).
 enum SHA1 {
     static func digest(_ message: [UInt8]) -> [UInt8] {
         var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
-        var padded = message
-        padded.append(0x80)
-        while padded.count % 64 != 56 { padded.append(0) }
-        let bits = UInt64(message.count) &* 8
-        for shift in stride(from: 56, through: 0, by: -8) { padded.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        let padded = SHA256.padded(message)
         var w = [UInt32](repeating: 0, count: 80)
         for block in stride(from: 0, to: padded.count, by: 64) {
-            for t in 0..<16 {
-                let i = block + t * 4
-                w[t] = UInt32(padded[i]) << 24 | UInt32(padded[i + 1]) << 16 | UInt32(padded[i + 2]) << 8 | UInt32(padded[i + 3])
-            }
+            SHA256.loadBlock(padded, at: block, into: &w)
             for t in 16..<80 {
                 let x = w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16]
                 w[t] = x << 1 | x >> 31

@@ -20,17 +20,10 @@ package enum SHA256 {
     /// The 32-byte digest of `message`.
     package static func hash(_ message: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19]
-        var padded = message
-        padded.append(0x80)
-        while padded.count % 64 != 56 { padded.append(0) }
-        let bits = UInt64(message.count) &* 8
-        for shift in stride(from: 56, through: 0, by: -8) { padded.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        let padded = Self.padded(message)
         var w = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: padded.count, by: 64) {
-            for t in 0..<16 {
-                let i = block + t * 4
-                w[t] = UInt32(padded[i]) << 24 | UInt32(padded[i + 1]) << 16 | UInt32(padded[i + 2]) << 8 | UInt32(padded[i + 3])
-            }
+            Self.loadBlock(padded, at: block, into: &w)
             for t in 16..<64 {
                 let s0 = rotate(w[t - 15], 7) ^ rotate(w[t - 15], 18) ^ (w[t - 15] >> 3)
                 let s1 = rotate(w[t - 2], 17) ^ rotate(w[t - 2], 19) ^ (w[t - 2] >> 10)
@@ -61,6 +54,25 @@ package enum SHA256 {
             output.append(hex[Int(byte & 0x0F)])
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// `message` padded as SHA-1 and SHA-2 pad it (FIPS 180-4 §5.1.1): a 1 bit, zeros, and the length in bits as a
+    /// big-endian 64-bit number, to a multiple of 64 bytes.
+    package static func padded(_ message: [UInt8]) -> [UInt8] {
+        var padded = message
+        padded.append(0x80)
+        while padded.count % 64 != 56 { padded.append(0) }
+        let bits = UInt64(message.count) &* 8
+        for shift in stride(from: 56, through: 0, by: -8) { padded.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        return padded
+    }
+
+    /// The 16 big-endian words of the 64-byte block at `offset` into `w[0..<16]`.
+    package static func loadBlock(_ bytes: [UInt8], at offset: Int, into w: inout [UInt32]) {
+        for t in 0..<16 {
+            let i = offset + t * 4
+            w[t] = UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3])
+        }
     }
 
     private static func rotate(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }

@@ -4,7 +4,7 @@ import Foundation
 /// Mongo's order of values (minimongo's `LocalCollection._f._cmp` and `_typeorder`): a missing value before
 /// everything, then null, numbers, strings, objects, arrays, binary data, ObjectIDs, booleans, dates, regular
 /// expressions. Values of one type compare by value: objects as their `[key, value, key, value…]` lists, arrays
-/// element by element, binary data shorter first, then byte by byte.
+/// element by element, binary data shorter first, then byte by byte. mongo-decimal's `Decimal` is a number.
 enum EJSONOrdering {
     /// Negative when `a` sorts first, positive when `b` does, zero when they are equivalent.
     static func compare(_ a: EJSONValue?, _ b: EJSONValue?) -> Int {
@@ -30,6 +30,9 @@ enum EJSONOrdering {
             return 0
         case (.custom(type: "oid", value: .string(let x)), .custom(type: "oid", value: .string(let y))):
             return x < y ? -1 : x > y ? 1 : 0
+        case (.custom(type: "Decimal", _), _), (_, .custom(type: "Decimal", _)):
+            // mongo-decimal's Decimal is a number to minimongo (`_type` 1): compared by value with numbers too.
+            return compareNumbers(a, b)
         case (.regularExpression(let p, let f), .regularExpression(let q, let g)):
             // minimongo refuses to sort regular expressions; a total order is kinder.
             return "/\(p)/\(f)" < "/\(q)/\(g)" ? -1 : (p == q && f == g ? 0 : 1)
@@ -39,6 +42,17 @@ enum EJSONOrdering {
             // Same type order, nothing to tell apart (null and null).
             return 0
         }
+    }
+
+    /// Two values of the number type order (numbers and readable Decimals), by value.
+    private static func compareNumbers(_ a: EJSONValue, _ b: EJSONValue) -> Int {
+        guard let x = decimal(a), let y = decimal(b) else { return 0 }
+        return x < y ? -1 : x > y ? 1 : 0
+    }
+
+    private static func decimal(_ value: EJSONValue) -> Decimal? {
+        if case .number(let n) = value { return n.isFinite ? Decimal(n) : nil }
+        return value.decimalValue
     }
 
     private static func compareElements(_ x: [EJSONValue], _ y: [EJSONValue]) -> Int {
@@ -74,6 +88,7 @@ enum EJSONOrdering {
         case .string: return 2
         case .object: return 3
         case .custom(type: "oid", _): return 6
+        case .custom(type: "Decimal", _) where value.decimalValue != nil: return 1
         case .custom: return 3
         case .array: return 4
         case .binary: return 5

@@ -308,7 +308,11 @@ enum SelectorCompiler {
         let operandType = MongoType.code(of: operand)
         if case .number(let bound) = operand {
             return { value in
-                guard case .number(let number)? = value else { return false }
+                guard case .number(let number)? = value else {
+                    // A Decimal is a number to minimongo.
+                    guard let value, MongoType.code(of: value) == 1 else { return false }
+                    return accepts(EJSONOrdering.compare(value, operand))
+                }
                 return accepts(number < bound ? -1 : number > bound ? 1 : 0)
             }
         }
@@ -366,6 +370,7 @@ enum MongoType {
         case .array: return 4
         case .binary: return 5
         case .custom(type: "oid", _): return 7
+        case .custom(type: "Decimal", _) where value.decimalValue != nil: return 1
         case .custom: return 3
         case .bool: return 8
         case .date: return 9
@@ -392,6 +397,8 @@ enum MongoEquality {
         case (.array(let x), .array(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.custom(let t, let x), .custom(let u, let y)):
+            // Decimals by value (EJSONValue's ==), other custom types by name and value.
+            if t == "Decimal", u == "Decimal" { return a == b }
             return t == u && equal(x, y)
         default:
             return a == b

@@ -80,3 +80,21 @@ final class MongoSortAndFindTests: XCTestCase {
         live.stop()
     }
 }
+
+/// mongo-decimal's Decimal is a number to minimongo (`_type` 1): sorted and compared by value with numbers;
+/// ObjectIDs sort by their hex digits, after every number, string and object.
+final class DecimalAndObjectIDQueryTests: XCTestCase {
+    func testDecimalsSortByValueAmongNumbers() throws {
+        let all = [
+            Document(id: "a", fields: ["p": .decimal(Decimal(string: "10.5")!)]),
+            Document(id: "b", fields: ["p": 2]),
+            Document(id: "c", fields: ["p": .decimal(Decimal(string: "2.25")!)]),
+            Document(id: "d", fields: ["p": "text"]),
+            Document(id: "e", fields: ["p": .objectID(ObjectID("000000000000000000000001")!)]),
+        ]
+        XCTAssertEqual(try Query([:], FindOptions(sort: ["p": 1])).evaluate(all).map(\.id), ["b", "c", "a", "d", "e"])
+        XCTAssertEqual(try Query(["p": ["$gt": 2]], FindOptions(sort: ["p": 1])).evaluate(all).map(\.id), ["c", "a"])
+        XCTAssertEqual(try Query(["p": ["$lt": .decimal(Decimal(string: "2.5")!)]], FindOptions(sort: ["p": 1])).evaluate(all).map(\.id), ["b", "c"])
+        XCTAssertEqual(try Query(["p": .decimal(Decimal(string: "2.250")!)]).evaluate(all).map(\.id), ["c"])
+    }
+}
