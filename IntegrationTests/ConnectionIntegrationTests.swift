@@ -32,6 +32,16 @@ final class ConnectionIntegrationTests: XCTestCase {
         try await server.stop()
     }
 
+    func testConnectsToTheWebAddressAsDDPConnectTakesIt() async throws {
+        // The server accepts WebSockets at /websocket only: http://127.0.0.1:<port> must become …/websocket.
+        let server = try await startServer()
+        let client = DDPClient(url: URL(string: "http://127.0.0.1:\(server.port)")!)
+        client.connect()
+        try await client.waitUntilConnected()
+        client.close()
+        try await server.stop()
+    }
+
     func testNegotiatesDownToAVersionTheServerPrefers() async throws {
         let server = try await startServer { $0.supportedVersions = ["pre1"] }
         let client = DDPClient(url: server.url)

@@ -12,7 +12,7 @@ struct DDPTool: AsyncParsableCommand {
         discussion: "Commands are read from the terminal, a script (--script) or standard input:\n\n" + CommandLineSession.help
     )
 
-    @Argument(help: "The server's WebSocket URL, for example ws://localhost:3000/websocket.")
+    @Argument(help: "The server: http://localhost:3000, localhost:3000 or ws://localhost:3000/websocket.")
     var url: String
 
     @Flag(help: "Print one JSON object per line (each with an \"event\" field) instead of text.")
@@ -25,8 +25,8 @@ struct DDPTool: AsyncParsableCommand {
     var connectTimeout: Double = 10
 
     func run() async throws {
-        guard let serverURL = URL(string: url), ["ws", "wss"].contains(serverURL.scheme ?? "") else {
-            throw ValidationError("the URL must be ws:// or wss://, for example ws://localhost:3000/websocket")
+        guard let serverURL = ServerURL.webSocketURL(url) else {
+            throw ValidationError("'\(url)' is not a server address: use http(s)://host:port, host:port or ws(s)://host:port/websocket")
         }
         let interactive = script == nil && isatty(STDIN_FILENO) != 0
         let style: CommandOutput.Style = json ? .json : .text(colour: isatty(STDOUT_FILENO) != 0)

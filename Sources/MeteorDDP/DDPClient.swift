@@ -114,9 +114,11 @@ public final class DDPClient: @unchecked Sendable {
 
     // MARK: - Starting
 
-    /// Creates a client for a Meteor server's WebSocket URL (for example `wss://example.com/websocket`).
-    /// It does not connect until ``connect()``.
+    /// Creates a client for a Meteor server's WebSocket URL (for example `wss://example.com/websocket`), or its
+    /// web address as `DDP.connect` takes it (`https://example.com` connects to `wss://example.com/websocket`; see
+    /// ``ServerURL``). It does not connect until ``connect()``.
     public convenience init(url: URL, configuration: Configuration = Configuration(), webSocket: WebSocketTransport.Configuration = .init()) {
+        let url = ServerURL.translating(url)
         self.init(transport: WebSocketTransport(url: url, configuration: webSocket, logger: configuration.logger), configuration: configuration)
     }
 
