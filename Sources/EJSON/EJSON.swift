@@ -104,7 +104,8 @@ public enum EJSON {
         case (.object(let x), .object(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && equals($0.value, $1.value, keyOrderSensitive: true) }
         case (.custom(let tx, let vx), .custom(let ty, let vy)):
-            if tx == "Decimal", ty == "Decimal", let x = a.decimalValue, let y = b.decimalValue { return x == y }
+            // Decimals by value, as `==` compares them.
+            if tx == "Decimal", ty == "Decimal" { return a == b }
             return tx == ty && equals(vx, vy, keyOrderSensitive: true)
         default:
             return a == b

@@ -42,11 +42,9 @@ enum EJSONTypes {
         guard case .string(let typeName) = typeValue else { throw EJSONError(.invalidEJSONValue("$type must be a string"), at: offset) }
         // A name nobody registered: kept as an opaque value (its name and raw value, written back as read), unless
         // the caller asked for Meteor's refusal.
-        if !EJSONTypeRegistry.shared.isKnown(typeName, reportingUnregistered: !options.refusesUnregisteredTypes),
-            options.refusesUnregisteredTypes
-        {
-            throw EJSONError(.unknownCustomType(typeName), at: offset)
-        }
+        let refuses = options.refusesUnregisteredTypes
+        let registered = EJSONTypeRegistry.shared.isKnown(typeName, reportingUnregistered: !refuses)
+        if refuses && !registered { throw EJSONError(.unknownCustomType(typeName), at: offset) }
         // mongo-id's constructor lowercases an ObjectID's hex digits (`_looksLikeObjectID` then checks them).
         if typeName == "oid", case .string(let hex) = payload, let id = ObjectID(hex) { return .custom(type: typeName, value: .string(id.hexString)) }
         return .custom(type: typeName, value: payload)

@@ -8,7 +8,7 @@ public enum MongoID {
         switch id {
         case .string(let text):
             guard let first = text.first else { return "" }
-            if first == "-" || first == "~" || first == "{" || isHexObjectID(text) { return "-" + text }
+            if first == "-" || first == "~" || first == "{" || ObjectID.isHex24(text) { return "-" + text }
             return text
         case .custom(type: "oid", value: .string(let hex)):
             return hex
@@ -27,11 +27,7 @@ public enum MongoID {
         case "~":
             return try? EJSON.parse(String(text.dropFirst()))
         default:
-            return isHexObjectID(text) ? .custom(type: "oid", value: .string(text)) : .string(text)
+            return ObjectID.isHex24(text) ? .custom(type: "oid", value: .string(text)) : .string(text)
         }
-    }
-
-    private static func isHexObjectID(_ text: String) -> Bool {
-        text.utf8.count == 24 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 }

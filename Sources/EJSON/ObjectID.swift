@@ -73,6 +73,7 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         try container.encode(hexString)
     }
 
+    /// Whether `text` is 24 lowercase hex digits (mongo-id's `_looksLikeObjectID`, also used for ids on the wire).
     static func isHex24(_ text: String) -> Bool {
         text.utf8.count == 24 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }

@@ -256,28 +256,22 @@ extension HostileTable.Row {
     }
 }
 
-/// A call made before an attack answers it with a frame that does not parse: when it was made, when the attack's
-/// frames were written, and when (and how) it completed.
+/// A call made before an attack answers it with a frame that does not parse: whether it was made (the attack waits
+/// for it), when the attack's frames were written, and when (and how) it completed.
 final class PendingCall: Sendable {
     private struct State {
         var started = false
         var startWaiters: [CheckedContinuation<Void, Never>] = []
         var attackEnded: ContinuousClock.Instant?
         var completed: (at: ContinuousClock.Instant, result: Result<EJSONValue?, MethodError>)?
-        var completionWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Locked(State())
 
     /// Makes the call (id "1": the client's first) and lets the attack go on.
     func start(_ client: DDPClient) {
-        _ = try? client.call("pending") { [self] result in
-            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.completed = (ContinuousClock.now, result)
-                defer { state.completionWaiters = [] }
-                return state.completionWaiters
-            }
-            for waiter in waiters { waiter.resume() }
+        _ = try? client.call("pending") { [state] result in
+            state.mutate { $0.completed = (ContinuousClock.now, result) }
         }
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.started = true
