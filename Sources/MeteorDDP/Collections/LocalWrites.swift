@@ -33,8 +33,9 @@ enum LocalWrites {
         if let id = MongoModifier.documentID(inSelector: selector.selector) {
             matching = database.document(DocumentKey(collectionName: collection, documentID: id)).map { [$0] } ?? []
         } else {
-            let all = database.snapshot.allDocuments(in: collection)
-            matching = multi ? all.filter { selector.matches($0) } : all.first { selector.matches($0) }.map { [$0] } ?? []
+            // Every match is needed either way: minimongo's first is the first in arrival order.
+            let all = database.snapshot.allDocuments(in: collection).filter { selector.matches($0) }
+            matching = multi ? all : all.min { $0.arrivedBefore($1) }.map { [$0] } ?? []
         }
         for document in matching {
             var fields = document.fields

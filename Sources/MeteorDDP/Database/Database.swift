@@ -55,6 +55,9 @@ public final class Database: @unchecked Sendable {
     private var commitObserver: (@Sendable (DatabaseChanges) -> Void)?
     /// The epoch of the next outermost transaction (each writes only memory it allocated). Protected by `writeLock`.
     private var nextEpoch: UInt64 = 1
+    /// The arrival order the next document coming into the cache takes (see `Document.arrival`). Protected by
+    /// `writeLock`.
+    private var nextArrival: UInt64 = 1
     /// The thread inside the open transaction (0: none). Atomic, so readers can tell whether they are that thread.
     private let writerThread = ManagedAtomic<UInt>(0)
     /// Consumers of ``changes``. Protected by its lock.
@@ -266,7 +269,7 @@ public final class Database: @unchecked Sendable {
     private func begin() {
         writeLock.lock()
         if transaction == nil {
-            transaction = WriteTransaction(pending: published.load(ordering: .acquiring).snapshot, epoch: nextEpoch)
+            transaction = WriteTransaction(pending: published.load(ordering: .acquiring).snapshot, epoch: nextEpoch, nextArrival: nextArrival)
             nextEpoch += 1
             writerThread.store(currentThreadID(), ordering: .releasing)
         }
@@ -285,6 +288,7 @@ public final class Database: @unchecked Sendable {
         let changes = DatabaseChanges(
             uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }))
         let afterCommit = transaction!.afterCommit
+        nextArrival = transaction!.nextArrival
         transaction = nil
         // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
         let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil
@@ -326,6 +330,8 @@ struct WriteTransaction {
     var pending: DatabaseSnapshot
     /// This transaction's epoch: the table memory it allocated, and only that, it may write in place.
     let epoch: UInt64
+    /// The arrival order of the next document this transaction adds.
+    var nextArrival: UInt64
     /// What the transaction's writes took out of the tables that the previous generation still uses.
     var retired = RetiredMemory()
     /// Working copies of the collections written so far, kept out of `pending` so they stay uniquely referenced and
@@ -363,10 +369,11 @@ extension WriteTransaction {
         swap(&retired, &self.retired)
         table.updateValue(forKey: key.documentID, epoch: epoch, retiring: &retired) { slot, change in
             previous = slot
-            written = body(slot)
-            guard let written else { return }
-            slot = written
-            noteChange(key, previous: previous, after: written, newVersionsDiffer: false, listedAt: &change)
+            guard let result = body(slot) else { return }
+            let after = result.map { placed($0, key, replacing: previous) }
+            written = .some(after)
+            slot = after
+            noteChange(key, previous: previous, after: after, newVersionsDiffer: false, listedAt: &change)
         }
         swap(&retired, &self.retired)
         currentTable!.table = table
@@ -410,10 +417,23 @@ extension WriteTransaction {
     /// `new` other than `previous` itself differs from it (as ``Document/setting(_:clearing:)`` guarantees: the two
     /// need not be compared).
     mutating func write(_ key: DocumentKey, _ new: Document, at location: DocumentTable.Location, previous: Document?) {
+        let new = placed(new, key, replacing: previous)
         var change = location.change
         noteChange(key, previous: previous, after: new, newVersionsDiffer: true, listedAt: &change)
         currentTable!.table.write(new, change: change, at: location, epoch: epoch, retiring: &retired)
         if !recorders.isEmpty { record(key, previous: previous) }
+    }
+
+    /// `new` at its place in the arrival order: `previous`'s, or (a document coming into the collection) the next.
+    /// A document this transaction removed and adds back keeps its place (a reconnect's reset removes every document
+    /// and adds back those the server sends again: they stay where they were).
+    private mutating func placed(_ new: Document, _ key: DocumentKey, replacing previous: Document?) -> Document {
+        if let previous { return new.placed(at: previous.arrival) }
+        if !removedChanges.isEmpty, let change = removedChanges[key], let removed = changeList[Int(change)].documentBefore {
+            return new.placed(at: removed.arrival)
+        }
+        defer { nextArrival += 1 }
+        return new.placed(at: nextArrival)
     }
 
     /// Lists a write: the first write of a document keeps its version from before, every write sets the version

@@ -22,6 +22,9 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
         /// The packed fields' size; they follow the id's UTF-8 bytes.
         let byteCount: Int
         let idByteCount: Int
+        /// Where the document stands in its collection's arrival order (see ``arrival``); 0 until the cache first
+        /// stores this version, then never written again.
+        var arrival: UInt64
     }
 
     /// The id's UTF-8 bytes and the packed fields in one allocation, without a `String` of its own: looking a
@@ -74,10 +77,11 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     }
 
     private static func makeStorage(
-        idBytes: UnsafeRawBufferPointer, fieldCount: Int, byteCount: Int, write: (inout PackedFieldsWriter) -> Void
+        idBytes: UnsafeRawBufferPointer, fieldCount: Int, byteCount: Int, arrival: UInt64 = 0,
+        write: (inout PackedFieldsWriter) -> Void
     ) -> Storage {
         let buffer = Storage.create(minimumCapacity: byteCount + idBytes.count) { _ in
-            Header(fieldCount: fieldCount, byteCount: byteCount, idByteCount: idBytes.count)
+            Header(fieldCount: fieldCount, byteCount: byteCount, idByteCount: idBytes.count, arrival: arrival)
         }
         buffer.withUnsafeMutablePointerToElements { elements in
             if let idBase = idBytes.baseAddress {
@@ -94,6 +98,40 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     /// The document's id (made from the stored UTF-8 bytes on each call).
     public var id: String { storage.withIDBytes { String(decoding: $0, as: UTF8.self) } }
+
+    // MARK: - Arrival order
+
+    /// Where the document stands in its collection's arrival order: the order in which documents came into the cache
+    /// (a server's `added`, a stub's or an app's insert), which minimongo's results follow when no sort is given and
+    /// for ties. A new version of a document keeps its place; a document removed and added again goes last. 0 for a
+    /// document the cache has not stored.
+    var arrival: UInt64 { storage.header.arrival }
+
+    /// This document with the arrival order `arrival`: this very version if it has that place or has none yet (a
+    /// version the cache never stored is not shared with any reader: its place is written once, before it is
+    /// published), a copy otherwise.
+    func placed(at arrival: UInt64) -> Document {
+        let current = storage.header.arrival
+        if current == arrival { return self }
+        if current == 0 {
+            storage.header.arrival = arrival
+            return self
+        }
+        return Document(storage: withBytes { bytes in
+            storage.withIDBytes { idBytes in
+                Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: bytes.count, arrival: arrival) { writer in
+                    writer.bytes(bytes)
+                }
+            }
+        })
+    }
+
+    /// Whether this document came into the cache before `other` (by arrival order, then by id for documents not
+    /// stored).
+    func arrivedBefore(_ other: Document) -> Bool {
+        let mine = arrival, theirs = other.arrival
+        return mine != theirs ? mine < theirs : hasSmallerID(than: other)
+    }
 
     /// Whether this document's id sorts before `other`'s (by code point, which UTF-8's byte order follows).
     func hasSmallerID(than other: Document) -> Bool {
@@ -339,7 +377,7 @@ extension Document {
                     // FieldEdit is trivial: nothing to deinitialise.
                     guard structureChanged || valuesChanged else { return self }
                     return Document(storage: self.storage.withIDBytes { idBytes in
-                        Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount) { writer in
+                        Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount, arrival: arrival) { writer in
                             var copied = 0
                             for edit in edits[..<editCount] {
                                 // The unchanged fields before this one, then (unless dropped) its name and new value.

@@ -26,8 +26,9 @@ public struct Query: Sendable {
     public var filter: (@Sendable (Document) -> Bool)?
     /// Which documents match, as a Mongo selector (`nil`: all).
     public var selector: MongoSelector?
-    /// The order, compared as Mongo does (type order, arrays by their smallest or largest element); ties are broken
-    /// by id so the order is total.
+    /// The order, compared as Mongo does (type order, arrays by their smallest or largest element). Documents that
+    /// tie, and every document when there are no sort keys, keep the order in which they came into the cache (the
+    /// server's `added` frames, inserts), as minimongo's results do.
     public var sort: [SortDescriptor] {
         didSet { sorter = MongoSort(unchecked: sort) }
     }
@@ -75,7 +76,7 @@ public struct Query: Sendable {
             let order = sorter.compare(a, b)
             if order != 0 { return order < 0 }
         }
-        return a.hasSmallerID(than: b)
+        return a.arrivedBefore(b)
     }
 
     /// The window `skip` and `limit` leave of `count` sorted documents.

@@ -112,6 +112,11 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
                 CREATE TABLE subscription (position INTEGER PRIMARY KEY, name TEXT NOT NULL, params TEXT NOT NULL);
                 """)
         }
+        // A document's place in the arrival order (`Document.arrival`), so a restored cache lists unsorted results
+        // as they were listed before. Documents stored before this version (0) come first, by id.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "ALTER TABLE document ADD COLUMN arrival INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 
@@ -146,7 +151,7 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     public func load() throws -> StoredState {
         try database.read { db in
             var state = StoredState()
-            let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document")
+            let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document ORDER BY arrival, collection, id")
             while let row = try documents.next() {
                 let key = DocumentKey(collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1))
                 let document = try row.withUnsafeData(atIndex: 2) { packed in
@@ -190,12 +195,12 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     public func write(_ batch: StoreBatch) throws {
         try database.write { db in
             if !batch.documents.isEmpty {
-                let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO document (collection, id, fields) VALUES (?, ?, ?)")
+                let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO document (collection, id, fields, arrival) VALUES (?, ?, ?, ?)")
                 let delete = try db.cachedStatement(sql: "DELETE FROM document WHERE collection = ? AND id = ?")
                 for (key, document) in batch.documents {
                     if let document {
                         let packed = document.withBytes { Data($0) }
-                        try upsert.execute(arguments: [key.collectionName, key.documentID, packed])
+                        try upsert.execute(arguments: [key.collectionName, key.documentID, packed, Int64(bitPattern: document.arrival)])
                     } else {
                         try delete.execute(arguments: [key.collectionName, key.documentID])
                     }

@@ -48,6 +48,20 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(loaded.subscriptions, [StoredSubscription(name: "players", params: [5])])
     }
 
+    func testARestoredCacheListsDocumentsInTheirArrivalOrder() throws {
+        let ids = (0..<30).map { "p\(($0 * 37) % 101)" }
+        let database = Database()
+        for id in ids { database.apply(.added(DocumentKey(collectionName: "players", documentID: id), ["n": 1])) }
+        var batch = StoreBatch()
+        // Written in the table's order (by hash), as the write-behind hands them over in any order.
+        batch.documents = database.snapshot.allDocuments(in: "players").map { (DocumentKey(collectionName: "players", documentID: $0.id), $0) }
+        try SQLiteStore(fileURL: file).write(batch)
+
+        let restored = Database()
+        restored.install(try SQLiteStore(fileURL: file).load().documents.map { ($0.key, $0.document) })
+        XCTAssertEqual(try restored.collection("players").find().map(\.id), ids)
+    }
+
     func testTheFileAndItsDirectoryArePrivate() throws {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
