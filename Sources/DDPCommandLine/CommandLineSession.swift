@@ -186,9 +186,17 @@ public final class CommandLineSession: @unchecked Sendable {
         let documents = try client.database.collection(collection).find(selector, FindOptions(sort: ["_id": 1]))
         for document in documents {
             output.event("document", ["collection": .string(collection), "document": document.ejsonValue],
-                         text: output.coloured(document.id, .cyan) + " " + EJSON.stringify(.object(document.fields)))
+                         text: output.coloured(Self.describeID(document), .cyan) + " " + EJSON.stringify(.object(document.fields)))
         }
         output.event("count", ["collection": .string(collection), "count": .number(Double(documents.count))], text: "\(documents.count) documents")
+    }
+
+    /// A document's id as Meteor shows it: `ObjectID("…")` for an ObjectID, the id itself for a string.
+    static func describeID(_ document: Document) -> String {
+        switch document.idValue {
+        case .string(let id): return id
+        case let value: return value.objectIDValue?.description ?? EJSON.stringify(value)
+        }
     }
 
     private func fail(_ message: String) {

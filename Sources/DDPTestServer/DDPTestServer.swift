@@ -141,10 +141,13 @@ public final class DDPTestServer: @unchecked Sendable {
 
     /// The collection named `name`, created on first use with Meteor's `/<name>/insert|update|remove` methods.
     /// Call it on the server queue (inside ``perform(_:)`` or a handler).
-    public func collection(_ name: String) -> ServerCollection {
+    ///
+    /// - Parameter idGeneration: How its inserts make ids (Meteor's `idGeneration`; `.objectID` is `'MONGO'`), set by
+    ///   the call that creates the collection.
+    public func collection(_ name: String, idGeneration: IDGeneration = .string) -> ServerCollection {
         dispatchPrecondition(condition: .onQueue(queue))
         if let existing = collections[name] { return existing }
-        let created = ServerCollection(name: name, server: self)
+        let created = ServerCollection(name: name, server: self, idGeneration: idGeneration)
         collections[name] = created
         registerCollectionMethods(name)
         return created
@@ -182,8 +185,10 @@ public final class DDPTestServer: @unchecked Sendable {
     private func registerCollectionMethods(_ name: String) {
         methods["/\(name)/insert"] = { context in
             guard case .object(let document)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
-            let id = document["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
-            return .string(try context.collection(name).insert(document, id: id))
+            let collection = context.collection(name)
+            let id = document["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? collection.newID(in: context)
+            try collection.insert(document, id: MongoID.stringify(id))
+            return id
         }
         // Clients are untrusted code (Meteor's allow-deny): they may update and remove by id only; the collection is
         // "insecure" otherwise (upserts and modifiers of every kind are allowed).
@@ -193,8 +198,9 @@ public final class DDPTestServer: @unchecked Sendable {
                 throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
             }
             let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
-            return .number(Double(try context.collection(name).update(selector: context.params[0], context.params[1], options: options) {
-                context.randomID(forSequence: "/collection/" + name)
+            let collection = context.collection(name)
+            return .number(Double(try collection.update(selector: context.params[0], context.params[1], options: options) {
+                collection.newID(in: context)
             }))
         }
         methods["/\(name)/remove"] = { context in

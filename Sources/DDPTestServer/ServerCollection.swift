@@ -9,13 +9,25 @@ public final class ServerCollection: @unchecked Sendable {
 
     /// The collection's name.
     public let name: String
-    /// Documents by id, in insertion order. Confined to the server queue.
+    /// How its inserts make ids.
+    public let idGeneration: IDGeneration
+    /// Documents by id (as DDP carries it: `MongoID.stringify` of the `_id`), in insertion order. Confined to the
+    /// server queue.
     public private(set) var documents: OrderedDictionary<String, EJSONObject> = [:]
     weak var server: DDPTestServer?
 
-    init(name: String, server: DDPTestServer) {
+    init(name: String, server: DDPTestServer, idGeneration: IDGeneration) {
         self.name = name
         self.server = server
+        self.idGeneration = idGeneration
+    }
+
+    /// A new `_id` from the method's `/collection/<name>` random sequence, as Meteor's `_makeNewID` makes it.
+    func newID(in context: MethodContext) -> EJSONValue {
+        switch idGeneration {
+        case .string: return .string(context.randomID(forSequence: "/collection/" + name))
+        case .objectID: return .custom(type: "oid", value: .string(context.randomStream.hexString(forSequence: "/collection/" + name, digits: 24)))
+        }
     }
 
     /// The document with `id`.
@@ -55,7 +67,7 @@ public final class ServerCollection: @unchecked Sendable {
     /// Meteor's `update(selector, modifier, {multi, upsert, insertedId})`: the first matching document (every one with
     /// `multi`), or an inserted one when none matches and `upsert` is set. Returns how many documents changed.
     @discardableResult
-    public func update(selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> String) throws -> Int {
+    public func update(selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> EJSONValue) throws -> Int {
         let compiled: MongoSelector
         let parsed: MongoModifier
         do {
@@ -87,9 +99,9 @@ public final class ServerCollection: @unchecked Sendable {
         } catch {
             throw MeteorError(error: .number(400), reason: error.message)
         }
-        let id = fields["_id"]?.stringValue ?? options["insertedId"]?.stringValue ?? newID()
-        fields["_id"] = .string(id)
-        try insert(fields, id: id)
+        let id = fields["_id"].flatMap { $0.isTruthy ? $0 : nil } ?? options["insertedId"] ?? newID()
+        fields["_id"] = id
+        try insert(fields, id: MongoID.stringify(id))
         return 1
     }
 

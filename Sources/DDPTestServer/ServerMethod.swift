@@ -38,6 +38,11 @@ public final class MethodContext: @unchecked Sendable {
         randomStream.id(forSequence: name.isEmpty ? "default" : name)
     }
 
+    /// The next `digits` hex digits of the named random sequence (Meteor's `DDP.randomStream(name).hexString(digits)`).
+    public func randomHexString(forSequence name: String, digits: Int) -> String {
+        randomStream.hexString(forSequence: name.isEmpty ? "default" : name, digits: digits)
+    }
+
     /// A server collection.
     public func collection(_ name: String) -> ServerCollection {
         server.collection(name)

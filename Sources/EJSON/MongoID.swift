@@ -30,4 +30,38 @@ public enum MongoID {
             return ObjectID.isHex24(text) ? .custom(type: "oid", value: .string(text)) : .string(text)
         }
     }
+
+    /// Whether `value` can be a document's `_id` as a selector names it (minimongo's `_selectorIsId`: a string, a
+    /// number or an ObjectID).
+    public static func isID(_ value: EJSONValue) -> Bool {
+        switch value {
+        case .string, .number, .custom(type: "oid", _): return true
+        default: return false
+        }
+    }
+
+    /// The id a selector names alone, `"id"` or `{_id: id}` (minimongo's `_selectorIsIdPerhapsAsObject`), or `nil`.
+    public static func id(namedBy selector: EJSONValue) -> EJSONValue? {
+        if isID(selector) { return selector }
+        guard case .object(let object) = selector, object.count == 1, let id = object["_id"], isID(id) else { return nil }
+        return id
+    }
+
+    /// The id a document with the `_id` `id` has in the client's cache (`Document.id`): a string id as it is, unless
+    /// it would read as another id (24 hex digits, a leading `-` or `~`: then with `-` before it, as on the wire); an
+    /// ObjectID's 24 hex digits; `~` + EJSON for other ids. ``parse(_:)`` gives the `_id` back.
+    public static func documentID(_ id: EJSONValue) -> String {
+        if case .string(let text) = id {
+            return parse(text) == id ? text : "-" + text
+        }
+        return stringify(id)
+    }
+
+    /// The cache's id (``documentID(_:)``) of a document whose id travelled as `wireID` (``stringify(_:)``).
+    public static func documentID(fromWire wireID: String) -> String {
+        guard wireID.utf8.first == UInt8(ascii: "-"), case .string(let text)? = parse(wireID), parse(text) == .string(text) else {
+            return wireID
+        }
+        return text
+    }
 }

@@ -72,6 +72,8 @@ public final class DDPClient: @unchecked Sendable {
 
     /// Method stubs by name, readable from any thread. Protected by its lock.
     let stubs = NIOLockedValueBox<[String: MethodStub]>([:])
+    /// How each declared collection makes ids (``collection(_:idGeneration:)``). Protected by its lock.
+    let idGenerations = NIOLockedValueBox<[String: IDGeneration]>([:])
     /// The local cache: every document of every subscription, plus the effects of pending stubs.
     public let database: Database
     /// Server updates on their way into ``database``, in batches.

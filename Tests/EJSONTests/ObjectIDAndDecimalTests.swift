@@ -58,4 +58,14 @@ final class ObjectIDAndDecimalTests: XCTestCase {
         XCTAssertEqual(a.decimalValue, Decimal(string: "1.5"))
         XCTAssertEqual(EJSON.stringify(b), #"{"$type":"Decimal","$value":"1.50"}"#, "written back as read")
     }
+
+    func testACacheIDNamesOneIDAndReadsBackAsIt() {
+        let ids: [EJSONValue] = ["abc", "", "-abc", "~5", "{x", "5f1d7a3c9e1b2a0012345678", ObjectID("5f1d7a3c9e1b2a0012345678")!.ejsonValue, 5, true]
+        let keys = ids.map(MongoID.documentID)
+        XCTAssertEqual(keys, ["abc", "", "--abc", "-~5", "{x", "-5f1d7a3c9e1b2a0012345678", "5f1d7a3c9e1b2a0012345678", "~5", "~true"])
+        for (id, key) in zip(ids, keys) {
+            XCTAssertEqual(MongoID.parse(key), id, key)
+            XCTAssertEqual(MongoID.documentID(fromWire: MongoID.stringify(id)), key, "the wire form names the same document")
+        }
+    }
 }

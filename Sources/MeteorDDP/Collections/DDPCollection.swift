@@ -17,13 +17,17 @@ public struct DDPCollection: Sendable {
     /// The collection's name.
     public let name: String
     let client: DDPClient
+    /// How the collection makes the ids of the documents it inserts.
+    public let idGeneration: IDGeneration
 
     private var local: LocalCollection { client.database.collection(name) }
 
     // MARK: - Reading
 
-    /// The document with this id, if present.
+    /// The document with this id (``Document/id``, the form DDP carries), if present.
     public func document(id: String) -> Document? { local.document(id: id) }
+    /// The document with this ObjectID, if present.
+    public func document(id: ObjectID) -> Document? { local.document(id: id.hexString) }
     /// Every document.
     public var documents: [Document] { local.documents }
     /// How many documents there are.
@@ -49,22 +53,27 @@ public struct DDPCollection: Sendable {
 
     // MARK: - Writing
 
-    /// Inserts a document: locally at once, then on the server. The id is `fields["_id"]` or a new random id.
+    /// Inserts a document: locally at once, then on the server. The id is `fields["_id"]` (a string or an
+    /// ``ObjectID``) or a new random one of the collection's ``idGeneration``.
     ///
-    /// - Returns: The document's id (at once); `completion` gets the server's outcome.
+    /// - Returns: The document's id (``Document/id``: an ObjectID's 24 hex digits) at once; `completion` gets the
+    ///   server's outcome.
     /// - Throws: ``MethodError`` when a document with that id already exists locally.
     @discardableResult
     public func insert(_ fields: EJSONObject, completion: @escaping @Sendable (Result<String, MethodError>) -> Void = { _ in }) throws -> String {
         var document = EJSONObject(minimumCapacity: fields.count + 1)
-        let id = fields["_id"]?.stringValue ?? SecureRandomGenerator().id()
-        document["_id"] = .string(id)
+        // Meteor's client leaves the id of a top-level insert to the stub's random stream (sending the seed); an id
+        // made here, sent with the document, makes the same document on the server and is known before the call.
+        let idValue = fields["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? idGeneration.newID()
+        let id = MongoID.documentID(idValue)
+        document["_id"] = idValue
         for (key, value) in fields where key != "_id" { document[key] = value }
         // Inside the app's own transaction the call is made after it commits (see `DDPClient.call`): no stub value yet.
         let deferred = client.database.isInTransactionOnCurrentThread
         let stubValue = try client.call("/\(name)/insert", params: [.object(document)], options: MethodOptions(returnStubValue: true)) { result in
             completion(result.map { _ in id })
         }
-        guard deferred || stubValue?.stringValue == id else {
+        guard deferred || stubValue.map({ MongoEquality.equal($0, idValue) }) == true else {
             throw MethodError(methodName: "/\(name)/insert", kind: .stubFailed, stubErrorDescription: "a document with id \(id) already exists")
         }
         return id
@@ -78,10 +87,17 @@ public struct DDPCollection: Sendable {
         }
     }
 
-    /// Updates the document with `id` with a Mongo modifier; returns how many documents the server changed.
+    /// Updates the document with `id` (``Document/id``) with a Mongo modifier; returns how many documents the server
+    /// changed.
     @discardableResult
     public func update(_ id: String, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
-        try await update(["_id": .string(id)], modifier, options: options)
+        try await update(["_id": Self.idValue(id)], modifier, options: options)
+    }
+
+    /// Updates the document with this ObjectID with a Mongo modifier; returns how many documents the server changed.
+    @discardableResult
+    public func update(_ id: ObjectID, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+        try await update(["_id": id.ejsonValue], modifier, options: options)
     }
 
     /// Updates documents with a Mongo modifier (Meteor's `collection.update(selector, modifier, options)`): the stub
@@ -102,10 +118,16 @@ public struct DDPCollection: Sendable {
         return result?.intValue ?? 0
     }
 
-    /// Removes the document with `id`; returns how many documents the server removed.
+    /// Removes the document with `id` (``Document/id``); returns how many documents the server removed.
     @discardableResult
     public func remove(_ id: String) async throws -> Int {
-        try await remove(matching: ["_id": .string(id)])
+        try await remove(matching: ["_id": Self.idValue(id)])
+    }
+
+    /// Removes the document with this ObjectID; returns how many documents the server removed.
+    @discardableResult
+    public func remove(_ id: ObjectID) async throws -> Int {
+        try await remove(matching: ["_id": id.ejsonValue])
     }
 
     /// Removes documents (Meteor's `collection.remove(selector)`); code outside a method may only name one document
@@ -123,6 +145,11 @@ public struct DDPCollection: Sendable {
 }
 
 extension DDPCollection {
+    /// The `_id` a ``Document/id`` stands for (an ObjectID for 24 hex digits), as the server stores it.
+    static func idValue(_ id: String) -> EJSONValue {
+        MongoID.parse(id) ?? .string(id)
+    }
+
     /// An id selector as Meteor's client sends it (`"id"` becomes `{_id: "id"}`, Mongo.Collection._rewriteSelector).
     static func idSelector(_ selector: EJSONValue) -> EJSONValue {
         selector.objectValue == nil ? ["_id": selector] : selector
@@ -161,10 +188,22 @@ extension DDPClient {
     /// Data for collections never declared is cached too, but only up to
     /// ``Configuration/maxDocumentsInUndeclaredCollections`` documents in all, so a server cannot fill memory with
     /// collections nobody reads. Declare collections before subscribing to them.
-    public func collection(_ name: String) -> DDPCollection {
+    ///
+    /// - Parameter idGeneration: How inserts make ids, as the server's collection does (Meteor's `idGeneration`:
+    ///   `.objectID` for `'MONGO'`). The first declaration of a name decides; later ones may leave it out.
+    public func collection(_ name: String, idGeneration: IDGeneration? = nil) -> DDPCollection {
+        let generation = idGenerations.withLockedValue { generations in
+            if let idGeneration, generations[name] == nil { generations[name] = idGeneration }
+            return generations[name] ?? .string
+        }
         defineCollectionStubs(name)
         queue.async { self.session.undeclaredCollections.declare(name) }
-        return DDPCollection(name: name, client: self)
+        return DDPCollection(name: name, client: self, idGeneration: generation)
+    }
+
+    /// How the collection named `name` makes ids (`.string` unless declared otherwise).
+    func idGeneration(ofCollection name: String) -> IDGeneration {
+        idGenerations.withLockedValue { $0[name] } ?? .string
     }
 
     private func defineCollectionStubs(_ name: String) {
@@ -172,15 +211,15 @@ extension DDPClient {
         guard !alreadyDefined else { return }
         defineStub("/\(name)/insert") { [weak self] context in
             guard let self, case .object(let document)? = context.params.first else { return nil }
-            let id = document["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
-            return LocalWrites.insert(document, id: id, into: name, database: self.database).map { .string($0) }
+            let id = document["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? self.idGeneration(ofCollection: name).newID(in: context, collection: name)
+            return LocalWrites.insert(document, id: id, into: name, database: self.database)
         }
         defineStub("/\(name)/update") { [weak self] context in
             guard let self, context.params.count > 1 else { return 0 }
             let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
             return .number(Double(try LocalWrites.update(
                 selector: context.params[0], modifier: MongoModifier(context.params[1]), options: options,
-                newID: { context.randomID(forSequence: "/collection/" + name) }, in: name, database: self.database
+                newID: { self.idGeneration(ofCollection: name).newID(in: context, collection: name) }, in: name, database: self.database
             )))
         }
         defineStub("/\(name)/remove") { [weak self] context in

@@ -4,9 +4,10 @@ import EJSON
 /// update by id with a Mongo modifier, remove by id. Used by the built-in `/<collection>/…` stubs and by stubs
 /// through ``MethodInvocationContext/collection(_:)``.
 enum LocalWrites {
-    /// Inserts `document` (with its `_id`); returns the id, or `nil` when a document with that id exists.
-    static func insert(_ document: EJSONObject, id: String, into collection: String, database: Database) -> String? {
-        let key = DocumentKey(collectionName: collection, documentID: id)
+    /// Inserts `document` with the `_id` `id` (a string, an ObjectID, …), keyed as DDP carries it
+    /// (`MongoID.documentID`); returns the id, or `nil` when a document with that id exists.
+    static func insert(_ document: EJSONObject, id: EJSONValue, into collection: String, database: Database) -> EJSONValue? {
+        let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(id))
         guard database.document(key) == nil else { return nil }
         var fields = document
         fields.removeValue(forKey: "_id")
@@ -14,7 +15,7 @@ enum LocalWrites {
         return id
     }
 
-    /// Applies `modifier` to the document with `id`; returns how many documents changed (0 or 1).
+    /// Applies `modifier` to the document with `id` (``Document/id``); returns how many documents changed (0 or 1).
     static func update(id: String, with modifier: MongoModifier, in collection: String, database: Database) throws -> Int {
         let key = DocumentKey(collectionName: collection, documentID: id)
         guard let current = database.document(key) else { return 0 }
@@ -23,67 +24,104 @@ enum LocalWrites {
     }
 
     /// Meteor's `update(selector, modifier, {multi, upsert, insertedId})` on the local cache: the first matching
-    /// document (every one with `multi`), or an inserted one when none matches and `upsert` is set. Returns how many
-    /// documents were changed or inserted.
-    static func update(selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> String,
+    /// document in minimongo's order (every one with `multi`), or an inserted one when none matches and `upsert` is
+    /// set. Returns how many documents were changed or inserted.
+    ///
+    /// The order is minimongo's `_eachPossiblyMatchingDoc`: the ids the selector names (`_id`, `{_id: {$in: […]}}`,
+    /// a clause of a top-level `$and`) in the order it names them, else every document in arrival order.
+    static func update(selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> EJSONValue,
                        in collection: String, database: Database) throws -> Int {
-        let selector = try MongoSelector(selector)
+        let compiled = try MongoSelector(selector)
         let multi = options["multi"]?.isTruthy ?? false
-        let matching: [Document]
-        if let id = MongoModifier.documentID(inSelector: selector.selector) {
-            matching = database.document(DocumentKey(collectionName: collection, documentID: id)).map { [$0] } ?? []
+        let candidates: [Document]
+        if let ids = specificIDs(in: selector) {
+            var seen: Set<String> = []
+            candidates = ids.lazy.map(MongoID.documentID).filter { seen.insert($0).inserted }
+                .compactMap { database.document(DocumentKey(collectionName: collection, documentID: $0)) }
         } else {
-            // Every match is needed either way: minimongo's first is the first in arrival order.
-            let all = database.snapshot.allDocuments(in: collection).filter { selector.matches($0) }
-            matching = multi ? all : all.min { $0.arrivedBefore($1) }.map { [$0] } ?? []
+            candidates = database.snapshot.allDocuments(in: collection).sorted { $0.arrivedBefore($1) }
+        }
+        var matching: [Document] = []
+        for document in candidates where compiled.matches(document) {
+            matching.append(document)
+            if !multi { break }
         }
         for document in matching {
             var fields = document.fields
-            fields["_id"] = MongoID.parse(document.id) ?? .string(document.id)
-            let indices = selector.arrayIndices(in: fields)
+            fields["_id"] = document.idValue
+            let indices = compiled.arrayIndices(in: fields)
             let updated = try modifier.applyKeepingID(document.id, to: document.fields, arrayIndices: indices)
             database.apply(.replaced(DocumentKey(collectionName: collection, documentID: document.id), updated))
         }
         guard matching.isEmpty, options["upsert"]?.isTruthy == true else { return matching.count }
-        var inserted = try selector.upsertDocument(applying: modifier)
-        let id = inserted["_id"]?.stringValue ?? options["insertedId"]?.stringValue ?? newID()
-        inserted["_id"] = .string(id)
+        var inserted = try compiled.upsertDocument(applying: modifier)
+        // minimongo's _createUpsertDocument keeps the selector's _id if it is truthy (an ObjectID stays one).
+        let id = inserted["_id"].flatMap { $0.isTruthy ? $0 : nil } ?? options["insertedId"] ?? newID()
+        inserted["_id"] = id
         return insert(inserted, id: id, into: collection, database: database) == nil ? 0 : 1
+    }
+
+    /// The ids a selector restricts its documents to, in its order (minimongo's `_idsMatchedBySelector`), or `nil`.
+    static func specificIDs(in selector: EJSONValue) -> [EJSONValue]? {
+        if MongoID.isID(selector) { return [selector] }
+        guard case .object(let object) = selector else { return nil }
+        if let id = object["_id"] {
+            if MongoID.isID(id) { return [id] }
+            if case .array(let ids)? = id.objectValue?["$in"], !ids.isEmpty, ids.allSatisfy(MongoID.isID) { return ids }
+            return nil
+        }
+        if case .array(let clauses)? = object["$and"] {
+            for clause in clauses {
+                if let ids = specificIDs(in: clause) { return ids }
+            }
+        }
+        return nil
     }
 
     /// Meteor's `remove(selector)` on the local cache; returns how many documents were removed.
     static func remove(selector: EJSONValue, from collection: String, database: Database) throws -> Int {
-        if let id = MongoModifier.documentID(inSelector: selector) { return remove(id: id, from: collection, database: database) }
-        let selector = try MongoSelector(selector)
-        let matching = database.snapshot.allDocuments(in: collection).filter { selector.matches($0) }
+        let compiled = try MongoSelector(selector)
+        let candidates: [Document]
+        if let ids = specificIDs(in: selector) {
+            candidates = Set(ids.map(MongoID.documentID)).compactMap { database.document(DocumentKey(collectionName: collection, documentID: $0)) }
+        } else {
+            candidates = database.snapshot.allDocuments(in: collection)
+        }
+        let matching = candidates.filter { compiled.matches($0) }
         for document in matching { database.apply(.removed(DocumentKey(collectionName: collection, documentID: document.id))) }
         return matching.count
     }
 
-    /// Removes the document with `id`; returns how many documents were removed (0 or 1).
+    /// Removes the document with `id` (``Document/id``); returns how many documents were removed (0 or 1).
     static func remove(id: String, from collection: String, database: Database) -> Int {
         let key = DocumentKey(collectionName: collection, documentID: id)
         guard database.document(key) != nil else { return 0 }
         database.apply(.removed(key))
         return 1
     }
-
 }
 
 /// What a stub writes through: the local cache inside the stub's transaction, with ids from the invocation's
-/// `/collection/<name>` random sequence so they equal the ids the server makes.
+/// `/collection/<name>` random sequence so they equal the ids the server makes (strings or ``ObjectID``s, as the
+/// collection was declared: ``DDPClient/collection(_:idGeneration:)``).
+///
+/// Ids given as `String` are ``Document/id``s, the form DDP carries (an ObjectID's 24 hex digits); the `ObjectID`
+/// overloads take the ObjectID itself.
 public struct StubCollection: Sendable {
     /// The collection's name.
     public let name: String
     let context: MethodInvocationContext
     let database: Database
+    /// How the collection makes new ids.
+    public let idGeneration: IDGeneration
 
-    /// Inserts a document; its id is `fields["_id"]` or the next id of the invocation's `/collection/<name>` sequence.
-    /// - Returns: The id, or `nil` when a document with that id already exists.
+    /// Inserts a document; its id is `fields["_id"]` (a string or an ObjectID) or the next id of the invocation's
+    /// `/collection/<name>` sequence.
+    /// - Returns: The id (``Document/id``), or `nil` when a document with that id already exists.
     @discardableResult
     public func insert(_ fields: EJSONObject) -> String? {
-        let id = fields["_id"]?.stringValue ?? context.randomID(forSequence: "/collection/" + name)
-        return LocalWrites.insert(fields, id: id, into: name, database: database)
+        let id = fields["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? idGeneration.newID(in: context, collection: name)
+        return LocalWrites.insert(fields, id: id, into: name, database: database).map(MongoID.documentID)
     }
 
     /// Updates the document with `id` with a Mongo modifier; returns 1 if it exists, else 0.
@@ -92,18 +130,31 @@ public struct StubCollection: Sendable {
         try LocalWrites.update(id: id, with: MongoModifier(modifier), in: name, database: database)
     }
 
+    /// Updates the document with this ObjectID; returns 1 if it exists, else 0.
+    @discardableResult
+    public func update(_ id: ObjectID, _ modifier: EJSONValue) throws -> Int {
+        try update(id.hexString, modifier)
+    }
+
     /// Updates the documents matching a Mongo selector (a stub is trusted code: any selector), as Meteor's
-    /// `update(selector, modifier, options)`: the first match, every match with `multi`, an insert with `upsert`.
+    /// `update(selector, modifier, options)`: the first match in minimongo's order, every match with `multi`, an
+    /// insert with `upsert` (its id from the selector's `_id`, `insertedID`, or the invocation's sequence).
     @discardableResult
     public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) throws -> Int {
         try LocalWrites.update(selector: selector, modifier: MongoModifier(modifier), options: options.ejsonValue,
-                               newID: { context.randomID(forSequence: "/collection/" + name) }, in: name, database: database)
+                               newID: { idGeneration.newID(in: context, collection: name) }, in: name, database: database)
     }
 
     /// Removes the document with `id`; returns 1 if it existed, else 0.
     @discardableResult
     public func remove(_ id: String) -> Int {
         LocalWrites.remove(id: id, from: name, database: database)
+    }
+
+    /// Removes the document with this ObjectID; returns 1 if it existed, else 0.
+    @discardableResult
+    public func remove(_ id: ObjectID) -> Int {
+        remove(id.hexString)
     }
 
     /// Removes the documents matching a Mongo selector; returns how many.
@@ -116,11 +167,17 @@ public struct StubCollection: Sendable {
     public func document(id: String) -> Document? {
         database.document(DocumentKey(collectionName: name, documentID: id))
     }
+
+    /// The document with this ObjectID as the stub sees it.
+    public func document(id: ObjectID) -> Document? {
+        document(id: id.hexString)
+    }
 }
 
 extension MethodInvocationContext {
     /// The collection named `name` as this stub writes it.
     public func collection(_ name: String) -> StubCollection {
-        StubCollection(name: name, context: self, database: client?.database ?? Database())
+        StubCollection(name: name, context: self, database: client?.database ?? Database(),
+                       idGeneration: client?.idGeneration(ofCollection: name) ?? .string)
     }
 }

@@ -47,14 +47,11 @@ public struct MongoModifier: Sendable {
         ejsonValue = value
     }
 
-    /// Whether a selector is just an id (`"id"` or `{_id: "id"}`): what untrusted code may update or remove by
-    /// (minimongo's `_selectorIsIdPerhapsAsObject`).
+    /// The document a selector names by id alone (`"id"`, `{_id: "id"}`, an ObjectID or a number, bare or as
+    /// `{_id: …}`: minimongo's `_selectorIsIdPerhapsAsObject`, what untrusted code may update or remove by), as the
+    /// cache keys it (``Document/id``, `MongoID.documentID`), or `nil`.
     public static func documentID(inSelector selector: EJSONValue?) -> String? {
-        switch selector {
-        case .string(let id)?: return id
-        case .object(let object)? where object.count == 1: return object["_id"]?.stringValue
-        default: return nil
-        }
+        selector.flatMap(MongoID.id(namedBy:)).map(MongoID.documentID)
     }
 
     /// The document after the modifier (a document given with its `_id` keeps it; changing it is an error).

@@ -72,6 +72,24 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
         try await untyped.remove(id)
     }
 
+    /// Updates the document with this ObjectID with a Mongo modifier; returns how many documents the server changed.
+    @discardableResult
+    public func update(_ id: ObjectID, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+        try await untyped.update(id, modifier, options: options)
+    }
+
+    /// Replaces the document with this ObjectID with `model`'s fields.
+    @discardableResult
+    public func replace(_ id: ObjectID, with model: Model) async throws -> Int {
+        try await replace(id.hexString, with: model)
+    }
+
+    /// Removes the document with this ObjectID; returns how many documents the server removed.
+    @discardableResult
+    public func remove(_ id: ObjectID) async throws -> Int {
+        try await untyped.remove(id)
+    }
+
     static func decode(_ document: Document) throws -> Model {
         try EJSONDecoder().decode(Model.self, from: document.ejsonValue)
     }
@@ -80,7 +98,10 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
 extension DDPClient {
     /// The collection named `name` with its documents as `Model`s (and Meteor's built-in stubs defined, as
     /// ``collection(_:)``).
-    public func collection<Model: Codable & Sendable>(_ name: String, as model: Model.Type) -> TypedCollection<Model> {
-        TypedCollection(untyped: collection(name))
+    ///
+    /// - Parameter idGeneration: How inserts make ids (see ``collection(_:idGeneration:)``); a model of an
+    ///   `.objectID` collection declares `var _id: ObjectID`.
+    public func collection<Model: Codable & Sendable>(_ name: String, as model: Model.Type, idGeneration: IDGeneration? = nil) -> TypedCollection<Model> {
+        TypedCollection(untyped: collection(name, idGeneration: idGeneration))
     }
 }

@@ -96,7 +96,10 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     // MARK: - Reading
 
-    /// The document's id (made from the stored UTF-8 bytes on each call).
+    /// The document's id in the cache (made from the stored UTF-8 bytes on each call): a string `_id` as it is
+    /// (with `-` before it if it would read as another kind of id: 24 hex digits, a leading `-` or `~`), an
+    /// ``ObjectID``'s 24 hex digits, `~` + EJSON for other ids (`MongoID.documentID`). ``idValue`` is the `_id` it
+    /// stands for.
     public var id: String { storage.withIDBytes { String(decoding: $0, as: UTF8.self) } }
 
     // MARK: - Arrival order
@@ -179,7 +182,7 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     /// The value at a dotted path (`"location.city"`).
     public func value(at path: String) -> EJSONValue? {
-        if path == "_id" { return .string(id) }
+        if path == "_id" { return idValue }
         var components = path.split(separator: ".", omittingEmptySubsequences: false)[...]
         guard let first = components.popFirst() else { return nil }
         var current = self[String(first)]
@@ -190,9 +193,16 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
     /// The document as one EJSON object with `_id` first (for Codable decoding and the wire).
     public var ejsonValue: EJSONValue {
         var object = EJSONObject(minimumCapacity: fieldCount + 1)
-        object["_id"] = .string(id)
+        object["_id"] = idValue
         for (name, value) in fields where name != "_id" { object[name] = value }
         return .object(object)
+    }
+
+    /// The document's `_id` as Meteor has it: a string, an ``ObjectID`` (`.custom(type: "oid", …)`), or another
+    /// value, read from ``id`` (`MongoID.parse`).
+    public var idValue: EJSONValue {
+        let id = id
+        return MongoID.parse(id) ?? .string(id)
     }
 
     /// Whether both are the very same version (one object): an unchanged document keeps its version.

@@ -63,6 +63,12 @@ public final class MethodInvocationContext: @unchecked Sendable {
         randomStreamIfMade(create: true)!.stream.id(forSequence: name.isEmpty ? "default" : name)
     }
 
+    /// The next `digits` hex digits of the named random sequence (Meteor's `DDP.randomStream(name).hexString(digits)`;
+    /// an empty name means `"default"`): an ObjectID's 24 digits, for example.
+    public func randomHexString(forSequence name: String, digits: Int) -> String {
+        randomStreamIfMade(create: true)!.stream.hexString(forSequence: name.isEmpty ? "default" : name, digits: digits)
+    }
+
     private func randomStreamIfMade(create: Bool) -> (seed: String, stream: RandomStream)? {
         lock.withLock {
             if let seed, let stream { return (seed, stream) }

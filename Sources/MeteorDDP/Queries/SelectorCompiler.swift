@@ -408,7 +408,7 @@ enum MongoEquality {
 
 extension EJSONValue {
     /// JavaScript truthiness (`$exists: 0` means false).
-    var isTruthy: Bool {
+    package var isTruthy: Bool {
         switch self {
         case .null: return false
         case .bool(let flag): return flag

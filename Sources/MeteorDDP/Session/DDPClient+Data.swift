@@ -84,11 +84,10 @@ extension DDPClient {
         }
     }
 
-    /// The document id a wire id stands for (Meteor's `MongoID.idParse`): string ids that were escaped with `-` lose
-    /// it; other forms (`~` + EJSON for non-string ids, ObjectID hex) are kept as they travel.
+    /// The cache's id of a document whose id travelled as `id` (`MongoID.documentID(fromWire:)`: a string id escaped
+    /// with `-` loses it unless it would then read as another kind of id; other forms are kept as they travel).
     static func documentID(fromWire id: String) -> String {
-        if id.utf8.first == UInt8(ascii: "-"), case .string(let parsed)? = MongoID.parse(id) { return parsed }
-        return id
+        MongoID.documentID(fromWire: id)
     }
 
     private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> CacheUpdate) {
