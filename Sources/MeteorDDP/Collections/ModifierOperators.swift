@@ -93,6 +93,10 @@ enum ModifierOperators {
                         return !selector.matches(object)
                     }
                 }
+            } else if case .regularExpression = argument {
+                // MongoDB's: a regular expression removes the strings it matches (minimongo's matches every object).
+                let matcher = try SelectorCompiler.valueSelector(argument)
+                keep = { !matcher(.single($0)) }
             } else {
                 keep = { !MongoEquality.equal($0, argument) }
             }

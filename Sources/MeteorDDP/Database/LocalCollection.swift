@@ -49,7 +49,17 @@ public struct LocalCollection: Sendable {
     ///
     /// - Throws: ``QueryError`` for a selector or sort minimongo would refuse.
     public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> [Document] {
-        find(try Query(selector, options))
+        if let id = MongoID.id(namedBy: selector) { return try find(id: id, options) }
+        return find(try Query(selector, options))
+    }
+
+    /// minimongo's fast path for a selector that is an id (`"x"`, `{_id: x}`, falsy ids such as `0` and `""`
+    /// included): the document with that id, without the matcher or a sort; a `skip` other than 0 leaves nothing and
+    /// `limit` is not looked at.
+    private func find(id: EJSONValue, _ options: FindOptions) throws(QueryError) -> [Document] {
+        let fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
+        guard options.skip == 0, let document = document(id: MongoID.documentID(id)) else { return [] }
+        return [fields?.apply(document) ?? document]
     }
 
     /// The first document matching a Mongo selector in the order `options` give (Meteor's `findOne`).
@@ -61,6 +71,7 @@ public struct LocalCollection: Sendable {
 
     /// How many documents match a Mongo selector (Meteor's `find(selector).count()`).
     public func count(_ selector: EJSONValue) throws(QueryError) -> Int {
+        if let id = MongoID.id(namedBy: selector) { return document(id: MongoID.documentID(id)) == nil ? 0 : 1 }
         let selector = try MongoSelector(selector)
         return database.snapshot.allDocuments(in: name).lazy.filter { selector.matches($0) }.count
     }

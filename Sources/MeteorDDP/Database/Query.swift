@@ -32,9 +32,10 @@ public struct Query: Sendable {
     public var sort: [SortDescriptor] {
         didSet { sorter = MongoSort(unchecked: sort) }
     }
-    /// How many documents of the sorted result to leave out first.
+    /// How many documents of the sorted result to leave out first (negative: all but that many of the last, as
+    /// JavaScript's `slice`, which minimongo uses).
     public var skip: Int
-    /// At most this many documents (`nil`: no limit).
+    /// At most this many documents (`nil`: no limit; negative: all but the last that many, minimongo's `slice`).
     public var limit: Int?
     /// Which fields the result's documents keep (`nil`: all). Matching and sorting see every field.
     public var fields: MongoProjection?
@@ -54,9 +55,10 @@ public struct Query: Sendable {
     /// - Throws: ``QueryError`` for a selector or sort specifier minimongo would refuse.
     public init(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) {
         let sort = try options.sort.map { specifier throws(QueryError) in try MongoSort(specifier) }
-        // `limit: 0` means no limit, as in Meteor and Mongo.
-        self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) }, skip: options.skip,
-                  limit: options.limit.flatMap { $0 > 0 ? $0 : nil })
+        // `limit: 0` means no limit, as in Meteor and Mongo; negative bounds are minimongo's (see `skip`, `limit`).
+        self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) },
+                  limit: options.limit.flatMap { $0 != 0 ? $0 : nil })
+        skip = options.skip
         self.selector = try MongoSelector(selector)
         self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
     }
@@ -79,11 +81,17 @@ public struct Query: Sendable {
         return a.arrivedBefore(b)
     }
 
-    /// The window `skip` and `limit` leave of `count` sorted documents.
+    /// The window `skip` and `limit` leave of `count` sorted documents: minimongo's
+    /// `results.slice(skip, limit ? limit + skip : results.length)`, JavaScript's `slice` included (a negative
+    /// bound counts from the end: `limit: -2` leaves out the last two).
     func window(count: Int) -> Range<Int> {
-        let start = min(max(0, skip), count)
-        let end = limit.map { start + min(max(0, $0), count - start) } ?? count
-        return start..<end
+        func bound(_ position: Int) -> Int { position < 0 ? max(count + position, 0) : min(position, count) }
+        let start = bound(skip)
+        let end = limit.map { limit in
+            let (sum, overflow) = limit.addingReportingOverflow(skip)
+            return overflow ? (limit > 0 ? count : 0) : bound(sum)
+        } ?? count
+        return start..<max(start, end)
     }
 
     func evaluate<S: Sequence>(_ documents: S) -> [Document] where S.Element == Document {

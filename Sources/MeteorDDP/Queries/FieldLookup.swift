@@ -25,6 +25,8 @@ struct FieldLookup: Sendable {
         let name: String
         /// The part as an array index, when it is all digits.
         let index: Int?
+        /// Whether the digits are the index as JavaScript writes it (`1`, not `01`): `array["01"]` is undefined.
+        let isCanonicalIndex: Bool
         let isID: Bool
     }
 
@@ -35,7 +37,9 @@ struct FieldLookup: Sendable {
     init(_ path: String, forSort: Bool = false) {
         parts = path.split(separator: ".", omittingEmptySubsequences: false).enumerated().map { position, name in
             let isNumeric = !name.isEmpty && name.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-            return Part(name: String(name), index: isNumeric ? Int(name) : nil, isID: position == 0 && name == "_id")
+            let index = isNumeric ? Int(name) : nil
+            return Part(name: String(name), index: index, isCanonicalIndex: index.map { String($0) == name } ?? false,
+                        isID: position == 0 && name == "_id")
         }
         self.forSort = forSort
     }
@@ -84,7 +88,8 @@ struct FieldLookup: Sendable {
         switch value {
         case .array(let elements):
             guard let index = part.index, index < elements.count else { return nil }
-            return (elements[index], true)
+            // minimongo checks the bound with the number but reads `array["01"]`: undefined, a branch all the same.
+            return (part.isCanonicalIndex ? elements[index] : nil, true)
         case .object(let object):
             return (object[part.name], false)
         default:

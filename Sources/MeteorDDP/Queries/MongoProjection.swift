@@ -122,7 +122,8 @@ public struct MongoProjection: Sendable {
             return .array(elements.map { transform($0, keys: keys, rules: rules) })
         }
         guard case .object(let object) = value else {
-            // A scalar inside an array: an inclusion makes it an empty object, as minimongo does.
+            // A scalar inside an array: an inclusion makes it an empty object, as minimongo does; null stays null.
+            if case .null = value { return value }
             return including ? .object([:]) : value
         }
         var result: EJSONObject = including ? [:] : object

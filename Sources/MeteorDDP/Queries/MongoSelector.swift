@@ -42,8 +42,11 @@ public struct MongoSelector: Sendable {
         case .null, .bool(false):
             // A falsy selector is probably a mistake: it matches nothing (minimongo); `true` is refused below.
             matcher = { _ in false }
+        case .date, .regularExpression:
+            // An object without keys of its own to minimongo: no condition, every document matches.
+            matcher = { _ in true }
         default:
-            throw QueryError("Invalid selector: \(EJSON.stringify(selector))")
+            throw QueryError("Invalid selector: \(Self.javaScriptString(selector))")
         }
     }
 
@@ -58,5 +61,24 @@ public struct MongoSelector: Sendable {
     /// Whether a document given as EJSON (with its `_id` among the fields) matches.
     public func matches(_ document: EJSONObject) -> Bool {
         matcher(.value(.object(document)))
+    }
+
+    /// `String(value)` in JavaScript, as minimongo's messages write values (`Invalid selector: 1,2`): arrays and
+    /// binary data joined with commas (null as nothing), objects as `[object Object]`.
+    static func javaScriptString(_ value: EJSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .bool(let flag): return flag ? "true" : "false"
+        case .string(let text): return text
+        case .number: return EJSON.stringify(value)
+        case .array(let elements):
+            return elements.map { element in
+                if case .null = element { return "" }
+                return javaScriptString(element)
+            }.joined(separator: ",")
+        case .binary(let bytes): return bytes.map(String.init).joined(separator: ",")
+        case .regularExpression(let pattern, let flags): return "/\(pattern)/\(flags)"
+        case .object, .date, .custom: return "[object Object]"
+        }
     }
 }

@@ -237,7 +237,7 @@ enum SelectorCompiler {
         case "$near", "$maxDistance", "$geoWithin", "$geoIntersects":
             throw QueryError("\(name) is not supported (geospatial queries)")
         case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
-            throw QueryError("\(name) is not supported")
+            return expanding(try BitwiseOperators.matcher(name, operand))
         default:
             throw QueryError("Unrecognized operator: \(name)")
         }
@@ -302,7 +302,8 @@ enum SelectorCompiler {
     }
 
     /// minimongo's `makeInequality`: values of another type never match (`$gt: 5` skips strings); an array operand
-    /// matches nothing.
+    /// matches nothing; numbers compare as their difference (`_cmp`), so NaN and `Infinity` vs `Infinity` match no
+    /// inequality.
     private static func inequality(_ operand: EJSONValue, _ accepts: @escaping @Sendable (Int) -> Bool) throws(QueryError) -> ElementMatcher {
         if case .array = operand { return { _ in false } }
         let operandType = MongoType.code(of: operand)
@@ -313,7 +314,10 @@ enum SelectorCompiler {
                     guard let value, MongoType.code(of: value) == 1 else { return false }
                     return accepts(EJSONOrdering.compare(value, operand))
                 }
-                return accepts(number < bound ? -1 : number > bound ? 1 : 0)
+                // minimongo compares numbers as `a - b`: with NaN, or Infinity against itself, no comparison holds.
+                let difference = number - bound
+                if difference.isNaN { return false }
+                return accepts(difference < 0 ? -1 : difference > 0 ? 1 : 0)
             }
         }
         return { value in
@@ -386,22 +390,42 @@ enum MongoType {
     ]
 }
 
-/// minimongo's `_f._equal`: `EJSON.equals` with object key order counted.
+/// minimongo's `_f._equal`: `EJSON.equals` with object key order counted, JavaScript's rules included: a date, a
+/// regular expression and empty binary data have no keys of their own, so each equals `{}` and the others (two
+/// regular expressions are always equal); binary data is an object keyed `"0"`, `"1"`, … to anything but binary.
 enum MongoEquality {
     static func equal(_ a: EJSONValue, _ b: EJSONValue) -> Bool {
         switch (a, b) {
-        case (.object(let x), .object(let y)):
-            guard x.count == y.count else { return false }
-            for (p, q) in zip(x, y) where p.key != q.key || !equal(p.value, q.value) { return false }
-            return true
+        case (.number(let x), .number(let y)): return x == y || (x.isNaN && y.isNaN)
+        case (.date(let x), .date(let y)): return x == y
+        case (.binary(let x), .binary(let y)): return x == y
         case (.array(let x), .array(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
+        case (.array, _), (_, .array):
+            return false
         case (.custom(let t, let x), .custom(let u, let y)):
             // Decimals by value (EJSONValue's ==), other custom types by name and value.
             if t == "Decimal", u == "Decimal" { return a == b }
             return t == u && equal(x, y)
+        case (.custom, _), (_, .custom):
+            // ObjectID's and Decimal's `equals` need their own kind; a custom type never equals a plain value.
+            return false
+        case (.object, _), (.date, _), (.regularExpression, _), (.binary, _):
+            guard let x = ownKeys(a), let y = ownKeys(b), x.count == y.count else { return false }
+            for (p, q) in zip(x, y) where p.key != q.key || !equal(p.value, q.value) { return false }
+            return true
         default:
             return a == b
+        }
+    }
+
+    /// What `Object.keys` gives for a value JavaScript treats as an object with keys (`nil`: not one).
+    private static func ownKeys(_ value: EJSONValue) -> [(key: String, value: EJSONValue)]? {
+        switch value {
+        case .object(let object): return object.map { ($0.key, $0.value) }
+        case .date, .regularExpression: return []
+        case .binary(let bytes): return bytes.enumerated().map { (String($0.offset), .number(Double($0.element))) }
+        default: return nil
         }
     }
 }

@@ -192,7 +192,10 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"a":{"$regex":"x","$options":"s"}}"#, "Only the i, m, and g regexp options are supported"),
             (#"{"a":{"$regex":1}}"#, "$regex has to be a string or RegExp"),
             (#"{"a":{"$elemMatch":1}}"#, "$elemMatch need an object"),
-            (#"[1]"#, "Invalid selector: [1]"),
+            (#"[1]"#, "Invalid selector: 1"),
+            (#"[1,2]"#, "Invalid selector: 1,2"),
+            (#"[[1,null],"a"]"#, "Invalid selector: 1,,a"),
+            (#"{"$binary":"AQI="}"#, "Invalid selector: 1,2"),
             (#"true"#, "Invalid selector: true"),
         ]
         for (selector, message) in cases {

@@ -39,15 +39,21 @@ final class MongoSortAndFindTests: XCTestCase {
         XCTAssertEqual(try Query([:], FindOptions(skip: 20)).evaluate(all), [])
     }
 
-    func testLimitZeroMeansNoLimitAndHugeOrNegativeWindowsDoNotTrap() throws {
+    func testLimitZeroMeansNoLimitNegativeWindowsAreJavaScriptsSliceAndHugeOnesDoNotTrap() throws {
         let all = documents((0..<5).map { ("d\($0)", ["n": .number(Double($0))]) })
         XCTAssertEqual(try Query([:], FindOptions(limit: 0)).evaluate(all).count, 5, "limit 0: no limit, as in Meteor")
         XCTAssertEqual(try Query([:], FindOptions(sort: ["n": 1], skip: 1, limit: .max)).evaluate(all).map(\.id), ["d1", "d2", "d3", "d4"])
+        // Negative bounds are JavaScript's slice, as in minimongo: `skip: -1` is the last document,
+        // `limit: -2` all but the last two.
         var query = Query(sort: [.ascending("n")])
         query.skip = -1
-        XCTAssertEqual(query.evaluate(all).count, 5)
+        XCTAssertEqual(query.evaluate(all).map(\.id), ["d4"])
         query.limit = -3
         XCTAssertEqual(query.evaluate(all).count, 0)
+        XCTAssertEqual(try Query([:], FindOptions(sort: ["n": 1], limit: -2)).evaluate(all).map(\.id), ["d0", "d1", "d2"])
+        XCTAssertEqual(try Query([:], FindOptions(sort: ["n": 1], skip: -2, limit: 1)).evaluate(all).map(\.id), ["d3"])
+        XCTAssertEqual(try Query([:], FindOptions(sort: ["n": 1], skip: -1, limit: 3)).evaluate(all).map(\.id), [])
+        XCTAssertEqual(try Query([:], FindOptions(skip: .min, limit: .min)).evaluate(all).count, 0)
     }
 
     func testCollectionsTakeSelectors() throws {

@@ -114,13 +114,13 @@ final class LiveQueryCore: @unchecked Sendable {
         }
         let new = visible()
         // Updated: changed documents in both results, found by binary search (O(k log n)).
-        let windowed = query.limit != nil || query.skip > 0
+        let windowed = query.limit != nil || query.skip != 0
         let oldIDs: Set<String>? = windowed ? Set(old.lazy.map(\.id)) : nil
         var updated: [Int] = []
         for (id, before) in previous {
             guard let after = byID[id], after != before, oldIDs?.contains(id) ?? true else { continue }
             if let fields = query.fields, fields.apply(after) == fields.apply(before) { continue }
-            let index = index(of: after) - query.skip
+            let index = index(of: after) - query.window(count: sorted.count).lowerBound
             if index >= 0, index < new.count { updated.append(index) }
         }
         let diff = Self.diff(from: old, to: new, updated: updated.sorted())
