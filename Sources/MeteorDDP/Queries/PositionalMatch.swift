@@ -102,7 +102,7 @@ extension MongoSelector {
             let unprefixed = object.keys.filter { !$0.hasPrefix("$") }
             if !unprefixed.isEmpty || object.isEmpty {
                 if unprefixed.count != object.count { throw QueryError("unknown operator: \(unprefixed[0])") }
-                try MongoModifier.assertValidFieldNames(value)
+                try validateForStorage(object, path: key)
                 try insert(&fields, key, value)
             } else {
                 for (name, operand) in object {
@@ -117,6 +117,16 @@ extension MongoSelector {
             break
         default:
             try insert(&fields, key, value)
+        }
+    }
+
+    /// minimongo's `validateObject`: the keys of a literal object an upsert would store, with its messages (their
+    /// odd quoting included).
+    private static func validateForStorage(_ object: EJSONObject, path: String) throws(QueryError) {
+        for (key, value) in object {
+            if key.contains(".") { throw QueryError("The dotted field '\(key)' in '\(path).\(key) is not valid for storage.") }
+            if key.hasPrefix("$") { throw QueryError("The dollar ($) prefixed field  '\(path).\(key) is not valid for storage.") }
+            if case .object(let child) = value { try validateForStorage(child, path: path + "." + key) }
         }
     }
 

@@ -108,6 +108,22 @@ final class MinimongoSemanticsTests: XCTestCase {
         XCTAssertEqual(projected, ["s": [.null, ["x": 1], [:]]])
     }
 
+    func testErrorsUseMinimongosWords() {
+        func upsertError(_ selector: EJSONValue) -> String? {
+            do {
+                _ = try MongoSelector(selector).upsertDocument(applying: MongoModifier(["$set": ["x": 1]]))
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        XCTAssertEqual(upsertError(["a": ["b.c": 1]]), "The dotted field 'b.c' in 'a.b.c is not valid for storage.")
+        XCTAssertEqual(upsertError(["a": ["b": ["$c": 1]]]), "The dollar ($) prefixed field  'a.b.$c is not valid for storage.")
+        XCTAssertThrowsError(try MongoSelector(["a": ["$gt": 1, "b": 2]])) { error in
+            XCTAssertEqual((error as? QueryError)?.message, #"Inconsistent operator: {"$gt":1,"b":2}"#)
+        }
+    }
+
     // MARK: - Differences we keep on purpose (README: "Where we differ from Meteor on purpose")
 
     func testParallelArraysAndRegularExpressionsSortInsteadOfThrowing() throws {
