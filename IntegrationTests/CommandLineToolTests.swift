@@ -80,11 +80,48 @@ final class CommandLineToolTests: XCTestCase {
 
     func testTokensAndArguments() throws {
         XCTAssertEqual(try CommandTokenizer.words(#"call  add 1 "two words" '{"a": 1}' it\'s"#), ["call", "add", "1", "two words", #"{"a": 1}"#, "it's"])
-        XCTAssertEqual(CommandTokenizer.argument("1"), 1)
-        XCTAssertEqual(CommandTokenizer.argument("true"), true)
-        XCTAssertEqual(CommandTokenizer.argument(#"{"a":1}"#), ["a": 1])
-        XCTAssertEqual(CommandTokenizer.argument("plain"), "plain")
+        XCTAssertEqual(try CommandTokenizer.argument("1"), 1)
+        XCTAssertEqual(try CommandTokenizer.argument("true"), true)
+        XCTAssertEqual(try CommandTokenizer.argument(#"{"a":1}"#), ["a": 1])
+        XCTAssertEqual(try CommandTokenizer.argument("plain"), "plain")
         XCTAssertThrowsError(try CommandTokenizer.words(#"call "open"#))
+        // JSON typed as is stays JSON: its double quotes and spaces are kept up to the closing bracket.
+        XCTAssertEqual(try CommandTokenizer.words(#"list players {"score":{"$gte":30}}"#), ["list", "players", #"{"score":{"$gte":30}}"#])
+        XCTAssertEqual(try CommandTokenizer.words(#"call echo {"a": 1, "b": ["x ]", 2]} [1, 2] 3"#), ["call", "echo", #"{"a": 1, "b": ["x ]", 2]}"#, "[1, 2]", "3"])
+        XCTAssertThrowsError(try CommandTokenizer.argument(#"{score:{"$gte":30}}"#)) { error in
+            XCTAssertTrue("\(error)".hasPrefix("not valid JSON: {score:"), "\(error)")
+        }
+        XCTAssertThrowsError(try CommandTokenizer.argument(#"{"a": 1"#), "an unclosed object is refused")
+    }
+
+    func testJSONTypedWithoutQuotesSelectsWhatItSays() async throws {
+        server.perform {
+            for (name, score) in [("Ada", 40), ("Grace", 35), ("Alan", 30), ("Edsger", 10)] {
+                try! server.collection("players").insert(["name": .string(name), "score": .number(Double(score))], id: name.lowercased())
+            }
+        }
+        let lines = Locked<[EJSONObject]>([])
+        let output = CommandOutput(style: .json) { line in
+            if case .object(let object)? = try? EJSON.parse(line) { lines.mutate { $0.append(object) } }
+        }
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        let session = CommandLineSession(client: client, output: output)
+        _ = await session.run("sub players")
+        _ = await session.run(#"list players {"score":{"$gte":30}}"#)
+        _ = await session.run(#"list players {score:{"$gte":30}}"#)
+        session.close()
+        let events = lines.value
+        XCTAssertEqual(events.filter { $0["event"] == "count" }.map { $0["count"] }, [3], "three players match; the typo printed no count")
+        let error = events.first { $0["event"] == "error" }?["message"]?.stringValue ?? ""
+        XCTAssertTrue(error.hasPrefix("not valid JSON: {score:"), error)
+    }
+
+    func testTheHelpFitsEightyColumns() {
+        for line in CommandLineSession.help.split(separator: "\n") {
+            XCTAssertLessThanOrEqual(line.count, 80, String(line))
+        }
     }
 
     func testTheLineEditorEditsAndRecallsHistory() {

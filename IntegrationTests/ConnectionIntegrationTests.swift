@@ -42,6 +42,22 @@ final class ConnectionIntegrationTests: XCTestCase {
         try await server.stop()
     }
 
+    func testAnUpgradeRefusedWithAnHTTPErrorFailsAtOnceNamingTheStatusAndTheFix() async throws {
+        // ws:// URLs are used as typed: this one lacks /websocket, and the server answers 404.
+        let server = try await startServer()
+        var configuration = DDPClient.Configuration()
+        configuration.connectTimeout = .seconds(600)  // failing within waitForStatus's 10 s is not the timeout's doing
+        let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(server.port)/")!, configuration: configuration)
+        client.connect()
+        let status = try await client.waitForStatus("failed") { $0.state == .failed }
+        XCTAssertEqual(status.reason?.transportError?.kind, .upgradeRefused(status: 404))
+        let message = status.reason?.transportError?.message ?? ""
+        XCTAssertTrue(message.contains("HTTP 404 Not Found") && message.contains("/websocket"), message)
+        XCTAssertEqual(status.retryCount, 0, "not retried: the URL will not get better")
+        client.close()
+        try await server.stop()
+    }
+
     func testNegotiatesDownToAVersionTheServerPrefers() async throws {
         let server = try await startServer { $0.supportedVersions = ["pre1"] }
         let client = DDPClient(url: server.url)

@@ -26,12 +26,20 @@ public final class CommandLineSession: @unchecked Sendable {
     }
 
     public static let help = """
-        sub NAME [ARGS…]            subscribe and wait until ready     unsub NAME          stop a subscription
-        call NAME [ARGS…]           call a method, print its result    status              the connection status
-        login --email E --password P | --username U --password P       logout
-        watch COLLECTION [SELECTOR] print changes as they come         unwatch COLLECTION  stop watching
-        list COLLECTION [SELECTOR]  print the matching documents       quit
-        Arguments are EJSON where they parse (1, true, '{"a": 1}', '"quoted"'), otherwise strings; quote JSON with '…'.
+        Commands:
+          sub NAME [ARGS…]             subscribe and wait until ready
+          unsub NAME                   stop a subscription
+          call NAME [ARGS…]            call a method and print its result
+          login --email E --password P log in (or --username U --password P)
+          logout                       log out
+          status                       print the connection status
+          watch COLLECTION [SELECTOR]  print changes as they come
+          unwatch COLLECTION           stop watching
+          list COLLECTION [SELECTOR]   print the matching documents
+          quit                         leave
+        Arguments are EJSON where they parse (1, true, "quoted", {"a": 1}), else
+        strings. A JSON object or array is taken as typed, spaces included; one
+        that does not parse is refused. Quote a string with '…'.
         """
 
     /// Runs one command line; returns `false` for `quit`. Errors are printed, never thrown.
@@ -86,7 +94,7 @@ public final class CommandLineSession: @unchecked Sendable {
 
     private func subscribe(_ arguments: [String]) async throws {
         guard let name = arguments.first else { return fail("usage: sub NAME [ARGS…]") }
-        let params = arguments.dropFirst().map(CommandTokenizer.argument)
+        let params = try arguments.dropFirst().map(CommandTokenizer.argument)
         let subscription = client.subscribe(name, params: Array(params))
         subscriptions[name]?.stop()
         subscriptions[name] = subscription
@@ -104,7 +112,7 @@ public final class CommandLineSession: @unchecked Sendable {
 
     private func call(_ arguments: [String]) async throws {
         guard let name = arguments.first else { return fail("usage: call NAME [ARGS…]") }
-        let params = arguments.dropFirst().map(CommandTokenizer.argument)
+        let params = try arguments.dropFirst().map(CommandTokenizer.argument)
         let result = try await client.call(name, params: Array(params))
         output.event("result", ["method": .string(name), "result": result ?? .null],
                      text: output.coloured("result", .green) + " \(name): \(result.map { EJSON.stringify($0) } ?? "undefined")")
@@ -131,7 +139,7 @@ public final class CommandLineSession: @unchecked Sendable {
 
     private func watch(_ arguments: [String]) throws {
         guard let collection = arguments.first else { return fail("usage: watch COLLECTION [SELECTOR]") }
-        let selector = try MongoSelector(arguments.count > 1 ? CommandTokenizer.argument(arguments[1]) : [:])
+        let selector = try MongoSelector(arguments.count > 1 ? try CommandTokenizer.argument(arguments[1]) : [:])
         watchers[collection]?.cancel()
         // Registered now, not when the task starts: a change right after `watch` returns is printed too.
         let changes = client.database.changes.makeAsyncIterator()
@@ -182,7 +190,7 @@ public final class CommandLineSession: @unchecked Sendable {
 
     private func list(_ arguments: [String]) throws {
         guard let collection = arguments.first else { return fail("usage: list COLLECTION [SELECTOR]") }
-        let selector = arguments.count > 1 ? CommandTokenizer.argument(arguments[1]) : [:]
+        let selector = arguments.count > 1 ? try CommandTokenizer.argument(arguments[1]) : [:]
         let documents = try client.database.collection(collection).find(selector, FindOptions(sort: ["_id": 1]))
         for document in documents {
             output.event("document", ["collection": .string(collection), "document": document.ejsonValue],

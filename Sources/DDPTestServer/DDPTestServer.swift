@@ -329,7 +329,7 @@ public final class DDPTestServer: @unchecked Sendable {
             upgradePipelineHandler: { [weak self] channel, head in
                 guard let self else { return channel.close() }
                 let session = ServerSession(server: self, channel: channel)
-                return channel.eventLoop.makeCompletedFuture {
+                return channel.pipeline.removeHandler(name: NotFoundResponder.name).flatMapThrowing {
                     if deflates, let agreement = PerMessageDeflateAgreement(requestHeaders: head.headers) {
                         try channel.pipeline.syncOperations.addHandler(
                             PerMessageDeflateHandler(agreement: agreement, maxMessageSize: maxFrameSize, statistics: deflateStatistics)
@@ -348,6 +348,9 @@ public final class DDPTestServer: @unchecked Sendable {
             }
         }.flatMap {
             channel.pipeline.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+        }.flatMapThrowing {
+            // A request that is not an upgrade to /websocket gets a 404, as a web server answers it.
+            try channel.pipeline.syncOperations.addHandler(NotFoundResponder(), name: NotFoundResponder.name)
         }
     }
 
@@ -403,5 +406,23 @@ public final class DDPTestServer: @unchecked Sendable {
             }
             if let existing { continuation.resume(returning: existing) }
         }
+    }
+}
+
+/// Answers every plain HTTP request (one the WebSocket upgrader declined) with 404 and closes the connection.
+private final class NotFoundResponder: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    static let name = "DDPTestServer.NotFoundResponder"
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = unwrapInboundIn(data) else { return }
+        let body = "DDP is served at /websocket\n"
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        headers.add(name: "Connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
     }
 }

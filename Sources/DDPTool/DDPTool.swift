@@ -18,10 +18,10 @@ struct DDPTool: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line (each with an \"event\" field) instead of text.")
     var json = false
 
-    @Option(help: "Read commands from this file ('-' for standard input) instead of the terminal.")
+    @Option(help: ArgumentHelp("Read commands from this file ('-' for standard input) instead of the terminal.", valueName: "file"))
     var script: String?
 
-    @Option(help: "Seconds to wait for the connection.")
+    @Option(help: ArgumentHelp("Seconds to wait for the connection.", valueName: "seconds"))
     var connectTimeout: Double = 10
 
     func run() async throws {

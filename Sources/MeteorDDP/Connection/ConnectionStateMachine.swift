@@ -130,6 +130,11 @@ struct ConnectionStateMachine {
     mutating func transportClosed(_ error: DDPError) -> [Action] {
         switch state {
         case .connecting(let retryCount, _, _):
+            if error.transportError?.isPermanent == true {
+                // Retrying cannot help (a 404 for the URL): fail at once, as a refused DDP version does.
+                state = .failed(error)
+                return [.cancelConnectTimeout, .publishStatus(ConnectionStatus(state: .failed, retryCount: retryCount, reason: error))]
+            }
             return lose(error, retryCount: retryCount, actions: [.cancelConnectTimeout])
         case .connected:
             return lose(error, retryCount: 0, actions: [.stopHeartbeat, .connectionLost(error)])

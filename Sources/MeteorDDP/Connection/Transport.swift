@@ -55,6 +55,11 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case sendBufferFull
         /// The URL cannot be used (scheme, host, or a `wss` IP literal without a TLS server name).
         case invalidURL
+        /// The server answered the WebSocket upgrade with this HTTP status instead of switching protocols (0: it
+        /// gave none that could be read). Anything but a 5xx, 408 or 429 is permanent (``TransportError/isPermanent``):
+        /// the client stops retrying, as a wrong URL does not get better (a 404 for a path without `/websocket`, a
+        /// web page's 200, a redirect).
+        case upgradeRefused(status: Int)
         /// Anything else.
         case other
     }
@@ -79,8 +84,17 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .messageTooLarge: 1009
         case .invalidUTF8: 1007
         case .protocolError: 1002
-        case .connectFailed, .tlsFailed, .invalidURL, .sendBufferFull, .other: nil
+        case .connectFailed, .tlsFailed, .invalidURL, .upgradeRefused, .sendBufferFull, .other: nil
         }
+    }
+
+    /// Whether trying again cannot help: a refused upgrade whose status says the URL is wrong (a page, a redirect, a
+    /// client error), not that the server is busy (5xx, 408 Request Timeout, 429 Too Many Requests) and not an
+    /// unknown status (0). The client's status becomes ``ConnectionStatus/State/failed``; ``DDPClient/reconnect()``
+    /// tries again.
+    public var isPermanent: Bool {
+        guard case .upgradeRefused(let status) = kind else { return false }
+        return (200..<500).contains(status) && status != 408 && status != 429
     }
 
     public var description: String { "transport error (\(kind)): \(message)" }

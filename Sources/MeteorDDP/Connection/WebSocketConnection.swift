@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import NIOWebSocket
 import WSClient
@@ -119,9 +120,21 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
                 return TransportError(.closedByServer(code: code), "closed with code \(code) \(closeFrame.reason ?? "")")
             }
             return nil
+        } catch let error as WebSocketClientError where error == .webSocketUpgradeFailed {
+            return Self.upgradeRefused(plan, status: await UpgradeProbe.status(for: plan, on: eventLoop))
         } catch {
             return Self.transportError(for: error, opened: state.withLockedValue { $0.opened })
         }
+    }
+
+    /// The error for an upgrade the server refused with `status`, with the likely fix when the URL is the cause.
+    static func upgradeRefused(_ plan: ConnectPlan, status: HTTPResponseStatus?) -> TransportError {
+        let answer = status.map { "HTTP \($0.code) \($0.reasonPhrase)" } ?? "a response that is not a WebSocket upgrade"
+        var message = "the server at \(plan.url) answered the WebSocket upgrade with \(answer)"
+        if !(URLComponents(string: plan.url)?.path.hasSuffix("/websocket") ?? false) {
+            message += "; a Meteor server takes DDP at /websocket: use http://host:port (DDPClient(url:) adds it) or ws://host:port/websocket"
+        }
+        return TransportError(.upgradeRefused(status: Int(status?.code ?? 0)), message)
     }
 
     /// Writes the queued frames in order, then closes normally once the queue ends (the client closed).
