@@ -118,6 +118,27 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertTrue(error.hasPrefix("not valid JSON: {score:"), error)
     }
 
+    func testListShowsObjectIDsAsObjectIDs() async throws {
+        let id = ObjectID("5f1d7a3c9e1b2a0012345678")!
+        server.perform { try! server.collection("things", idGeneration: .objectID).insert(["n": 1], id: id.hexString) }
+        server.publish("things") { _ in [Cursor(collection: "things")] }
+        let json = Locked<[EJSONObject]>([])
+        let text = Locked<[String]>([])
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        let jsonSession = CommandLineSession(client: client, output: CommandOutput(style: .json) { line in
+            if case .object(let object)? = try? EJSON.parse(line) { json.mutate { $0.append(object) } }
+        })
+        _ = await jsonSession.run("sub things")
+        _ = await jsonSession.run(#"list things {"_id": {"$type": "oid", "$value": "5f1d7a3c9e1b2a0012345678"}}"#)
+        let textSession = CommandLineSession(client: client, output: CommandOutput(style: .text(colour: false)) { line in text.mutate { $0.append(line) } })
+        _ = await textSession.run("list things")
+        jsonSession.close()
+        XCTAssertEqual(json.value.first { $0["event"] == "document" }?["document"]?["_id"], id.ejsonValue)
+        XCTAssertTrue(text.value.contains { $0.hasPrefix(#"ObjectID("5f1d7a3c9e1b2a0012345678")"#) }, "\(text.value)")
+    }
+
     func testTheHelpFitsEightyColumns() {
         for line in CommandLineSession.help.split(separator: "\n") {
             XCTAssertLessThanOrEqual(line.count, 80, String(line))

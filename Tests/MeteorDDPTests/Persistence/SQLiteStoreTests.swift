@@ -62,6 +62,19 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(try restored.collection("players").find().map(\.id), ids)
     }
 
+    func testADocumentKeyedByObjectIDComesBackKeyedByIt() throws {
+        let id = ObjectID("5f1d7a3c9e1b2a0012345678")!
+        let key = DocumentKey(collectionName: "things", documentID: MongoID.documentID(id.ejsonValue))
+        var batch = StoreBatch()
+        batch.documents = [(key, Document(id: key.documentID, fields: ["ref": id.ejsonValue]))]
+        try SQLiteStore(fileURL: file).write(batch)
+        let restored = Database()
+        restored.install(try SQLiteStore(fileURL: file).load().documents.map { ($0.key, $0.document) })
+        let document = try XCTUnwrap(restored.collection("things").findOne(["_id": id.ejsonValue]))
+        XCTAssertEqual(document.idValue, id.ejsonValue)
+        XCTAssertEqual(document["ref"], id.ejsonValue)
+    }
+
     func testTheFileAndItsDirectoryArePrivate() throws {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
