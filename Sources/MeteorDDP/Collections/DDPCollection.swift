@@ -54,7 +54,7 @@ public struct DDPCollection: Sendable {
     // MARK: - Writing
 
     /// Inserts a document: locally at once, then on the server. The id is `fields["_id"]` (a string or an
-    /// ``ObjectID``) or a new random one of the collection's ``idGeneration``.
+    /// `ObjectID`) or a new random one of the collection's ``idGeneration``.
     ///
     /// - Returns: The document's id (``Document/id``: an ObjectID's 24 hex digits) at once; `completion` gets the
     ///   server's outcome.

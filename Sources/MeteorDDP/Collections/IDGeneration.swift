@@ -13,7 +13,7 @@ import EJSON
 public enum IDGeneration: Sendable, Hashable {
     /// 17-character random strings (Meteor's default, `'STRING'`: `Random.id()`).
     case string
-    /// ``ObjectID``s of 24 random hex digits (Meteor's `'MONGO'`: `new Mongo.ObjectID(Random.hexString(24))`).
+    /// `ObjectID`s of 24 random hex digits (Meteor's `'MONGO'`: `new Mongo.ObjectID(Random.hexString(24))`).
     case objectID
 
     /// A new `_id` inside a method invocation, from its `/collection/<name>` random sequence, as Meteor's

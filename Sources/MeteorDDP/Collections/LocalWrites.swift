@@ -102,7 +102,7 @@ enum LocalWrites {
 }
 
 /// What a stub writes through: the local cache inside the stub's transaction, with ids from the invocation's
-/// `/collection/<name>` random sequence so they equal the ids the server makes (strings or ``ObjectID``s, as the
+/// `/collection/<name>` random sequence so they equal the ids the server makes (strings or `ObjectID`s, as the
 /// collection was declared: ``DDPClient/collection(_:idGeneration:)``).
 ///
 /// Ids given as `String` are ``Document/id``s, the form DDP carries (an ObjectID's 24 hex digits); the `ObjectID`

@@ -98,7 +98,7 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
 
     /// The document's id in the cache (made from the stored UTF-8 bytes on each call): a string `_id` as it is
     /// (with `-` before it if it would read as another kind of id: 24 hex digits, a leading `-` or `~`), an
-    /// ``ObjectID``'s 24 hex digits, `~` + EJSON for other ids (`MongoID.documentID`). ``idValue`` is the `_id` it
+    /// `ObjectID`'s 24 hex digits, `~` + EJSON for other ids (`MongoID.documentID`). ``idValue`` is the `_id` it
     /// stands for.
     public var id: String { storage.withIDBytes { String(decoding: $0, as: UTF8.self) } }
 
@@ -198,7 +198,7 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
         return .object(object)
     }
 
-    /// The document's `_id` as Meteor has it: a string, an ``ObjectID`` (`.custom(type: "oid", …)`), or another
+    /// The document's `_id` as Meteor has it: a string, an `ObjectID` (`.custom(type: "oid", …)`), or another
     /// value, read from ``id`` (`MongoID.parse`).
     public var idValue: EJSONValue {
         let id = id
