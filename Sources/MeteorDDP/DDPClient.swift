@@ -241,10 +241,10 @@ extension DDPClient {
         /// ``DDPClient/onReconnect(_:_:)`` hooks run; at it the client re-sends methods and subscriptions without
         /// waiting for the hooks (and reports ``DDPError/Code/limitReached``).
         public var maxMessagesHeldForQuiescence = 50_000
-        /// Most documents cached, in all, for collections the app never declared with ``DDPClient/collection(_:)``.
+        /// Most documents cached, in all, for collections the app never declared with ``DDPClient/collection(_:idGeneration:)``.
         /// Default 100,000. Past it, the server's new documents for undeclared collections are dropped and
         /// ``DDPError/Code/limitReached`` is reported once per collection; declared collections have no limit (their
-        /// data is the app's). See ``DDPClient/collection(_:)``.
+        /// data is the app's). See ``DDPClient/collection(_:idGeneration:)``.
         public var maxDocumentsInUndeclaredCollections = 100_000
         /// Where the cache and unanswered calls are kept between launches (``Persistence/sqlite(at:)``); `nil`
         /// (the default) keeps everything in memory. See ``Persistence``.

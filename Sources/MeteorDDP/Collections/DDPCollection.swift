@@ -189,8 +189,10 @@ extension DDPClient {
     /// ``Configuration/maxDocumentsInUndeclaredCollections`` documents in all, so a server cannot fill memory with
     /// collections nobody reads. Declare collections before subscribing to them.
     ///
-    /// - Parameter idGeneration: How inserts make ids, as the server's collection does (Meteor's `idGeneration`:
-    ///   `.objectID` for `'MONGO'`). The first declaration of a name decides; later ones may leave it out.
+    /// - Parameters:
+    ///   - name: The collection's name, as the server publishes it.
+    ///   - idGeneration: How inserts make ids, as the server's collection does (Meteor's `idGeneration`:
+    ///     `.objectID` for `'MONGO'`). The first declaration of a name decides; later ones may leave it out.
     public func collection(_ name: String, idGeneration: IDGeneration? = nil) -> DDPCollection {
         let generation = idGenerations.withLockedValue { generations in
             if let idGeneration, generations[name] == nil { generations[name] = idGeneration }

@@ -97,10 +97,13 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
 
 extension DDPClient {
     /// The collection named `name` with its documents as `Model`s (and Meteor's built-in stubs defined, as
-    /// ``collection(_:)``).
+    /// ``collection(_:idGeneration:)``).
     ///
-    /// - Parameter idGeneration: How inserts make ids (see ``collection(_:idGeneration:)``); a model of an
-    ///   `.objectID` collection declares `var _id: ObjectID`.
+    /// - Parameters:
+    ///   - name: The collection's name, as the server publishes it.
+    ///   - model: The type its documents decode as.
+    ///   - idGeneration: How inserts make ids (see ``collection(_:idGeneration:)``); a model of an `.objectID`
+    ///     collection declares `var _id: ObjectID`.
     public func collection<Model: Codable & Sendable>(_ name: String, as model: Model.Type, idGeneration: IDGeneration? = nil) -> TypedCollection<Model> {
         TypedCollection(untyped: collection(name, idGeneration: idGeneration))
     }

@@ -1,6 +1,6 @@
 /// Bounds what the server can make the client cache for collections the app never declared.
 ///
-/// A collection is *declared* once the app asks for it with ``DDPClient/collection(_:)`` (Meteor's
+/// A collection is *declared* once the app asks for it with ``DDPClient/collection(_:idGeneration:)`` (Meteor's
 /// `new Mongo.Collection(name)`). Data for other collections is still cached, as Meteor keeps it for stores that may
 /// be declared later, but only up to ``DDPClient/Configuration/maxDocumentsInUndeclaredCollections`` documents in all:
 /// past the limit, `added` for a new document of an undeclared collection is dropped (and `changed`/`removed` for
