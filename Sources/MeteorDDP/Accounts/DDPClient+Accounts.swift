@@ -72,6 +72,10 @@ extension DDPClient {
 
     /// Logs out: the server invalidates the token, and the account is cleared here and in the store.
     ///
+    /// With the offline store on, it returns once the last user's data is erased from the disk (the cache unless
+    /// ``Persistence/keepsCacheOnLogout``, the calls, the subscriptions): a process that exits right after leaves
+    /// nothing of the user's for the next launch.
+    ///
     /// On a closed client (or one closed before the server answered) the account is still cleared here and in the
     /// stores, but no server was told: the token stays valid there until it expires, and this throws
     /// ``MethodError`` of kind ``MethodError/Kind/clientClosed`` to say so. Any other failure leaves the account as
@@ -87,8 +91,8 @@ extension DDPClient {
             queue.async {
                 self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
                 self.setAccount(nil)
-                self.clearPersistenceOnLogout()
-                continuation.resume()
+                // Returns once the erasure is on disk: a process that exits right after finds nothing of this user's.
+                self.clearPersistenceOnLogout { continuation.resume() }
             }
         }
         if let notToldTheServer { throw notToldTheServer }

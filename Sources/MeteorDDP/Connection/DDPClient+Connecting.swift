@@ -39,6 +39,9 @@ extension DDPClient {
     /// What is asked afterwards is answered the same way at once: a call fails with `clientClosed` (its stub does not
     /// run), a new subscription is stopped, and ``connect()``, ``reconnect()`` and the other connection requests do
     /// nothing.
+    ///
+    /// `close()` does not wait for the offline store: what was committed just before may still be on its way to the
+    /// disk. Before a process exits, `await client.flushStore()` (``logout()`` itself waits for its erasure).
     public func close() {
         queue.async {
             guard !self.isClosed else { return }

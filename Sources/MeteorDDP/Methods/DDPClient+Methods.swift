@@ -95,7 +95,7 @@ extension DDPClient {
             let id = session.methods.makeMethodID()
             var stubValue: EJSONValue?
             var randomSeed: String?
-            var stubWrittenKeys: [DocumentKey] = []
+            var stubOriginals: [(DocumentKey, EJSONObject?)] = []
             if let stub {
                 // Everything the transport handed over (data frames wait up to 250 µs in the inbox for their batch) and
                 // everything queued for the cache lands before the stub: its originals are then the server's versions
@@ -107,7 +107,7 @@ extension DDPClient {
                 let (outcome, originals) = store.runStub {
                     try MethodInvocationContext.$current.withValue(context) { try stub(context) }
                 }
-                stubWrittenKeys = originals.map(\.0)
+                stubOriginals = originals
                 switch outcome {
                 case .success(let value):
                     session.serverDocuments.stubWrote(methodID: id, originals: originals)
@@ -134,7 +134,7 @@ extension DDPClient {
                 completion: completion
             )
             invocation.completesInline = completesInline
-            persistCall(invocation, randomSeed: randomSeed, params: params, stubWrote: stubWrittenKeys)
+            persistCall(invocation, randomSeed: randomSeed, params: params, stubOriginals: stubOriginals)
             sendInvocations(session.methods.enqueue(invocation))
             return options.returnStubValue ? stubValue : nil
         }

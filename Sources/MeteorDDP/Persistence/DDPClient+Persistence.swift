@@ -31,7 +31,7 @@ final class ClientPersistence: @unchecked Sendable {
     /// The restored calls by id. Confined to the client queue.
     var restoredByID: [String: RestoredCall] = [:]
     /// Per restored call: the documents its stub wrote, as restored (its effect). Confined to the client queue.
-    var restoredStubEffects: [String: [(DocumentKey, EJSONObject?)]] = [:]
+    var restoredStubEffects: [String: [StoredStubEffect]] = [:]
 
     init(settings: Persistence, writer: WriteBehind, restoredCalls: RestoredCalls) {
         self.settings = settings
@@ -129,14 +129,7 @@ extension DDPClient {
                 session.methods.restore(invocation)
                 persistence.persistedMethods.insert(method.id)
             }
-            let written = Set(state.methods.lazy.filter { $0.result == nil }.flatMap(\.stubWrote))
-            var restoredDocuments: [DocumentKey: EJSONObject] = [:]
-            if !written.isEmpty {
-                for stored in state.documents where written.contains(stored.key) { restoredDocuments[stored.key] = stored.fields }
-            }
-            for method in state.methods where method.result == nil {
-                persistence.restoredStubEffects[method.id] = method.stubWrote.map { ($0, restoredDocuments[$0]) }
-            }
+            persistence.restoredStubEffects = Self.restoredStubEffects(state)
             persistence.restoredSubscriptions = Set(state.subscriptions)
             persistence.storedSubscriptions = state.subscriptions
             persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
@@ -147,11 +140,66 @@ extension DDPClient {
         database.observeCommits { writer.committed($0) }
     }
 
+    /// What each restored call that may complete with a refusal must find on the server to be
+    /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``: the calls not answered before the restart, and those whose
+    /// saved answer is an error (a re-sent insert's 409, the effect already there). Each compares exactly what its
+    /// stub did, less what a later restored call's stub also wrote on the same document (that call may have changed it
+    /// since: `bump` after `addItem`). Calls recorded before effects were stored compare the whole stored document.
+    static func restoredStubEffects(_ state: StoredState) -> [String: [StoredStubEffect]] {
+        let judged = state.methods.filter { method in
+            switch method.result {
+            case nil, .error?: return true
+            case .value?: return false
+            }
+        }
+        guard !judged.isEmpty else { return [:] }
+        var storedDocuments: [DocumentKey: EJSONObject]?
+        var effects: [String: [StoredStubEffect]] = [:]
+        // Walking back, `later` holds what the stubs of the calls after this one wrote: removed names, or nil for a
+        // document one of them left absent (nothing of it can be judged).
+        var later: [DocumentKey: Set<String>?] = [:]
+        let judgedIDs = Set(judged.map(\.id))
+        for method in state.methods.reversed() {
+            let own: [StoredStubEffect]
+            if let recorded = method.stubEffects {
+                own = recorded
+            } else {
+                if storedDocuments == nil { storedDocuments = Dictionary(state.documents.map { ($0.key, $0.fields) }, uniquingKeysWith: { $1 }) }
+                own = method.stubWrote.map { StoredStubEffect(key: $0, set: storedDocuments?[$0]) }
+            }
+            if judgedIDs.contains(method.id) {
+                effects[method.id] = own.compactMap { effect in
+                    guard let overwritten = later[effect.key] else { return effect }
+                    guard let names = overwritten, effect.set != nil else { return nil }
+                    var kept = effect
+                    kept.set = effect.set?.filter { !names.contains($0.key) }
+                    kept.unset = effect.unset.filter { !names.contains($0) }
+                    return kept
+                }
+            }
+            for effect in own {
+                guard let set = effect.set else {
+                    later[effect.key] = .some(nil)
+                    continue
+                }
+                if let existing = later[effect.key], existing == nil { continue }  // a later call left it absent
+                var names = (later[effect.key] ?? nil) ?? []
+                names.formUnion(set.keys)
+                names.formUnion(effect.unset)
+                later[effect.key] = .some(names)
+            }
+        }
+        return effects
+    }
+
     // MARK: - Calls
 
     /// A call was made (on the client queue, after its stub ran): unless its method stays in memory, its record goes
     /// to the store, and its frame waits until it is on disk.
-    func persistCall(_ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue], stubWrote: [DocumentKey]) {
+    ///
+    /// `stubOriginals` are the versions from before the stub of each document it wrote; the cache holds the versions
+    /// it left (server data for them is kept aside from now on), so what the stub did is recorded with the call.
+    func persistCall(_ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue], stubOriginals: [(DocumentKey, EJSONObject?)]) {
         guard let persistence, !invocation.options.keepsInMemoryOnly, !persistence.settings.memoryOnlyMethods.contains(invocation.name),
               !persistence.writer.hasFailed else { return }
         let id = invocation.id
@@ -159,9 +207,10 @@ extension DDPClient {
         persistence.notDurable.insert(id)
         // The stub's server versions first: they are in the same batch as the call, or an earlier one.
         persistSessionChanges()
+        let effects = stubOriginals.map { key, before in StoredStubEffect(key: key, before: before, after: database.document(key)?.fields) }
         let method = StoredMethod(
             id: id, name: invocation.name, params: params, randomSeed: randomSeed, wait: invocation.options.wait,
-            noRetry: invocation.options.noRetry, stubWrote: stubWrote
+            noRetry: invocation.options.noRetry, stubWrote: stubOriginals.map(\.0), stubEffects: effects
         )
         persistence.writer.methodAdded(method) { [weak self] in
             guard let self else { return }
@@ -220,8 +269,8 @@ extension DDPClient {
         guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
         // A document another pending call's stub also wrote still shows that stub's value: its server version is the
         // copy kept aside.
-        let server = Dictionary(stub.map { key, _ in
-            (key, session.serverDocuments.contains(key) ? session.serverDocuments.serverFields(key) : database.document(key)?.fields)
+        let server = Dictionary(stub.map { effect in
+            (effect.key, session.serverDocuments.contains(effect.key) ? session.serverDocuments.serverFields(effect.key) : database.document(effect.key)?.fields)
         }, uniquingKeysWith: { first, _ in first })
         persistence.restoredCalls.noteServerVersions(of: id, matchStub: RestoredCalls.serverHasStubEffect(stub: stub, server: server))
     }
@@ -283,12 +332,19 @@ extension DDPClient {
     /// Logging out: the store forgets the cache (unless ``Persistence/keepsCacheOnLogout``) and the calls, but the
     /// calls still unanswered. `logout` is a wait method, so these were made after it: they are not the last user's,
     /// and they stay durable with their stubs' effects.
-    func clearPersistenceOnLogout() {
-        guard let persistence else { return }
+    ///
+    /// The stored subscriptions are erased too and stay so until the app's subscriptions change (those still active
+    /// now were the last user's). `erased` runs (on the writer's queue) once the erasure is on disk, or the store
+    /// failed.
+    func clearPersistenceOnLogout(erased: @escaping @Sendable () -> Void) {
+        guard let persistence else { return erased() }
         persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: persistence.persistedMethods)
         persistence.storedSubscriptions = []
-        persistence.storedSubscriptionsSource = nil
+        persistence.restoredSubscriptions = []
+        persistence.storedSubscriptionsSource = (membershipVersion: session.subscriptions.membershipVersion,
+                                                 restored: persistence.pendingReconciliation ? 0 : -1)
         persistSessionChanges()
+        persistence.writer.whenWritten(erased)
     }
 
     /// Returns once every change committed and every call made before it is on disk (at once without persistence).

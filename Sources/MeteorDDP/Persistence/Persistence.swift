@@ -153,8 +153,15 @@ public struct StoredMethod: Sendable, Equatable {
     public var stubWrote: [DocumentKey]
     /// The server's answer when it came before the call's data was visible (the call is not sent again).
     public var result: StoredMethodResult?
+    /// What its stub did to each document it wrote, as the stub left it (`nil`: not recorded, in a store written
+    /// by an earlier version). A restored call is ``RestoredCallOutcome/Result/alreadyApplied(_:)`` when the server
+    /// shows these effects.
+    public var stubEffects: [StoredStubEffect]?
 
-    public init(id: String, name: String, params: [EJSONValue], randomSeed: String?, wait: Bool, noRetry: Bool, stubWrote: [DocumentKey] = [], result: StoredMethodResult? = nil) {
+    public init(
+        id: String, name: String, params: [EJSONValue], randomSeed: String?, wait: Bool, noRetry: Bool, stubWrote: [DocumentKey] = [],
+        result: StoredMethodResult? = nil, stubEffects: [StoredStubEffect]? = nil
+    ) {
         self.id = id
         self.name = name
         self.params = params
@@ -163,6 +170,39 @@ public struct StoredMethod: Sendable, Equatable {
         self.noRetry = noRetry
         self.stubWrote = stubWrote
         self.result = result
+        self.stubEffects = stubEffects
+    }
+}
+
+/// What a stub did to one document: the fields it set (to the values it set them to) and the fields it removed, or
+/// that it left the document absent.
+public struct StoredStubEffect: Sendable, Equatable {
+    public var key: DocumentKey
+    /// The fields the stub set, with their values (`nil`: the stub left no such document).
+    public var set: EJSONObject?
+    /// The fields the stub removed.
+    public var unset: [String]
+
+    public init(key: DocumentKey, set: EJSONObject?, unset: [String] = []) {
+        self.key = key
+        self.set = set
+        self.unset = unset
+    }
+
+    /// The effect of a stub that turned `before` into `after` (fields as the cache holds them, without `_id`).
+    init(key: DocumentKey, before: EJSONObject?, after: EJSONObject?) {
+        self.key = key
+        guard let after else {
+            set = nil
+            unset = []
+            return
+        }
+        var set: EJSONObject = [:]
+        for (name, value) in after where !(before?[name].map { EJSON.equals($0, value, keyOrderSensitive: true) } ?? false) {
+            set[name] = value
+        }
+        self.set = set
+        unset = before.map { $0.keys.filter { after[$0] == nil } } ?? []
     }
 }
 

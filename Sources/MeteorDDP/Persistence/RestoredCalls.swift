@@ -136,18 +136,19 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         return Array(state.continuations.values)
     }
 
-    /// Whether the server's versions contain what the stub wrote: each document the stub left present is present
-    /// with every field the stub set, at the same value; each it left absent is absent.
-    static func serverHasStubEffect(stub: [(DocumentKey, EJSONObject?)], server: [DocumentKey: EJSONObject?]) -> Bool {
+    /// Whether the server's versions show what the stub did: each document it left present is present with every
+    /// field it set, at the value it set, and without the fields it removed; each it left absent is absent.
+    static func serverHasStubEffect(stub: [StoredStubEffect], server: [DocumentKey: EJSONObject?]) -> Bool {
         guard !stub.isEmpty else { return false }
-        for (key, stubFields) in stub {
-            guard let serverEntry = server[key] else { return false }
-            switch (stubFields, serverEntry) {
+        for effect in stub {
+            guard let serverEntry = server[effect.key] else { return false }
+            switch (effect.set, serverEntry) {
             case (nil, nil): continue
             case (let written?, let onServer?):
                 for (name, value) in written where name != "_id" {
                     guard let serverValue = onServer[name], EJSON.equals(serverValue, value) else { return false }
                 }
+                for name in effect.unset where onServer[name] != nil { return false }
             default: return false
             }
         }

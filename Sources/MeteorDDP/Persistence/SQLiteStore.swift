@@ -117,6 +117,10 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         migrator.registerMigration("v2") { db in
             try db.execute(sql: "ALTER TABLE document ADD COLUMN arrival INTEGER NOT NULL DEFAULT 0")
         }
+        // What each call's stub did to the documents it wrote (`StoredMethod.stubEffects`; NULL in rows from before).
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: "ALTER TABLE method ADD COLUMN stubEffects TEXT")
+        }
         return migrator
     }
 
@@ -175,13 +179,15 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
                     writtenByMethods: try Self.strings(try row.decode(atIndex: 3))
                 ))
             }
-            let methods = try Row.fetchCursor(db, sql: "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result FROM method ORDER BY position")
+            let methods = try Row.fetchCursor(db, sql: "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects FROM method ORDER BY position")
             while let row = try methods.next() {
                 let result: String? = try row.decode(atIndex: 7)
+                let effects: String? = try row.decode(atIndex: 8)
                 state.methods.append(StoredMethod(
                     id: try row.decode(atIndex: 0), name: try row.decode(atIndex: 1), params: try Self.array(try row.decode(atIndex: 2)),
                     randomSeed: try row.decode(atIndex: 3), wait: try row.decode(atIndex: 4), noRetry: try row.decode(atIndex: 5),
-                    stubWrote: try Self.keys(try row.decode(atIndex: 6)), result: try result.map(Self.methodResult)
+                    stubWrote: try Self.keys(try row.decode(atIndex: 6)), result: try result.map(Self.methodResult),
+                    stubEffects: try effects.map(Self.stubEffects)
                 ))
             }
             let subscriptions = try Row.fetchCursor(db, sql: "SELECT name, params FROM subscription ORDER BY position")
@@ -219,9 +225,9 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             }
             for method in batch.methodsAdded {
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, stubWrote, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    sql: "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     arguments: [method.id, method.name, EJSON.stringify(.array(method.params)), method.randomSeed, method.wait, method.noRetry,
-                                Self.text(method.stubWrote), method.result.map(Self.text)]
+                                Self.text(method.stubWrote), method.result.map(Self.text), method.stubEffects.map(Self.text)]
                 )
             }
             for (id, result) in batch.methodResults {
@@ -319,5 +325,29 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         if let error = object["error"] { return .error(MeteorError(ejson: error)) }
         guard case .object(let wrapped)? = object["value"] else { throw BadRow(description: "a stored result has neither value nor error") }
         return .value(wrapped["v"])
+    }
+
+    /// Stub effects as `[[collection, id, set or null, [unset…]], …]`.
+    private static func text(_ effects: [StoredStubEffect]) -> String {
+        EJSON.stringify(.array(effects.map { effect in
+            [.string(effect.key.collectionName), .string(effect.key.documentID), effect.set.map { .object($0) } ?? .null,
+             .array(effect.unset.map { .string($0) })]
+        }))
+    }
+
+    private static func stubEffects(_ text: String) throws -> [StoredStubEffect] {
+        try array(text).map { entry in
+            guard case .array(let parts) = entry, parts.count == 4, case .string(let collection) = parts[0], case .string(let id) = parts[1],
+                  case .array(let unset) = parts[3] else {
+                throw BadRow(description: "a stored stub effect is not [collection, id, set, unset]")
+            }
+            let set: EJSONObject?
+            switch parts[2] {
+            case .null: set = nil
+            case .object(let fields): set = fields
+            default: throw BadRow(description: "a stored stub effect's fields are not an object")
+            }
+            return StoredStubEffect(key: DocumentKey(collectionName: collection, documentID: id), set: set, unset: unset.compactMap(\.stringValue))
+        }
     }
 }

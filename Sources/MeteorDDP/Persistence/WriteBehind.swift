@@ -152,6 +152,11 @@ final class WriteBehind: @unchecked Sendable {
         }
     }
 
+    /// Runs `done` (on the writer's queue) once everything enqueued so far is on disk, or the store failed.
+    func whenWritten(_ done: @escaping @Sendable () -> Void) {
+        enqueue { $0.durable.append(done) }
+    }
+
     /// Waits until everything enqueued so far is on disk (or dropped after a failure). For tests and benchmarks.
     func waitUntilWritten() {
         queue.sync {}

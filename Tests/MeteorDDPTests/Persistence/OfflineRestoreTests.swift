@@ -390,7 +390,7 @@ final class OfflineRestoreTests: XCTestCase {
         XCTAssertEqual(harness.client.database.collection("players").count, 2, "the cache in memory waits for the server's removals")
         let stored = try SQLiteStore(fileURL: file).load()
         XCTAssertEqual(stored.documents.map(\.key.collectionName), ["todos"], "what the last user saw is gone from the disk; the new call's stub effect stays")
-        XCTAssertEqual(stored.subscriptions, [StoredSubscription(name: "players", params: [])], "still active: the app did not stop it")
+        XCTAssertEqual(stored.subscriptions, [], "the last user's subscriptions are erased too, though still active (OfflineFirst.md)")
         XCTAssertEqual(stored.methods.map(\.id), [afterLogout], "a call made after the logout is not the last user's: it stays durable")
         XCTAssertEqual(stored.serverDocuments.map(\.key.collectionName), ["todos"], "its stub's server copy stays too")
 

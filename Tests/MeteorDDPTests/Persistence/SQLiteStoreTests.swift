@@ -62,6 +62,18 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(try restored.collection("players").find().map(\.id), ids)
     }
 
+    func testACallsStubEffectsComeBackAsWritten() throws {
+        let effects = [StoredStubEffect(key: ada, set: ["n": 1, "tags": ["x"]], unset: ["old"]), StoredStubEffect(key: gauss, set: nil)]
+        var batch = StoreBatch()
+        batch.methodsAdded = [
+            StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [ada, gauss], stubEffects: effects),
+            StoredMethod(id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false),
+        ]
+        try SQLiteStore(fileURL: file).write(batch)
+        let loaded = try SQLiteStore(fileURL: file).load().methods
+        XCTAssertEqual(loaded.map(\.stubEffects), [effects, nil])
+    }
+
     func testADocumentKeyedByObjectIDComesBackKeyedByIt() throws {
         let id = ObjectID("5f1d7a3c9e1b2a0012345678")!
         let key = DocumentKey(collectionName: "things", documentID: MongoID.documentID(id.ejsonValue))
