@@ -65,7 +65,11 @@ extension DDPClient {
     ) throws -> EJSONValue? {
         if let enclosing = MethodInvocationContext.current {
             let value = try runNestedStub(name, params: params, enclosing: enclosing)
-            userCode.run { completion(.success(value)) }
+            let onDurable = options.onDurable
+            userCode.run {
+                onDurable?(false)
+                completion(.success(value))
+            }
             return value
         }
         if database.isInTransactionOnCurrentThread {
@@ -89,7 +93,11 @@ extension DDPClient {
             if isClosed {
                 // Nothing would ever answer (or restore what a stub wrote): the call fails at once, as the calls
                 // pending at close() did.
-                userCode.run { completion(.failure(MethodError(methodName: name, kind: .clientClosed))) }
+                let onDurable = options.onDurable
+                userCode.run {
+                    onDurable?(false)
+                    completion(.failure(MethodError(methodName: name, kind: .clientClosed)))
+                }
                 return nil
             }
             let id = session.methods.makeMethodID()

@@ -88,6 +88,12 @@ public struct MethodOptions: Sendable {
     /// Like ``onResultReceived``, but called on the client queue while the result is handled, before anything else
     /// happens (for the client's own logins: the token must be resumable before a reconnect can follow).
     var onResultReceivedOnClientQueue: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
+    /// Called once the call's record is on disk with the offline store (`true`: it survives a kill from now on and
+    /// is sent again after a restart), or with `false` when it will not be stored (no offline store, a method of
+    /// ``Persistence/memoryOnlyMethods``, a store that failed, a call made inside a stub or on a closed client).
+    /// Runs on the callback queue, once. For an app's "saved offline" mark; a stored call goes out only once it is
+    /// on disk.
+    public var onDurable: (@Sendable (_ stored: Bool) -> Void)?
     /// Whether the call stays in memory whatever its name (logins: their parameters are credentials).
     var keepsInMemoryOnly = false
 

@@ -108,12 +108,13 @@ extension DDPClient {
                 var options = MethodOptions()
                 options.wait = method.wait
                 options.noRetry = method.noRetry
+                let source: RestoredCallOutcome.Source = method.result != nil ? .savedAnswer : (method.noRetry ? .notSent : .sentAgain)
                 let invocation = MethodCoordinator.Invocation(
                     id: method.id,
                     name: method.name,
                     message: .method(id: method.id, method: method.name, params: method.params, randomSeed: method.randomSeed),
                     options: options,
-                    completion: { calls.record(call, $0) }
+                    completion: { calls.record(call, $0, source: source) }
                 )
                 // Records the outcome; runs no user code.
                 invocation.completesInline = true
@@ -201,7 +202,10 @@ extension DDPClient {
     /// it left (server data for them is kept aside from now on), so what the stub did is recorded with the call.
     func persistCall(_ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue], stubOriginals: [(DocumentKey, EJSONObject?)]) {
         guard let persistence, !invocation.options.keepsInMemoryOnly, !persistence.settings.memoryOnlyMethods.contains(invocation.name),
-              !persistence.writer.hasFailed else { return }
+              !persistence.writer.hasFailed else {
+            if let onDurable = invocation.options.onDurable { userCode.run { onDurable(false) } }
+            return
+        }
         let id = invocation.id
         persistence.persistedMethods.insert(id)
         persistence.notDurable.insert(id)
@@ -212,8 +216,14 @@ extension DDPClient {
             id: id, name: invocation.name, params: params, randomSeed: randomSeed, wait: invocation.options.wait,
             noRetry: invocation.options.noRetry, stubWrote: stubOriginals.map(\.0), stubEffects: effects
         )
+        let onDurable = invocation.options.onDurable
+        let writer = persistence.writer
         persistence.writer.methodAdded(method) { [weak self] in
             guard let self else { return }
+            if let onDurable {
+                let stored = !writer.hasFailed
+                self.userCode.run { onDurable(stored) }
+            }
             self.queue.async { self.callBecameDurable(id) }
         }
     }

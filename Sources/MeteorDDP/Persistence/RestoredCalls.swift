@@ -24,8 +24,21 @@ public struct RestoredCallOutcome: Sendable, Equatable {
         case alreadyApplied(MethodError)
     }
 
+    /// How the outcome was decided.
+    public enum Source: Sendable, Equatable {
+        /// From the server's answer saved before the restart: the call was not sent again.
+        case savedAnswer
+        /// The call was sent again and this is the server's answer (it may have run twice: DDP delivers a re-sent
+        /// call at least once).
+        case sentAgain
+        /// Not sent again: a `noRetry` call that may have run before the restart fails without being sent.
+        case notSent
+    }
+
     public let call: RestoredCall
     public let result: Result
+    /// Whether a saved answer or a new one decided it.
+    public let source: Source
 }
 
 /// The calls a client restored from its store, and their outcomes as they come.
@@ -110,7 +123,7 @@ public final class RestoredCalls: AsyncSequence, Sendable {
     }
 
     /// Call `call` ended with `result`.
-    func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, MethodError>) {
+    func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, MethodError>, source: RestoredCallOutcome.Source) {
         order.withLock {
             let handOver: (RestoredCallOutcome, live: [AsyncStream<RestoredCallOutcome>.Continuation], complete: Bool)? = state.withLockedValue { state in
                 let outcome: RestoredCallOutcome.Result
@@ -119,7 +132,7 @@ public final class RestoredCalls: AsyncSequence, Sendable {
                 case .failure(let error) where error.kind == .clientClosed: return nil
                 case .failure(let error): outcome = state.alreadyOnServer[call.id] == true ? .alreadyApplied(error) : .failed(error)
                 }
-                let element = RestoredCallOutcome(call: call, result: outcome)
+                let element = RestoredCallOutcome(call: call, result: outcome, source: source)
                 state.outcomes.append(element)
                 guard state.outcomes.count >= calls.count else { return (element, Array(state.continuations.values), false) }
                 return (element, Self.takeContinuations(&state), true)

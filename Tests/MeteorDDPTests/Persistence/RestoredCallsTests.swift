@@ -19,7 +19,7 @@ final class RestoredCallsTests: XCTestCase {
         Thread {
             for _ in 0..<rounds {
                 go.wait()
-                calls.record(call, .success(nil))
+                calls.record(call, .success(nil), source: .sentAgain)
                 recorded.signal()
             }
         }.start()

@@ -53,6 +53,7 @@ final class RestoredOutcomeTests: XCTestCase {
         harness.flushData()
         XCTAssertEqual(harness.restoredOutcomeSummaries, ["alreadyApplied 409", "succeeded"],
                        "the insert is judged by what its stub set (title), not by c, which the later bump changed")
+        XCTAssertEqual(harness.client.restoredCalls.outcomes.map(\.source), [.sentAgain, .sentAgain])
     }
 
     func testACallWhoseSavedAnswerIsARefusalIsAlreadyAppliedWhenTheServerHasItsEffect() throws {
@@ -71,6 +72,37 @@ final class RestoredOutcomeTests: XCTestCase {
         harness.receive(.ready(subscriptionIDs: [todos.id]))
         harness.flushData()
         XCTAssertEqual(harness.restoredOutcomeSummaries, ["alreadyApplied 409"], "the 409 was saved when the call was sent again, before the kill")
+        XCTAssertEqual(harness.client.restoredCalls.outcomes.map(\.source), [.savedAnswer])
+    }
+
+    func testACallSaysWhenItIsOnDisk() async throws {
+        let store = ScriptedClientStore(gated: true)
+        let harness = launch(.store(store))
+        let durable = expectation(description: "on disk")
+        let stored = Locked<Bool?>(nil)
+        var options = MethodOptions()
+        options.onDurable = { value in
+            stored.mutate { $0 = value }
+            durable.fulfill()
+        }
+        _ = try harness.client.call("addTodo", params: ["milk"], options: options) { _ in }
+        harness.settle()
+        XCTAssertNil(stored.value, "not before its record is on disk")
+        XCTAssertEqual(store.stored.methods.count, 0)
+        store.gate?.open()
+        await fulfillment(of: [durable], timeout: 10)
+        XCTAssertEqual(stored.value, true)
+        XCTAssertEqual(store.stored.methods.map(\.name), ["addTodo"], "on disk when it said so")
+
+        // Not stored: a memory-only method (a login's parameters are credentials).
+        let notStored = expectation(description: "told it is not stored")
+        var loginOptions = MethodOptions()
+        loginOptions.onDurable = { value in
+            XCTAssertFalse(value)
+            notStored.fulfill()
+        }
+        _ = try harness.client.call("login", params: [["resume": "t"]], options: loginOptions) { _ in }
+        await fulfillment(of: [notStored], timeout: 10)
     }
 
     func testAStoreWrittenBeforeStubEffectsWereRecordedStillJudgesByTheStoredDocument() {
