@@ -11,14 +11,18 @@ import XCTest
 /// - nothing durable is lost: every call up to the last one the probe saw flushed to disk (`durable N`), or up to the
 ///   last restored one (calls become durable in order, and leave the store only once completed), is restored or ran
 ///   on the server;
-/// - restored calls are calls that were made, in order, and each reaches the server exactly once: its outcome is
-///   `succeeded` (run now, or run before the kill with its answer on disk), or `alreadyApplied` when it had run
-///   before the kill and was sent again (the server rejects the second insert);
-/// - the cache ends equal to the server, and the only notifications are stub effects rolled back (calls that never
-///   became durable, so were never sent).
+/// - restored calls are calls that were made, in order; each `addItem` reaches the server exactly once and its outcome
+///   is the truth: `alreadyApplied` exactly when it had run before the kill and was sent again (the server rejects
+///   the second insert and has what its stub set, a later `bump` of the same item notwithstanding), `succeeded`
+///   otherwise (run now, or before the kill with its answer on disk); every restored `bump` succeeds (a `bump` may
+///   run twice: DDP re-sends at least once);
+/// - the cache ends equal to the server (items and bump counts), and the only notifications are stub effects rolled
+///   back (calls that never became durable, so were never sent);
+/// - every fifth round, a client that logged out is killed the moment `logout()` returned: its store holds nothing of
+///   the user's (no items, no subscriptions, no calls).
 ///
-/// `MDDP_KILL_ROUNDS` sets the number of rounds (default 20: half offline, half online); each round's
-/// kill point is printed.
+/// `MDDP_KILL_ROUNDS` sets the number of rounds (default 20: offline, online and logout rounds); each round's kill
+/// point is printed.
 final class OfflineKillTests: XCTestCase {
     private var directory: URL!
 
@@ -35,9 +39,49 @@ final class OfflineKillTests: XCTestCase {
         let rounds = ProcessInfo.processInfo.environment["MDDP_KILL_ROUNDS"].flatMap(Int.init) ?? 20
         var tally: [String: Int] = [:]
         for round in 0..<rounds {
-            for (key, count) in try await killAndVerify(round: round, online: round % 2 == 1) { tally[key, default: 0] += count }
+            // Offline, online, and every fifth round a logout killed at once.
+            let seen = round % 5 == 4 ? try await killAfterLogout(round: round) : try await killAndVerify(round: round, online: round % 2 == 1)
+            for (key, count) in seen { tally[key, default: 0] += count }
         }
         print("OfflineKillTests: \(rounds) rounds: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+    }
+
+    private func startServer() async throws -> DDPTestServer {
+        let server = DDPTestServer()
+        try await server.start()
+        server.createUser(username: "ada", password: "secret")
+        server.publish("items") { _ in [Cursor(collection: "items")] }
+        // The same items as a logged-in user's own: a logged-out client sees none.
+        server.publish("myItems") { context in context.userID == nil ? [] : [Cursor(collection: "items")] }
+        server.method("addItem") { context in
+            let id = context.randomID(forSequence: "/collection/items")
+            _ = try context.collection("items").insert(["n": context.params.first ?? .null, "c": 0], id: id)
+            return .string(id)
+        }
+        server.method("bump") { context in
+            guard let id = context.params.first?.stringValue else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            return .number(Double(try context.collection("items").update(id, ["$inc": ["c": 1]])))
+        }
+        server.perform { _ = server.collection("items") }
+        return server
+    }
+
+    /// A writer killed right after `logout()` returned: the store keeps nothing of the user's.
+    private func killAfterLogout(round: Int) async throws -> [String: Int] {
+        let label = "round \(round) (logout)"
+        print("OfflineKillTests: \(label)")
+        let server = try await startServer()
+        let store = directory.appendingPathComponent("round-\(round).sqlite")
+        let writer = try ProbeProcess(["logout", store.path, "9", String(server.port)])
+        defer { writer.kill() }
+        try writer.waitForLine(timeout: 60) { $0 == "logged out" }
+        writer.kill()
+        try await server.stop()
+        let stored = try SQLiteStore(fileURL: store).load()
+        XCTAssertEqual(stored.documents.filter { $0.key.collectionName == "items" }.map(\.key), [], "\(label): the user's items are erased")
+        XCTAssertEqual(stored.subscriptions, [], "\(label): and the subscriptions")
+        XCTAssertEqual(stored.methods.map(\.name), [], "\(label): and the calls (all completed)")
+        return ["logouts killed at once, nothing of the user's left": 1]
     }
 
     /// Returns what the round saw (restored calls by outcome, effects rolled back), for the tally.
@@ -49,15 +93,7 @@ final class OfflineKillTests: XCTestCase {
         let label = "round \(round) (\(online ? "online" : "offline"), killed \(delayMicroseconds) µs after call \(killAfter))"
         print("OfflineKillTests: \(label)")
 
-        let server = DDPTestServer()
-        try await server.start()
-        server.publish("items") { _ in [Cursor(collection: "items")] }
-        server.method("addItem") { context in
-            let id = context.randomID(forSequence: "/collection/items")
-            _ = try context.collection("items").insert(["n": context.params.first ?? .null], id: id)
-            return nil
-        }
-        server.perform { _ = server.collection("items") }
+        let server = try await startServer()
         let store = directory.appendingPathComponent("round-\(round).sqlite").path
 
         // The first run, killed.
@@ -83,15 +119,21 @@ final class OfflineKillTests: XCTestCase {
         let lines = verifier.lines
         verifier.kill()
         let after = items(server)
+        let afterBumps = bumps(server)
         try await server.stop()
 
         let restored = try XCTUnwrap(json(lines, "restored "), label)
-        let restoredCalls = (restored["calls"]?.arrayValue ?? []).compactMap(\.stringValue)
+        // Restored calls: [id, name, first parameter] (addItem's n, bump's item id).
+        let restoredCalls = (restored["calls"]?.arrayValue ?? []).compactMap { entry -> (id: String, name: String, param: EJSONValue)? in
+            guard let id = entry[0]?.stringValue, let name = entry[1]?.stringValue else { return nil }
+            return (id, name, entry[2] ?? .null)
+        }
         let restoredDocs = Dictionary(uniqueKeysWithValues: (restored["docs"]?.arrayValue ?? []).compactMap { doc in
             doc["_id"]?.stringValue.map { ($0, doc["n"]?.doubleValue ?? -1) }
         })
-        let restoredNs = restoredCalls.compactMap(Double.init)
-        XCTAssertEqual(restoredNs, restoredNs.sorted(), "\(label): restored in call order")
+        let restoredIDs = restoredCalls.compactMap { Int($0.id) }
+        XCTAssertEqual(restoredIDs, restoredIDs.sorted(), "\(label): restored in call order")
+        let restoredNs = restoredCalls.filter { $0.name == "addItem" }.compactMap { $0.param.doubleValue }
         XCTAssertTrue(restoredNs.allSatisfy { $0 >= 1 && $0 <= Double(calls) }, label)
         for n in restoredNs {
             XCTAssertTrue(restoredDocs.values.contains(n), "\(label): call \(n)'s stub effect is there at the first read")
@@ -103,44 +145,62 @@ final class OfflineKillTests: XCTestCase {
         let lost = (0..<mustBeThere).map { Double($0 + 1) }.filter { !accountedFor.contains($0) }
         XCTAssertEqual(lost, [], "\(label): durable (flushed: \(flushed)) but neither restored nor run on the server")
 
-        // Each restored call: its true outcome.
-        let outcomes = Dictionary(uniqueKeysWithValues: lines.filter { $0.hasPrefix("outcome ") }.map { line -> (String, String) in
-            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
-            return (parts[1], parts.count > 2 ? parts[2] : "")
+        // Each restored call: its true outcome, and how it was decided. An addItem is applied on the server exactly
+        // when it ran before the kill (the server then has the n its stub set): alreadyApplied if sent again (a
+        // duplicate), succeeded if its answer was on disk. A bump always succeeds: its item was inserted before it.
+        let outcomes = Dictionary(uniqueKeysWithValues: lines.filter { $0.hasPrefix("outcome ") }.map { line -> (String, (kind: String, source: String)) in
+            let parts = line.split(separator: " ").map(String.init)
+            return (parts[1], (parts.count > 2 ? parts[2] : "", parts.count > 3 ? parts[3] : ""))
         })
-        XCTAssertEqual(Set(outcomes.keys), Set(restoredCalls), "\(label): every restored call has an outcome")
-        for id in restoredCalls {
-            if before.values.contains(Double(id)!) {
-                // It ran before the kill: either its answer was on disk (not sent again: `succeeded`), or it was sent
-                // again, rejected as a duplicate, and recognised.
-                XCTAssertTrue(["succeeded", "alreadyApplied"].contains(outcomes[id]), "\(label): call \(id) ran before the kill: \(outcomes[id] ?? "none")")
+        XCTAssertEqual(Set(outcomes.keys), Set(restoredCalls.map(\.id)), "\(label): every restored call has an outcome")
+        var seen = ["calls made before the kill": lines.isEmpty ? 0 : writer.lines.filter { $0.hasPrefix("called ") }.count,
+                    "calls seen flushed before the kill": flushed]
+        for call in restoredCalls {
+            guard let outcome = outcomes[call.id] else { continue }
+            if call.name == "addItem", let n = call.param.doubleValue, before.values.contains(n) {
+                let expected = outcome.source == "savedAnswer" ? "succeeded" : "alreadyApplied"
+                XCTAssertEqual(outcome.kind, expected, "\(label): addItem \(n) ran before the kill (\(outcome.source))")
             } else {
-                XCTAssertEqual(outcomes[id], "succeeded", "\(label): call \(id)")
+                XCTAssertEqual(outcome.kind, "succeeded", "\(label): \(call.name) \(call.id) (\(outcome.source))")
             }
+            seen["restored \(call.name), \(outcome.kind) (\(outcome.source))", default: 0] += 1
         }
 
-        // Exactly once on the server; the cache equal to it.
-        XCTAssertEqual(after.values.count, Set(after.values).count, "\(label): no call ran twice")
+        // Exactly once on the server (addItem; a bump may run twice: DDP re-sends at least once); the cache equal to it.
+        XCTAssertEqual(after.values.count, Set(after.values).count, "\(label): no addItem ran twice")
         XCTAssertEqual(Set(after.values), Set(before.values).union(restoredNs), "\(label): what ran before, and the restored calls")
         let cache = try XCTUnwrap(json(lines, "cache "), label)
         let cached = Dictionary(uniqueKeysWithValues: (cache.arrayValue ?? []).compactMap { doc in
             doc["_id"]?.stringValue.map { ($0, doc["n"]?.doubleValue ?? -1) }
         })
         XCTAssertEqual(cached, after, "\(label): the cache equals the server")
+        let cachedBumps = Dictionary(uniqueKeysWithValues: (cache.arrayValue ?? []).compactMap { doc in
+            doc["_id"]?.stringValue.map { ($0, doc["c"]?.doubleValue ?? -1) }
+        })
+        XCTAssertEqual(cachedBumps, afterBumps, "\(label): the cache's bump counts equal the server's")
 
-        // Notifications only for stub effects rolled back.
+        // Notifications only for stub effects rolled back, and for items a re-sent bump changed once more on the
+        // server (it had run before the kill: a real change of the server's state).
         let notified = (try XCTUnwrap(json(lines, "notified "), label).arrayValue ?? []).compactMap(\.stringValue)
         let rolledBack = Set(restoredDocs.keys).subtracting(after.keys)
-        XCTAssertTrue(Set(notified).isSubset(of: rolledBack), "\(label): notified \(notified), rolled back \(rolledBack)")
-
-        var seen = ["calls made before the kill": lines.isEmpty ? 0 : writer.lines.filter { $0.hasPrefix("called ") }.count,
-                    "calls seen flushed before the kill": flushed,
-                    "stub effects rolled back": rolledBack.count]
-        for (id, outcome) in outcomes {
-            let ranBefore = before.values.contains(Double(id)!)
-            seen["restored, \(outcome)\(ranBefore && outcome == "succeeded" ? " (answer on disk)" : "")", default: 0] += 1
-        }
+        let restoredBumps = Dictionary(uniqueKeysWithValues: (restored["docs"]?.arrayValue ?? []).compactMap { doc in
+            doc["_id"]?.stringValue.map { ($0, doc["c"]?.doubleValue ?? -1) }
+        })
+        let bumpedAgain = Set(restoredBumps.keys.filter { key in afterBumps[key].map { $0 > restoredBumps[key]! } ?? false })
+        // A bump whose stub's write reached the disk in the batch before its call's record, then the kill: its effect
+        // is restored without the call, and rolled back to the server's count.
+        let bumpRolledBack = Set(restoredBumps.keys.filter { key in afterBumps[key].map { $0 < restoredBumps[key]! } ?? false })
+        XCTAssertTrue(Set(notified).isSubset(of: rolledBack.union(bumpRolledBack).union(bumpedAgain)),
+                      "\(label): notified \(notified), rolled back \(rolledBack.union(bumpRolledBack)), bumped again on the server \(bumpedAgain)")
+        seen["stub effects rolled back"] = rolledBack.count + bumpRolledBack.count
+        seen["items a re-sent bump ran on again (at least once)"] = bumpedAgain.count
         return seen
+    }
+
+    private func bumps(_ server: DDPTestServer) -> [String: Double] {
+        server.perform {
+            Dictionary(uniqueKeysWithValues: server.collection("items").find().map { ($0.id, $0.fields["c"]?.doubleValue ?? -1) })
+        }
     }
 
     private func items(_ server: DDPTestServer) -> [String: Double] {

@@ -1,13 +1,19 @@
 // A client process for the offline kill test (IntegrationTests/Offline): it makes stub calls with a store, offline
 // or online, until it is killed; or, in `verify` mode, restores, reconnects and prints what it ends with.
 //
-//   OfflineProbe offline <store> <calls>          calls addItem(1…calls) without ever connecting; after every tenth
-//                                                 call, waits until the store is flushed and says `durable N`
+//   OfflineProbe offline <store> <calls>          calls addItem(1…calls) without ever connecting (its stub inserts
+//                                                 {n, c: 0}), and bump(id) after every third (its stub does
+//                                                 $inc c on that item); after every tenth addItem, waits until the
+//                                                 store is flushed and says `durable N`
 //   OfflineProbe online  <store> <calls> <port>   the same, connected and subscribed to "items"
+//   OfflineProbe logout  <store> <calls> <port>   logged in as "ada" and subscribed to "myItems" (hers), makes the
+//                                                 calls, waits until they completed, logs out, says `logged out` and
+//                                                 waits to be killed
 //   OfflineProbe verify  <store> <port>           prints what was restored, reconnects, waits for every restored
 //                                                 call's outcome, prints the outcomes, the cache and the keys notified
 //
-// Output lines: `called N`, `completed N`, `durable N`, `restored {json}`, `outcome ID KIND`, `cache {json}`, `notified {json}`.
+// Output lines: `called N`, `completed N`, `durable N`, `logged out`, `restored {json}` (docs, and calls as
+// [id, name, first param]), `outcome ID KIND SOURCE`, `cache {json}`, `notified {json}`.
 import EJSON
 import Foundation
 import MeteorDDP
@@ -31,8 +37,11 @@ configuration.persistence?.reconciliationDelay = .milliseconds(500)
 let port = Int(arguments.last!) ?? 0
 let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(port)/websocket")!, configuration: configuration)
 client.defineStub("addItem") { context in
-    _ = context.collection("items").insert(["n": context.params[0]])
-    return nil
+    context.collection("items").insert(["n": context.params.first ?? .null, "c": 0]).map { .string($0) }
+}
+client.defineStub("bump") { context in
+    guard let id = context.params.first?.stringValue else { return nil }
+    return .number(Double(try context.collection("items").update(id, ["$inc": ["c": 1]])))
 }
 
 func items() -> EJSONValue {
@@ -43,20 +52,36 @@ func items() -> EJSONValue {
     })
 }
 
+func logIn() async throws {
+    _ = try await client.login(username: "ada", password: "secret")
+}
+
 switch mode {
-case "offline", "online":
+case "offline", "online", "logout":
     let calls = Int(arguments[3]) ?? 0
     var subscription: Subscription?
     if mode == "online" {
         client.connect()
         subscription = client.subscribe("items")
         try await subscription!.ready()
+    } else if mode == "logout" {
+        client.connect()
+        try await logIn()
+        subscription = client.subscribe("myItems")
+        try await subscription!.ready()
     }
+    let completed = DispatchGroup()
     for n in 1...calls {
-        _ = try client.call("addItem", params: [.number(Double(n))]) { result in
+        completed.enter()
+        let id = try client.call("addItem", params: [.number(Double(n))], options: MethodOptions(returnStubValue: true)) { result in
             if case .success = result { say("completed \(n)") }
+            completed.leave()
         }
         say("called \(n)")
+        if n % 3 == 0, let id {
+            completed.enter()
+            _ = try client.call("bump", params: [id]) { _ in completed.leave() }
+        }
         if n % 10 == 0 {
             // Every call made so far is on disk now (or completed and gone from it).
             await client.flushStore()
@@ -67,11 +92,18 @@ case "offline", "online":
         usleep(UInt32.random(in: 0...3_000))
     }
     say("done")
+    if mode == "logout" {
+        await withCheckedContinuation { continuation in completed.notify(queue: .global()) { continuation.resume() } }
+        try await client.logout()
+        say("logged out")
+    }
     // Waits to be killed.
     DispatchSemaphore(value: 0).wait()
 
 case "verify":
-    let restored: EJSONValue = ["docs": items(), "calls": .array(client.restoredCalls.calls.map { .string($0.id) })]
+    let restored: EJSONValue = ["docs": items(), "calls": .array(client.restoredCalls.calls.map { call in
+        [.string(call.id), .string(call.name), call.params.first ?? .null]
+    })]
     say("restored \(EJSON.stringify(restored))")
     let notified = NotifiedKeys()
     let changes = client.database.changes
@@ -86,10 +118,10 @@ case "verify":
         let kind: String
         switch outcome.result {
         case .succeeded: kind = "succeeded"
-        case .failed(let error): kind = "failed:\(error)"
+        case .failed(let error): kind = "failed:\(error.meteorError.map { "\($0.error)" } ?? "\(error.kind)")"
         case .alreadyApplied: kind = "alreadyApplied"
         }
-        say("outcome \(outcome.call.id) \(kind)")
+        say("outcome \(outcome.call.id) \(kind) \(outcome.source)")
     }
     try await subscription.ready()
     say("cache \(EJSON.stringify(items()))")
