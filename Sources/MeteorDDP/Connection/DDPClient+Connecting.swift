@@ -55,6 +55,7 @@ extension DDPClient {
                 self.userCode.run { completion(.failure(failure)) }
             }
             for record in self.session.subscriptions.removeAll() { record.shared.update(.stopped) }
+            self.judgeRestoredCallsAwaitingServerData(force: true)
             self.persistence?.restoredCalls.clientClosed()
             self.statusBroadcaster.finish()
             self.errorBroadcaster.finish()

@@ -32,6 +32,8 @@ final class ClientPersistence: @unchecked Sendable {
     var restoredByID: [String: RestoredCall] = [:]
     /// Per restored call: the documents its stub wrote, as restored (its effect). Confined to the client queue.
     var restoredStubEffects: [String: [StoredStubEffect]] = [:]
+    /// Restored calls whose judgement waits for a subscription's data (see `noteRestoredCallServerVersions`).
+    var awaitingServerData: [String: [StoredStubEffect]] = [:]
 
     init(settings: Persistence, writer: WriteBehind, restoredCalls: RestoredCalls) {
         self.settings = settings
@@ -274,18 +276,41 @@ extension DDPClient {
 
     /// A restored call completes (its data is visible: the cache has the server's versions of what its stub
     /// wrote): notes whether the server has what the stub wrote (see
-    /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
+    /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``). When a document the stub left present is not in the cache
+    /// while a subscription is still on its way (one the app made after connecting: the reconciliation did not wait
+    /// for it), the judgement waits until every subscription is ready.
     private func noteRestoredCallServerVersions(_ id: String) {
         guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
+        let (match, missing) = judge(stub)
+        if !match, missing, session.subscriptions.hasPendingSubscriptions {
+            persistence.awaitingServerData[id] = stub
+            persistence.restoredCalls.awaitServerData(for: id)
+            return
+        }
+        persistence.restoredCalls.noteServerVersions(of: id, matchStub: match)
+    }
+
+    /// Whether the server's versions show what the stub did, and whether a document it left present is missing.
+    private func judge(_ stub: [StoredStubEffect]) -> (match: Bool, missing: Bool) {
         // A document another pending call's stub also wrote still shows that stub's value: its server version is the
         // copy kept aside.
         let server = Dictionary(stub.map { effect in
             (effect.key, session.serverDocuments.contains(effect.key) ? session.serverDocuments.serverFields(effect.key) : database.document(effect.key)?.fields)
         }, uniquingKeysWith: { first, _ in first })
-        persistence.restoredCalls.noteServerVersions(of: id, matchStub: RestoredCalls.serverHasStubEffect(stub: stub, server: server))
+        let missing = stub.contains { effect in effect.set != nil && (server[effect.key] ?? nil) == nil }
+        return (RestoredCalls.serverHasStubEffect(stub: stub, server: server), missing)
     }
 
-    // MARK: - Session state
+    /// Subscriptions became ready or ended (their data flushed): restored calls that waited for the server's data
+    /// are judged once none is pending (`force`: now, the client is closing).
+    func judgeRestoredCallsAwaitingServerData(force: Bool = false) {
+        guard let persistence, !persistence.awaitingServerData.isEmpty, force || !session.subscriptions.hasPendingSubscriptions else { return }
+        let awaiting = persistence.awaitingServerData
+        persistence.awaitingServerData = [:]
+        for (id, stub) in awaiting.sorted(by: { (Int($0.key) ?? 0, $0.key) < (Int($1.key) ?? 0, $1.key) }) {
+            persistence.restoredCalls.judged(id, matchStub: judge(stub).match)
+        }
+    }
 
     /// Hands the store what changed in the session: server versions of stub-written documents and the active
     /// subscriptions (with those still awaited from the last run).

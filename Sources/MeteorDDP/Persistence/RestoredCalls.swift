@@ -65,6 +65,10 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         var alreadyOnServer: [String: Bool] = [:]
         /// The client was closed: no outcome comes any more, and iterations end once they replayed those so far.
         var clientClosed = false
+        /// Calls whose judgement waits for the server's data of their documents (a subscription still on its way).
+        var awaitingServerData: Set<String> = []
+        /// Refusals of such calls, reported once they are judged.
+        var deferred: [String: (call: RestoredCall, result: Swift.Result<EJSONValue?, MethodError>, source: RestoredCallOutcome.Source)] = [:]
     }
 
     /// The restored calls, in call order.
@@ -111,6 +115,22 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         state.withLockedValue { $0.alreadyOnServer[id] = matchStub }
     }
 
+    /// Call `id` is judged only once the server's data for its documents is in: a refusal waits until
+    /// ``judged(_:matchStub:)``.
+    func awaitServerData(for id: String) {
+        state.withLockedValue { _ = $0.awaitingServerData.insert(id) }
+    }
+
+    /// The judgement of a call that waited for the server's data; its refusal, if it came meanwhile, is reported now.
+    func judged(_ id: String, matchStub: Bool) {
+        let deferred = state.withLockedValue { state in
+            state.alreadyOnServer[id] = matchStub
+            state.awaitingServerData.remove(id)
+            return state.deferred.removeValue(forKey: id)
+        }
+        if let deferred { record(deferred.call, deferred.result, source: deferred.source) }
+    }
+
     /// The client was closed: the calls without an outcome get none in this run, so every iteration ends.
     func clientClosed() {
         order.withLock {
@@ -130,6 +150,9 @@ public final class RestoredCalls: AsyncSequence, Sendable {
                 switch result {
                 case .success(let value): outcome = .succeeded(value)
                 case .failure(let error) where error.kind == .clientClosed: return nil
+                case .failure where state.awaitingServerData.contains(call.id):
+                    state.deferred[call.id] = (call, result, source)
+                    return nil
                 case .failure(let error): outcome = state.alreadyOnServer[call.id] == true ? .alreadyApplied(error) : .failed(error)
                 }
                 let element = RestoredCallOutcome(call: call, result: outcome, source: source)

@@ -264,6 +264,9 @@ extension DDPClient {
             let shared = record.shared
             runWhenAllServerDocumentsAreFlushed { shared.update(.ready) }
         }
+        if persistence?.awaitingServerData.isEmpty == false {
+            runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
+        }
     }
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
@@ -276,6 +279,9 @@ extension DDPClient {
             record.shared.update(.failed(SubscriptionError(name: record.name, meteorError: error)))
         } else {
             record.shared.update(.stopped)
+        }
+        if persistence?.awaitingServerData.isEmpty == false {
+            runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
         }
     }
 }

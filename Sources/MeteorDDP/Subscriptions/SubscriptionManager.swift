@@ -87,6 +87,11 @@ struct SubscriptionManager {
     // MARK: - Server messages
 
     /// `ready`: the records that exist among `ids` (unknown ids are returned separately to be reported).
+    /// Whether a subscription is not ready yet (new, or being revived after a reconnect).
+    var hasPendingSubscriptions: Bool {
+        !beingRevived.isEmpty || records.values.contains { !$0.isReady }
+    }
+
     mutating func ready(_ ids: [String]) -> (known: [Record], unknown: [String]) {
         var known: [Record] = []
         var unknown: [String] = []

@@ -105,6 +105,31 @@ final class RestoredOutcomeTests: XCTestCase {
         await fulfillment(of: [notStored], timeout: 10)
     }
 
+    func testACallRefusedBeforeALateSubscriptionsDataArrivesIsJudgedOnceItHas() throws {
+        // Restored: an unanswered addTodo; no stored subscription (the app subscribes after connecting).
+        let todo = DocumentKey(collectionName: "todos", documentID: "t1")
+        let store = ScriptedClientStore(StoredState(
+            documents: [StoredDocument(key: todo, fields: ["title": "milk", "c": 0])],
+            methods: [StoredMethod(
+                id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo],
+                stubEffects: [StoredStubEffect(key: todo, set: ["title": "milk", "c": 0])])]
+        ))
+        let harness = launch(.store(store))
+        harness.establishConnection()
+        let todos = harness.client.subscribe("todos")
+        harness.settle()
+        // The re-sent insert is refused (it ran before the restart) before the subscription's data arrives.
+        harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(409), reason: "Duplicate key")))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        XCTAssertEqual(harness.restoredOutcomeSummaries, [], "not judged while the todo's data is on its way")
+        harness.receive(.added(collection: "todos", id: "t1", fields: ["title": "milk", "c": 0]))
+        harness.receive(.ready(subscriptionIDs: [todos.id]))
+        harness.flushData()
+        harness.settle()
+        XCTAssertEqual(harness.restoredOutcomeSummaries, ["alreadyApplied 409"])
+    }
+
     func testAStoreWrittenBeforeStubEffectsWereRecordedStillJudgesByTheStoredDocument() {
         let todo = DocumentKey(collectionName: "todos", documentID: "t1")
         let state = StoredState(
