@@ -186,7 +186,7 @@ public final class DDPTestServer: @unchecked Sendable {
         methods["/\(name)/insert"] = { context in
             guard case .object(let document)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
             let collection = context.collection(name)
-            let id = document["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? collection.newID(in: context)
+            let id = MongoID.givenID(of: document) ?? collection.idGeneration.newID(in: context, collection: name)
             try collection.insert(document, id: MongoID.stringify(id))
             return id
         }
@@ -200,7 +200,7 @@ public final class DDPTestServer: @unchecked Sendable {
             let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
             let collection = context.collection(name)
             return .number(Double(try collection.update(selector: context.params[0], context.params[1], options: options) {
-                collection.newID(in: context)
+                collection.idGeneration.newID(in: context, collection: name)
             }))
         }
         methods["/\(name)/remove"] = { context in

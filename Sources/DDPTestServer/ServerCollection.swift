@@ -22,14 +22,6 @@ public final class ServerCollection: @unchecked Sendable {
         self.idGeneration = idGeneration
     }
 
-    /// A new `_id` from the method's `/collection/<name>` random sequence, as Meteor's `_makeNewID` makes it.
-    func newID(in context: MethodContext) -> EJSONValue {
-        switch idGeneration {
-        case .string: return .string(context.randomID(forSequence: "/collection/" + name))
-        case .objectID: return .custom(type: "oid", value: .string(context.randomStream.hexString(forSequence: "/collection/" + name, digits: 24)))
-        }
-    }
-
     /// The document with `id`.
     public func document(_ id: String) -> EJSONObject? { documents[id] }
 

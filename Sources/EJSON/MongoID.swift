@@ -40,6 +40,12 @@ public enum MongoID {
         }
     }
 
+    /// The `_id` a document brings for itself, if it is one an id can be (``isID(_:)``); `nil` for none, `null` or
+    /// anything else (the collection then makes one).
+    public static func givenID(of document: EJSONObject) -> EJSONValue? {
+        document["_id"].flatMap { isID($0) ? $0 : nil }
+    }
+
     /// The id a selector names alone, `"id"` or `{_id: id}` (minimongo's `_selectorIsIdPerhapsAsObject`), or `nil`.
     public static func id(namedBy selector: EJSONValue) -> EJSONValue? {
         if isID(selector) { return selector }

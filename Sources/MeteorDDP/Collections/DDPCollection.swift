@@ -64,7 +64,7 @@ public struct DDPCollection: Sendable {
         var document = EJSONObject(minimumCapacity: fields.count + 1)
         // Meteor's client leaves the id of a top-level insert to the stub's random stream (sending the seed); an id
         // made here, sent with the document, makes the same document on the server and is known before the call.
-        let idValue = fields["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? idGeneration.newID()
+        let idValue = MongoID.givenID(of: fields) ?? idGeneration.newID()
         let id = MongoID.documentID(idValue)
         document["_id"] = idValue
         for (key, value) in fields where key != "_id" { document[key] = value }
@@ -213,7 +213,7 @@ extension DDPClient {
         guard !alreadyDefined else { return }
         defineStub("/\(name)/insert") { [weak self] context in
             guard let self, case .object(let document)? = context.params.first else { return nil }
-            let id = document["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? self.idGeneration(ofCollection: name).newID(in: context, collection: name)
+            let id = MongoID.givenID(of: document) ?? self.idGeneration(ofCollection: name).newID(in: context, collection: name)
             return LocalWrites.insert(document, id: id, into: name, database: self.database)
         }
         defineStub("/\(name)/update") { [weak self] context in

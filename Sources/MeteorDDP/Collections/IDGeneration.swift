@@ -19,7 +19,7 @@ public enum IDGeneration: Sendable, Hashable {
     /// A new `_id` inside a method invocation, from its `/collection/<name>` random sequence, as Meteor's
     /// `Mongo.Collection._makeNewID` makes it (`stream.id()` or `new Mongo.ObjectID(stream.hexString(24))`): the stub
     /// and the server make the same one.
-    func newID(in context: MethodInvocationContext, collection name: String) -> EJSONValue {
+    package func newID(in context: some RandomSequenceSource, collection name: String) -> EJSONValue {
         switch self {
         case .string: return .string(context.randomID(forSequence: "/collection/" + name))
         case .objectID: return .custom(type: "oid", value: .string(context.randomHexString(forSequence: "/collection/" + name, digits: 24)))
@@ -34,3 +34,12 @@ public enum IDGeneration: Sendable, Hashable {
         }
     }
 }
+
+/// A method invocation's named random sequences (Meteor's `DDP.randomStream(name)`): a stub's
+/// ``MethodInvocationContext`` and DDPTestServer's method context, so both make a collection's ids one way.
+package protocol RandomSequenceSource {
+    func randomID(forSequence name: String) -> String
+    func randomHexString(forSequence name: String, digits: Int) -> String
+}
+
+extension MethodInvocationContext: RandomSequenceSource {}

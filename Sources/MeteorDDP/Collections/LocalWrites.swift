@@ -33,18 +33,18 @@ enum LocalWrites {
                        in collection: String, database: Database) throws -> Int {
         let compiled = try MongoSelector(selector)
         let multi = options["multi"]?.isTruthy ?? false
-        let candidates: [Document]
+        var matching: [Document] = []
         if let ids = specificIDs(in: selector) {
             var seen: Set<String> = []
-            candidates = ids.lazy.map(MongoID.documentID).filter { seen.insert($0).inserted }
-                .compactMap { database.document(DocumentKey(collectionName: collection, documentID: $0)) }
+            for id in ids.map(MongoID.documentID) where seen.insert(id).inserted {
+                guard let document = database.document(DocumentKey(collectionName: collection, documentID: id)), compiled.matches(document) else { continue }
+                matching.append(document)
+                if !multi { break }
+            }
         } else {
-            candidates = database.snapshot.allDocuments(in: collection).sorted { $0.arrivedBefore($1) }
-        }
-        var matching: [Document] = []
-        for document in candidates where compiled.matches(document) {
-            matching.append(document)
-            if !multi { break }
+            // Every match is needed either way: minimongo's first is the first in arrival order.
+            matching = database.snapshot.allDocuments(in: collection).filter { compiled.matches($0) }
+            if !multi { matching = matching.min { $0.arrivedBefore($1) }.map { [$0] } ?? [] }
         }
         for document in matching {
             var fields = document.fields
@@ -120,7 +120,7 @@ public struct StubCollection: Sendable {
     /// - Returns: The id (``Document/id``), or `nil` when a document with that id already exists.
     @discardableResult
     public func insert(_ fields: EJSONObject) -> String? {
-        let id = fields["_id"].flatMap { MongoID.isID($0) ? $0 : nil } ?? idGeneration.newID(in: context, collection: name)
+        let id = MongoID.givenID(of: fields) ?? idGeneration.newID(in: context, collection: name)
         return LocalWrites.insert(fields, id: id, into: name, database: database).map(MongoID.documentID)
     }
 

@@ -158,9 +158,13 @@ extension DDPClient {
         guard !judged.isEmpty else { return [:] }
         var storedDocuments: [DocumentKey: EJSONObject]?
         var effects: [String: [StoredStubEffect]] = [:]
-        // Walking back, `later` holds what the stubs of the calls after this one wrote: removed names, or nil for a
-        // document one of them left absent (nothing of it can be judged).
-        var later: [DocumentKey: Set<String>?] = [:]
+        /// What the stubs of the calls after the one at hand wrote on a document (walking back).
+        enum LaterWrites {
+            case fields(Set<String>)
+            /// One of them left the document absent: nothing of it can be judged.
+            case removed
+        }
+        var later: [DocumentKey: LaterWrites] = [:]
         let judgedIDs = Set(judged.map(\.id))
         for method in state.methods.reversed() {
             let own: [StoredStubEffect]
@@ -172,24 +176,32 @@ extension DDPClient {
             }
             if judgedIDs.contains(method.id) {
                 effects[method.id] = own.compactMap { effect in
-                    guard let overwritten = later[effect.key] else { return effect }
-                    guard let names = overwritten, effect.set != nil else { return nil }
-                    var kept = effect
-                    kept.set = effect.set?.filter { !names.contains($0.key) }
-                    kept.unset = effect.unset.filter { !names.contains($0) }
-                    return kept
+                    switch later[effect.key] {
+                    case nil: return effect
+                    case .removed?: return nil
+                    case .fields(let names)?:
+                        guard effect.set != nil else { return nil }
+                        var kept = effect
+                        kept.set = effect.set?.filter { !names.contains($0.key) }
+                        kept.unset = effect.unset.filter { !names.contains($0) }
+                        return kept
+                    }
                 }
             }
             for effect in own {
                 guard let set = effect.set else {
-                    later[effect.key] = .some(nil)
+                    later[effect.key] = .removed
                     continue
                 }
-                if let existing = later[effect.key], existing == nil { continue }  // a later call left it absent
-                var names = (later[effect.key] ?? nil) ?? []
+                var names: Set<String>
+                switch later[effect.key] {
+                case .removed?: continue
+                case .fields(let written)?: names = written
+                case nil: names = []
+                }
                 names.formUnion(set.keys)
                 names.formUnion(effect.unset)
-                later[effect.key] = .some(names)
+                later[effect.key] = .fields(names)
             }
         }
         return effects
