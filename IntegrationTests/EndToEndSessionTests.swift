@@ -66,7 +66,7 @@ final class CompletionLog: @unchecked Sendable {
     private var failed: [String] = []
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    func record(_ name: String, _ result: Result<String, MethodError>) {
+    func record(_ name: String, _ result: Result<String, any Error>) {
         let waiting: [CheckedContinuation<Void, Never>] = lock.withLock {
             names.append(name)
             if case .failure(let error) = result { failed.append("\(name): \(error)") }

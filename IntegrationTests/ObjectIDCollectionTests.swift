@@ -85,7 +85,7 @@ final class ObjectIDCollectionTests: XCTestCase {
             context.collection("things").insert(["name": context.params.first ?? .null]).flatMap { ObjectID($0)?.ejsonValue }
         }
         let answered = expectation(description: "things.add answered")
-        let answer = Locked<Result<EJSONValue?, MethodError>?>(nil)
+        let answer = Locked<Result<EJSONValue?, any Error>?>(nil)
         let stubValue = try client.call("things.add", params: ["rug"], options: MethodOptions(returnStubValue: true)) { result in
             answer.withLock { $0 = result }
             answered.fulfill()

@@ -69,8 +69,8 @@ final class QueryIntegrationTests: XCTestCase {
         do {
             _ = try await client.call("/todos/update", params: [["listId": "L1"], ["$set": ["checked": true]], [:]])
             XCTFail("the server accepted a selector")
-        } catch let error as MethodError {
-            XCTAssertEqual(error.meteorError?.error, .number(403))
+        } catch let error as MeteorError {
+            XCTAssertEqual(error.error, 403)
         }
         XCTAssertEqual(server.perform { server.collection("todos").document("t1")?["checked"] }, false)
     }

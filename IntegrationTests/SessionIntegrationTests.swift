@@ -74,9 +74,9 @@ final class SessionIntegrationTests: XCTestCase {
         do {
             try await withTimeout(10, "nosub") { try await sub.ready() }
             XCTFail("must fail")
-        } catch let error as SubscriptionError {
-            XCTAssertEqual(error.meteorError.error, .number(403))
-            XCTAssertEqual(error.meteorError.reason, "Access denied")
+        } catch let error as MeteorError {
+            XCTAssertEqual(error.error, 403)
+            XCTAssertEqual(error.reason, "Access denied")
         }
         client.close()
     }
@@ -150,8 +150,8 @@ final class SessionIntegrationTests: XCTestCase {
         do {
             _ = try await withTimeout(10, "wrong password") { try await client.login(email: "ada@example.com", password: "wrong") }
             XCTFail("must fail")
-        } catch let error as MethodError {
-            XCTAssertEqual(error.meteorError?.error, .number(403))
+        } catch let error as MeteorError {
+            XCTAssertEqual(error.error, 403)
         }
         let account = try await withTimeout(10, "login") { try await client.login(email: "ada@example.com", password: "correct horse") }
         XCTAssertEqual(client.database.collection("users").document(id: account.userID)?["username"], "ada")

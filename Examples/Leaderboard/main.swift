@@ -21,11 +21,10 @@ server.method("players.givePoints") { context in
 }
 
 let client = DDPClient(url: server.url)
-client.defineStub("players.givePoints") { context in
-    guard let id = context.params.first?.stringValue, let points = context.params.dropFirst().first else { return nil }
-    return .number(Double(try context.collection("players").update(id, ["$inc": ["score": points]])))
+client.defineStub("players.givePoints") { (context, id: String, points: Int) -> Int in
+    try context.collection("players").update(id, ["$inc": ["score": .number(Double(points))]])
 }
-client.connect()
+try await client.connect(timeout: .seconds(10))
 try await client.subscribe("players").ready()
 
 /// A player as the app sees it: decoded once per document version by the typed live query.

@@ -122,7 +122,7 @@ final class TodosApp: @unchecked Sendable {
         let todos = client.collection("todos", as: Todo.self)
         let open = try todos.find(["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
         for todo in open {
-            log("  [ ] \(todo._id): \(todo.text)")
+            log("  [ ] \(todo._id ?? "?"): \(todo.text)")
         }
         let done = try todos.count(["listId": .string(listID), "checked": true])
         if done > 0 { log("  (\(done) checked)") }
@@ -136,32 +136,29 @@ final class TodosApp: @unchecked Sendable {
     /// Calls a method, showing when its stub's effect was visible locally and when the server confirmed it.
     private func timed(_ method: String, _ params: [EJSONValue]) async throws {
         let started = DispatchTime.now()
-        let (confirmations, continuation) = AsyncStream.makeStream(of: Result<EJSONValue?, MethodError>.self)
-        let local = try client.call(method, params: params, options: MethodOptions(returnStubValue: true)) { result in
-            continuation.yield(result)
-            continuation.finish()
-        }
+        // Meteor 3's callAsync: the stub's value at once, the server's result after `result` and `updated`.
+        let call = client.callAsync(method, params: params)
+        let local = try? await call.stubValue
         let localMicros = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1000
-        log(String(format: "local:  %@ applied by its stub in %.0f µs (returned %@)", method, localMicros, local.map { EJSON.stringify($0) } ?? "nothing"))
+        log(String(format: "local:  %@ applied by its stub in %.0f µs (returned %@)", method, localMicros, local?.description ?? "nothing"))
         if offline {
             log("offline: \(method) is queued (on disk with --store) and goes to the server once connected")
             return
         }
-        for await result in confirmations {
+        do {
+            let value = try await call.value
             let millis = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
-            switch result {
-            case .success(let value):
-                log(String(format: "server: %@ confirmed after %.1f ms (result %@)", method, millis, value.map { EJSON.stringify($0) } ?? "none"))
-            case .failure(let error):
-                log(String(format: "server: %@ refused after %.1f ms: %@ (the stub's change was rolled back)", method, millis, String(describing: error)))
-            }
+            log(String(format: "server: %@ confirmed after %.1f ms (result %@)", method, millis, value == .null ? "none" : value.description))
+        } catch let error as MeteorError {
+            let millis = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+            log(String(format: "server: %@ refused after %.1f ms: %@ (the stub's change was rolled back)", method, millis, String(describing: error)))
         }
     }
 }
 
 /// A todo as the app reads it (Meteor's todos example schema).
 struct Todo: Codable, Sendable {
-    var _id: String
+    var _id: String?
     var listId: String
     var text: String
     var checked: Bool?

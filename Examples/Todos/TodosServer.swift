@@ -66,23 +66,23 @@ enum TodosServer {
 /// The client-side stubs of the todos methods: the same writes, made locally at once.
 enum TodosStubs {
     static func define(on client: DDPClient) {
-        client.defineStub("todos.insert") { context in
-            guard let listID = context.params.first?.stringValue, let text = context.params.dropFirst().first?.stringValue else { return nil }
-            let id = context.collection("todos").insert(["listId": .string(listID), "text": .string(text), "checked": false, "createdAt": .date(Date())])
+        // Typed parameters: a call with a missing or mistyped one does not run the stub (the error is logged) and
+        // still goes to the server, which answers with its own error.
+        client.defineStub("todos.insert") { (context, listID: String, text: String) -> String? in
+            let todo = Todo(_id: nil, listId: listID, text: text, checked: false, createdAt: Date())
+            let id = try context.collection("todos", as: Todo.self).insert(todo)
             try context.collection("lists").update(listID, ["$inc": ["incompleteCount": 1]])
-            return id.map { .string($0) }
+            return id
         }
-        client.defineStub("todos.setChecked") { context in
-            guard let id = context.params.first?.stringValue, case .bool(let checked)? = context.params.dropFirst().first else { return nil }
-            let todos = context.collection("todos")
-            if let todo = todos.document(id: id), todo["checked"] != .bool(checked), let listID = todo["listId"]?.stringValue {
-                try context.collection("lists").update(listID, ["$inc": ["incompleteCount": .number(checked ? -1 : 1)]])
+        client.defineStub("todos.setChecked") { (context, id: String, checked: Bool) -> Int in
+            let todos = context.collection("todos", as: Todo.self)
+            if let todo = try todos.document(id: id), todo.checked != checked {
+                try context.collection("lists").update(todo.listId, ["$inc": ["incompleteCount": .number(checked ? -1 : 1)]])
             }
-            return .number(Double(try todos.update(id, ["$set": ["checked": .bool(checked)]])))
+            return try todos.update(id, ["$set": ["checked": .bool(checked)]])
         }
-        client.defineStub("todos.remove") { context in
-            guard let id = context.params.first?.stringValue else { return nil }
-            return .number(Double(context.collection("todos").remove(id)))
+        client.defineStub("todos.remove") { (context, id: String) -> Int in
+            context.collection("todos").remove(id)
         }
     }
 }

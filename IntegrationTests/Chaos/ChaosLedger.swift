@@ -53,12 +53,13 @@ final class ChaosLedger: @unchecked Sendable {
         }
     }
 
-    func completed(_ call: Int, _ outcome: Result<EJSONValue?, MethodError>) {
+    func completed(_ call: Int, _ outcome: Result<EJSONValue?, any Error>) {
         let label: String
         switch outcome {
         case .success: label = "ok"
-        case .failure(let error) where error.kind == .server: label = "server error \(error.meteorError.map { "\($0.error)" } ?? "?")"
-        case .failure(let error): label = error.kind.rawValue
+        case .failure(let error as MeteorError): label = "server error \(error.error)"
+        case .failure(let error as MethodError): label = error.kind.rawValue
+        case .failure(let error): label = "\(error)"
         }
         let waiters: [@Sendable () -> Void] = lock.withLock {
             calls[call].outcomes.append(label)

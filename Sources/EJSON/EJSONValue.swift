@@ -159,3 +159,8 @@ extension EJSONValue: ExpressibleByDictionaryLiteral {
         self = .object(object)
     }
 }
+
+extension EJSONValue: CustomStringConvertible {
+    /// The value as EJSON text, as `EJSON.stringify` writes it (`{"n":1,"at":{"$date":0}}`).
+    public var description: String { EJSON.stringify(self) }
+}

@@ -104,6 +104,8 @@ public final class DDPClient: @unchecked Sendable {
     var deferredCompletions: [@Sendable () -> Void]?
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
+    /// Why the last connection attempt failed or the last connection was lost (`connect(timeout:)` says it).
+    let lastConnectionFailure = NIOLockedValueBox<DDPError?>(nil)
     /// The negotiated DDP version, published after every connection event so any thread reads it without waiting
     /// for the client queue.
     let publishedVersion = NIOLockedValueBox<DDPVersion?>(nil)

@@ -263,7 +263,7 @@ final class PendingCall: Sendable {
         var started = false
         var startWaiters: [CheckedContinuation<Void, Never>] = []
         var attackEnded: ContinuousClock.Instant?
-        var completed: (at: ContinuousClock.Instant, result: Result<EJSONValue?, MethodError>)?
+        var completed: (at: ContinuousClock.Instant, result: Result<EJSONValue?, any Error>)?
     }
 
     private let state = Locked(State())
@@ -299,7 +299,7 @@ final class PendingCall: Sendable {
         let (ended, completed) = state.withLock { ($0.attackEnded, $0.completed) }
         guard let ended else { return "the attack did not run" }
         guard let completed else { return "the pending call never completed" }
-        guard case .failure(let error) = completed.result, error.kind == .protocolViolation else {
+        guard case .failure(let error as MethodError) = completed.result, error.kind == .protocolViolation else {
             return "the pending call completed with \(completed.result), not a protocol violation"
         }
         let after = completed.at - ended

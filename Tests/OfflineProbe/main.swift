@@ -118,7 +118,8 @@ case "verify":
         let kind: String
         switch outcome.result {
         case .succeeded: kind = "succeeded"
-        case .failed(let error): kind = "failed:\(error.meteorError.map { "\($0.error)" } ?? "\(error.kind)")"
+        case .failed(let error as MeteorError): kind = "failed:\(error.error)"
+        case .failed(let error): kind = "failed:\((error as? MethodError)?.kind.rawValue ?? "\(error)")"
         case .alreadyApplied: kind = "alreadyApplied"
         }
         say("outcome \(outcome.call.id) \(kind) \(outcome.source)")

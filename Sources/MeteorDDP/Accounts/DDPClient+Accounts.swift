@@ -29,7 +29,8 @@ extension DDPClient {
     /// ```swift
     /// let account = try await client.login(email: "ada@example.com", password: "correct horse")
     /// ```
-    /// - Throws: ``MethodError`` (for example 403 from the server), ``AccountError``.
+    /// - Throws: the server's ``MeteorError`` (for example 403, "Incorrect password"), ``MethodError`` for a local
+    ///   failure, ``AccountError``.
     @discardableResult
     public func login(email: String, password: String) async throws -> Account {
         try await login(params: ["user": ["email": .string(email)], "password": Self.hashedPassword(password)])
@@ -148,7 +149,7 @@ extension DDPClient {
     }
 
     private func loginCompleted(
-        _ result: Result<EJSONValue?, MethodError>,
+        _ result: Result<EJSONValue?, any Error>,
         resuming: Bool,
         completion: @escaping @Sendable (Result<Account, any Error>) -> Void
     ) {
@@ -170,7 +171,7 @@ extension DDPClient {
         case .failure(let error):
             // Closing the client fails the resume without the server having refused the token: the account stays
             // (and stays stored, for the next start).
-            if resuming, error.kind != .clientClosed {
+            if resuming, (error as? MethodError)?.kind != .clientClosed {
                 logger.debug("resume login failed; logged out", metadata: ["error": "\(error)"])
                 session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
                 setAccount(nil)

@@ -60,7 +60,7 @@ public struct DDPCollection: Sendable {
     ///   server's outcome.
     /// - Throws: ``MethodError`` when a document with that id already exists locally.
     @discardableResult
-    public func insert(_ fields: EJSONObject, completion: @escaping @Sendable (Result<String, MethodError>) -> Void = { _ in }) throws -> String {
+    public func insert(_ fields: EJSONObject, completion: @escaping @Sendable (Result<String, any Error>) -> Void = { _ in }) throws -> String {
         var document = EJSONObject(minimumCapacity: fields.count + 1)
         // Meteor's client leaves the id of a top-level insert to the stub's random stream (sending the seed); an id
         // made here, sent with the document, makes the same document on the server and is known before the call.
@@ -107,7 +107,7 @@ public struct DDPCollection: Sendable {
     ///
     /// - Returns: How many documents the server changed (or inserted, with `upsert`).
     /// - Throws: `MeteorError` 403 for a selector other than an id (nothing is sent), ``QueryError`` for an invalid
-    ///   modifier, ``MethodError`` for the server's refusal.
+    ///   modifier, the server's ``MeteorError`` for its refusal.
     @discardableResult
     public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
         guard MongoModifier.documentID(inSelector: selector) != nil else {
@@ -217,10 +217,10 @@ extension DDPClient {
             return LocalWrites.insert(document, id: id, into: name, database: self.database)
         }
         defineStub("/\(name)/update") { [weak self] context in
-            guard let self, context.params.count > 1 else { return 0 }
-            let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
+            guard let self, let selector = context.params[0], let modifier = context.params[1] else { return 0 }
+            let options = context.params[2]?.objectValue ?? [:]
             return .number(Double(try LocalWrites.update(
-                selector: context.params[0], modifier: MongoModifier(context.params[1]), options: options,
+                selector: selector, modifier: MongoModifier(modifier), options: options,
                 newID: { self.idGeneration(ofCollection: name).newID(in: context, collection: name) }, in: name, database: self.database
             )))
         }

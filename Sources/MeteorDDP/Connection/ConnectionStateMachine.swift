@@ -33,6 +33,9 @@ struct ConnectionStateMachine {
         case stopHeartbeat
         case sessionEstablished(session: String, version: DDPVersion, isReconnect: Bool)
         case connectionLost(DDPError)
+        /// The app disconnected (``DDPClient/disconnect()``, ``DDPClient/close()``): the session ends as on a lost
+        /// connection, but nothing went wrong, so nothing is reported on ``DDPClient/errors``.
+        case disconnectedByClient
         case publishStatus(ConnectionStatus)
     }
 
@@ -99,8 +102,7 @@ struct ConnectionStateMachine {
             return [.cancelConnectTimeout, .closeTransport, .publishStatus(ConnectionStatus(state: .offline))]
         case .connected:
             state = .offline
-            let reason = DDPError.connectionLost("disconnected by the client")
-            return [.stopHeartbeat, .closeTransport, .connectionLost(reason), .publishStatus(ConnectionStatus(state: .offline))]
+            return [.stopHeartbeat, .closeTransport, .disconnectedByClient, .publishStatus(ConnectionStatus(state: .offline))]
         }
     }
 

@@ -2,6 +2,7 @@ import Atomics
 import Dispatch
 import EJSON
 import Foundation
+import NIOConcurrencyHelpers
 import NIOPosix
 
 // MARK: - Connecting
@@ -10,6 +11,45 @@ extension DDPClient {
     /// Starts connecting (and keeps reconnecting with back-off until ``disconnect()``).
     public func connect() {
         queue.async { if !self.isClosed { self.perform(self.machine.connectRequested()) } }
+    }
+
+    /// Connects and returns once the DDP session is established (the server sent `connected`).
+    ///
+    /// For example:
+    /// ```swift
+    /// try await client.connect(timeout: .seconds(10))
+    /// ```
+    /// An unreachable server, a wrong URL or a refused upgrade does not wait forever: after `timeout` (on the client's
+    /// scheduler) it throws with the last attempt's reason. The client goes on trying in the background, with
+    /// back-off, as after ``connect()``; ``disconnect()`` stops it.
+    /// - Throws: ``DDPError`` of code ``DDPError/Code/connectTimedOut`` (its message and
+    ///   ``DDPError/transportError`` give the last attempt's reason: refused, TLS, the HTTP status of a refused
+    ///   upgrade), ``DDPError/Code/versionNegotiationFailed`` at once when the server wants a DDP version this client
+    ///   does not speak, ``DDPError/Code/clientClosed`` on a closed client, or `CancellationError`.
+    public func connect(timeout: Duration) async throws {
+        let outcome = OneShot<Void>()
+        let updates = statusUpdates
+        let watcher = Task {
+            for await status in updates {
+                switch status.state {
+                case .connected: outcome.fulfill(.success(()))
+                case .failed: outcome.fulfill(.failure(status.reason ?? DDPError(.connectTimedOut, "the connection failed")))
+                case .offline, .connecting, .waiting: continue
+                }
+            }
+            outcome.fulfill(.failure(DDPError.clientClosed()))
+        }
+        let deadline = scheduler.schedule(after: timeout) {
+            let reason = self.lastConnectionFailure.withLockedValue { $0 }
+            let message = "not connected within \(timeout)" + (reason.map { "; the last attempt failed: \($0.message)" } ?? "")
+            outcome.fulfill(.failure(DDPError(.connectTimedOut, message, transportError: reason?.transportError)))
+        }
+        defer {
+            watcher.cancel()
+            deadline.cancel()
+        }
+        connect()
+        try await outcome.value
     }
 
     /// Disconnects and stops retrying. Subscriptions and pending methods are kept for the next ``connect()``.
@@ -130,6 +170,8 @@ extension DDPClient {
             case .connectionLost(let error):
                 report(error)
                 sessionDidDisconnect()
+            case .disconnectedByClient:
+                sessionDidDisconnect()
             case .publishStatus(let status):
                 publish(status)
             }
@@ -147,6 +189,11 @@ extension DDPClient {
             return true
         }
         guard changed else { return }
+        if let reason = status.reason {
+            lastConnectionFailure.withLockedValue { $0 = reason }
+        } else if status.isConnected {
+            lastConnectionFailure.withLockedValue { $0 = nil }
+        }
         logger.debug("status", metadata: ["status": "\(status)"])
         statusBroadcaster.yield(status)
         // Observers run on the callback queue, never on the client queue (they may call back into the client).

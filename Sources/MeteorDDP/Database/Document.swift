@@ -13,7 +13,7 @@ import Foundation
 /// The fields are kept packed (see `PackedFields`): one allocation about the size of the document's JSON, which
 /// makes documents cheap to keep, copy and compare. ``subscript(_:)`` and ``value(at:)`` decode only the field they
 /// read; ``fields`` decodes them all.
-public struct Document: @unchecked Sendable, Equatable, Identifiable {
+public struct Document: @unchecked Sendable, Equatable, Identifiable, CustomStringConvertible {
     // @unchecked because `storage` (a ManagedBuffer, never Sendable itself) is written once, before the document
     // exists, and only read afterwards.
 
@@ -204,6 +204,9 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable {
         let id = id
         return MongoID.parse(id) ?? .string(id)
     }
+
+    /// The document as EJSON text with `_id` first: `{"_id":"lovelace","name":"Ada","score":10}`.
+    public var description: String { EJSON.stringify(ejsonValue) }
 
     /// Whether both are the very same version (one object): an unchanged document keeps its version.
     func isSameVersion(as other: Document) -> Bool {

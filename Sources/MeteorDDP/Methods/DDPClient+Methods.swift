@@ -25,7 +25,8 @@ extension DDPClient {
     /// ```
     /// Inside a stub, a call runs only the other method's stub, sends nothing and returns its value.
     /// A cancelled task returns at once with `CancellationError`; the call itself goes on as Meteor's would.
-    /// - Throws: ``MethodError``, or `CancellationError`.
+    /// - Throws: the server's ``MeteorError`` when it refuses the call, ``MethodError`` for a local failure, or
+    ///   `CancellationError`.
     @discardableResult
     public func call(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions()) async throws -> EJSONValue? {
         if let enclosing = MethodInvocationContext.current {
@@ -51,7 +52,7 @@ extension DDPClient {
         _ name: String,
         params: [EJSONValue] = [],
         options: MethodOptions = MethodOptions(),
-        completion: @escaping @Sendable (Result<EJSONValue?, MethodError>) -> Void
+        completion: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void
     ) throws -> EJSONValue? {
         try call(name, params: params, options: options, completesInline: false, completion: completion)
     }
@@ -61,10 +62,18 @@ extension DDPClient {
         params: [EJSONValue],
         options: MethodOptions,
         completesInline: Bool,
-        completion: @escaping @Sendable (Result<EJSONValue?, MethodError>) -> Void
+        stubOutcome: (@Sendable (Result<EJSONValue?, any Error>) -> Void)? = nil,
+        completion: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void
     ) throws -> EJSONValue? {
         if let enclosing = MethodInvocationContext.current {
-            let value = try runNestedStub(name, params: params, enclosing: enclosing)
+            let value: EJSONValue?
+            do {
+                value = try runNestedStub(name, params: params, enclosing: enclosing)
+            } catch {
+                stubOutcome?(.failure(error))
+                throw error
+            }
+            stubOutcome?(.success(value))
             let onDurable = options.onDurable
             userCode.run {
                 onDurable?(false)
@@ -79,11 +88,10 @@ extension DDPClient {
             // returned (nil).
             database.afterCurrentTransaction { [self] in
                 do {
-                    _ = try call(name, params: params, options: options, completesInline: completesInline, completion: completion)
-                } catch let error as MethodError {
-                    completion(.failure(error))
+                    _ = try call(name, params: params, options: options, completesInline: completesInline,
+                                 stubOutcome: stubOutcome, completion: completion)
                 } catch {
-                    completion(.failure(MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: String(describing: error))))
+                    completion(.failure(MethodError.stubFailed(name, error)))
                 }
             }
             return nil
@@ -94,6 +102,7 @@ extension DDPClient {
                 // Nothing would ever answer (or restore what a stub wrote): the call fails at once, as the calls
                 // pending at close() did.
                 let onDurable = options.onDurable
+                stubOutcome?(.failure(MethodError(methodName: name, kind: .clientClosed)))
                 userCode.run {
                     onDurable?(false)
                     completion(.failure(MethodError(methodName: name, kind: .clientClosed)))
@@ -120,19 +129,24 @@ extension DDPClient {
                 case .success(let value):
                     session.serverDocuments.stubWrote(methodID: id, originals: originals)
                     stubValue = value
+                    stubOutcome?(.success(value))
                 case .failure(let error):
+                    stubOutcome?(.failure(error))
                     if options.throwStubExceptions {
                         // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is
                         // undone now (Meteor leaves it in the cache).
                         store.revert(originals)
-                        throw MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: String(describing: error))
+                        throw MethodError.stubFailed(name, error)
                     }
                     // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's
                     // writes, and the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
                     session.serverDocuments.stubWrote(methodID: id, originals: originals)
-                    logger.debug("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
+                    // Logged where an app sees it, as Meteor's client logs it (Meteor._debug).
+                    logger.warning("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
                 }
                 randomSeed = context.randomSeedIfUsed
+            } else {
+                stubOutcome?(.success(nil))
             }
             let invocation = MethodCoordinator.Invocation(
                 id: id,

@@ -9,7 +9,8 @@ extension DDPClient {
     /// ```swift
     /// let id = try await client.call("todos.insert", todo, returning: String.self)
     /// ```
-    /// - Throws: ``MethodError`` (``MeteorError/details(as:)`` decodes a server error's details), an `EncodingError`
+    /// - Throws: the server's ``MeteorError`` (``MeteorError/details(as:)`` decodes its details), ``MethodError`` for a
+    ///   local failure, an `EncodingError`
     ///   for parameters that do not encode, a `DecodingError` for a result that does not decode (a method that
     ///   returns nothing decodes as `nil` into an optional), or `CancellationError`.
     public func call<Result: Decodable>(

@@ -8,7 +8,7 @@ import EJSON
 /// No I/O: the client queue owns it (one, in the session's state) and sends the messages it returns. Its pending
 /// calls are shared records (``Invocation``), so a copy of a coordinator is not independent of the original.
 struct MethodCoordinator {
-    typealias Completion = @Sendable (Result<EJSONValue?, MethodError>) -> Void
+    typealias Completion = @Sendable (Result<EJSONValue?, any Error>) -> Void
 
     /// One call (Meteor's MethodInvoker). A reference, confined to the client queue like the coordinator: the
     /// pending calls' table, the outcomes and the calls waiting for the disk share one record, so recording a result
@@ -22,7 +22,7 @@ struct MethodCoordinator {
         /// Whether `completion` only resumes a task (the async API), so it may run on the client queue.
         var completesInline = false
         /// The result, once received.
-        var result: Result<EJSONValue?, MethodError>?
+        var result: Result<EJSONValue?, any Error>?
         /// Whether `updated` arrived and the data was flushed.
         var dataVisible = false
 
@@ -128,7 +128,7 @@ struct MethodCoordinator {
     }
 
     /// `result` (LC `_livedata_result`): only calls in the first block may have one.
-    mutating func receivedResult(id: String, _ result: Result<EJSONValue?, MethodError>) -> ResultOutcome {
+    mutating func receivedResult(id: String, _ result: Result<EJSONValue?, any Error>) -> ResultOutcome {
         guard let index = blocks.first?.methodIDs.firstIndex(of: id), let slot = invocations.index(forKey: id) else { return .unknown }
         blocks[0].methodIDs.remove(at: index)
         invocations.values[slot].result = result
@@ -175,7 +175,7 @@ struct MethodCoordinator {
         if var first = blocks.first {
             first.methodIDs.removeAll { id in
                 guard let invocation = invocations[id], sentIDs.contains(id), invocation.options.noRetry else { return false }
-                invocation.result = .failure(.invocationFailed(invocation.name))
+                invocation.result = .failure(MethodError.invocationFailed(invocation.name))
                 failed.append(invocation)
                 return true
             }

@@ -1,21 +1,28 @@
 import EJSON
 
-/// Why a method call failed.
+/// Why a method call failed on this side: the client closed, a dropped connection with `noRetry`, a stub's error,
+/// an answer that did not parse. A refusal by the server is not one of these: it is thrown as the server's own
+/// ``MeteorError``, whatever made the call (``DDPClient/call(_:params:options:)``, typed calls, collection writes,
+/// logins), as Meteor's JavaScript gets a `Meteor.Error`.
 ///
 /// For example:
 /// ```swift
-/// do { _ = try await client.call("todos.remove", params: ["x"]) }
-/// catch let error as MethodError where error.kind == .server { print(error.meteorError?.reason ?? "") }
+/// do {
+///     _ = try await client.call("todos.remove", params: ["x"])
+/// } catch let error as MeteorError where error.error == "not-authorized" {
+///     print(error.reason ?? "")                    // the server's refusal
+/// } catch let error as MethodError {
+///     print(error)                                 // a local failure (closed, stub, unreadable answer)
+/// }
 /// ```
 public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure this is.
     public enum Kind: String, Sendable, Hashable {
-        /// The server answered with an error (``MethodError/meteorError`` has its code, reason and details).
-        case server
         /// The connection dropped after the call was sent and it was made with `noRetry`: it may or may not have run
         /// (Meteor's `invocation-failed`).
         case invocationFailed
-        /// The stub threw and the call was made with `throwStubExceptions` (nothing was sent).
+        /// The stub threw and the call was made with `throwStubExceptions` (nothing was sent); ``MethodError/stubError``
+        /// is the stub's error.
         case stubFailed
         /// The client was closed before the call completed.
         case clientClosed
@@ -28,43 +35,39 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
     public let methodName: String
     /// What kind of failure this is.
     public let kind: Kind
-    /// The Meteor error (for ``Kind/server`` and ``Kind/invocationFailed``).
-    public let meteorError: MeteorError?
+    /// The error the stub threw (for ``Kind/stubFailed``), for example a ``MethodParameterError``.
+    public let stubError: (any Error)?
     /// A description of the stub's error (for ``Kind/stubFailed``).
     public let stubErrorDescription: String?
     /// What was wrong with the server's answer (for ``Kind/protocolViolation``).
     public let violation: DDPProtocolViolation?
 
-    init(
-        methodName: String, kind: Kind, meteorError: MeteorError? = nil, stubErrorDescription: String? = nil,
-        violation: DDPProtocolViolation? = nil
-    ) {
+    init(methodName: String, kind: Kind, stubError: (any Error)? = nil, stubErrorDescription: String? = nil, violation: DDPProtocolViolation? = nil) {
         self.methodName = methodName
         self.kind = kind
-        self.meteorError = meteorError
-        self.stubErrorDescription = stubErrorDescription
+        self.stubError = stubError
+        self.stubErrorDescription = stubErrorDescription ?? stubError.map { String(describing: $0) }
         self.violation = violation
     }
 
-    static func server(_ name: String, _ error: MeteorError) -> MethodError {
-        MethodError(methodName: name, kind: .server, meteorError: error)
+    static func stubFailed(_ name: String, _ error: any Error) -> MethodError {
+        if let error = error as? MethodError, error.kind == .stubFailed { return error }
+        return MethodError(methodName: name, kind: .stubFailed, stubError: error)
     }
 
     static func invocationFailed(_ name: String) -> MethodError {
-        MethodError(
-            methodName: name,
-            kind: .invocationFailed,
-            meteorError: MeteorError(
-                error: .string("invocation-failed"),
-                reason: "Method invocation might have failed due to dropped connection. Failing because `noRetry` option was passed to Meteor.apply."
-            )
-        )
+        MethodError(methodName: name, kind: .invocationFailed)
+    }
+
+    public static func == (lhs: MethodError, rhs: MethodError) -> Bool {
+        lhs.methodName == rhs.methodName && lhs.kind == rhs.kind && lhs.stubErrorDescription == rhs.stubErrorDescription
+            && lhs.violation == rhs.violation
     }
 
     public var description: String {
         switch kind {
-        case .server: return "method '\(methodName)' failed: \(meteorError.map(String.init(describing:)) ?? "?")"
-        case .invocationFailed: return "method '\(methodName)' might have failed: the connection dropped and noRetry was set"
+        case .invocationFailed:
+            return "method '\(methodName)' might have failed: the connection dropped and noRetry was set [invocation-failed]"
         case .stubFailed: return "the stub of method '\(methodName)' threw: \(stubErrorDescription ?? "?")"
         case .clientClosed: return "method '\(methodName)' did not complete: the client was closed"
         case .protocolViolation: return "method '\(methodName)' failed: its result did not parse (\(violation.map(String.init(describing:)) ?? "?"))"
@@ -84,10 +87,10 @@ public struct MethodOptions: Sendable {
     /// Throw the stub's error instead of logging it and sending the call anyway.
     public var throwStubExceptions = false
     /// Called as soon as the result arrives (before the method's data is visible). Runs on an unspecified thread.
-    public var onResultReceived: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
+    public var onResultReceived: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
     /// Like ``onResultReceived``, but called on the client queue while the result is handled, before anything else
     /// happens (for the client's own logins: the token must be resumable before a reconnect can follow).
-    var onResultReceivedOnClientQueue: (@Sendable (Result<EJSONValue?, MethodError>) -> Void)?
+    var onResultReceivedOnClientQueue: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
     /// Called once the call's record is on disk with the offline store (`true`: it survives a kill from now on and
     /// is sent again after a restart), or with `false` when it will not be stored (no offline store, a method of
     /// ``Persistence/memoryOnlyMethods``, a store that failed, a call made inside a stub or on a closed client).

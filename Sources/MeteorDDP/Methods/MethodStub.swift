@@ -7,10 +7,19 @@ import NIOConcurrencyHelpers
 /// For example:
 /// ```swift
 /// client.defineStub("todos.add") { context in
-///     let id = try context.collection("todos").insert(["text": context.params[0]])
-///     return .string(id)
+///     guard let text = context.params[0]?.stringValue else { return nil }
+///     return context.collection("todos").insert(["text": .string(text)]).map { .string($0) }
 /// }
 /// ```
+/// A stub with typed parameters decodes them first (a missing or mistyped one throws ``MethodParameterError``):
+/// ```swift
+/// client.defineStub("todos.add") { (context, text: String) in
+///     context.collection("todos").insert(["text": .string(text)])
+/// }
+/// ```
+/// A stub that throws does not stop the call (Meteor's rule): its error is logged, what it wrote before throwing is
+/// kept until the server's answer, and the call goes out; with ``MethodOptions/throwStubExceptions`` the caller gets
+/// the error instead and nothing is sent.
 public typealias MethodStub = @Sendable (MethodInvocationContext) throws -> EJSONValue?
 
 /// What a stub sees: the call's name and parameters, and the random streams that make its ids equal the server's.
@@ -23,8 +32,8 @@ public final class MethodInvocationContext: @unchecked Sendable {
 
     /// The method's name.
     public let methodName: String
-    /// A copy of the call's parameters (changing it does not change what is sent).
-    public let params: [EJSONValue]
+    /// The call's parameters; one the call did not pass reads as `nil`.
+    public let params: MethodParameters
     /// Always `true` on the client: this is a simulation of the server's method.
     public let isSimulation = true
     /// The enclosing invocation for a call made inside a stub.
@@ -41,7 +50,7 @@ public final class MethodInvocationContext: @unchecked Sendable {
 
     init(methodName: String, params: [EJSONValue], enclosing: MethodInvocationContext?, client: DDPClient?) {
         self.methodName = methodName
-        self.params = params
+        self.params = MethodParameters(params, methodName: methodName)
         self.enclosing = enclosing
         self.client = client
     }

@@ -122,11 +122,11 @@ extension DDPClient {
                 invocation.completesInline = true
                 switch method.result {
                 case .value(let value)?: invocation.result = .success(value)
-                case .error(let error)?: invocation.result = .failure(.server(method.name, error))
+                case .error(let error)?: invocation.result = .failure(error)
                 case nil where method.noRetry:
                     // Whether it went out before the restart cannot be known, and it must not run twice: it fails as a
                     // sent noRetry call does at a reconnect (completing, with its stub's effect undone, at reconciliation).
-                    invocation.result = .failure(.invocationFailed(method.name))
+                    invocation.result = .failure(MethodError.invocationFailed(method.name))
                 case nil: break
                 }
                 session.methods.restore(invocation)
@@ -273,7 +273,7 @@ extension DDPClient {
         switch result {
         case .success(let value): persistence.writer.methodResult(invocation.id, .value(value))
         case .failure(let error):
-            guard let meteorError = error.meteorError else { return }
+            guard let meteorError = error as? MeteorError else { return }
             persistence.writer.methodResult(invocation.id, .error(meteorError))
         }
     }

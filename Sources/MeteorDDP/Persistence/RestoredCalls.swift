@@ -12,16 +12,18 @@ public struct RestoredCall: Sendable, Equatable {
 }
 
 /// How a restored call ended.
-public struct RestoredCallOutcome: Sendable, Equatable {
-    public enum Result: Sendable, Equatable {
+public struct RestoredCallOutcome: Sendable {
+    public enum Result: Sendable {
         /// The server ran it (again, if it had run before the restart: see ``alreadyApplied(_:)``).
         case succeeded(EJSONValue?)
-        /// The server rejected it; its stub's effect was rolled back to the server's version.
-        case failed(MethodError)
+        /// It failed; its stub's effect was rolled back to the server's version. The error is the server's
+        /// ``MeteorError``, or a ``MethodError`` (a `noRetry` call that may have run before the restart, an answer that
+        /// did not parse).
+        case failed(any Error)
         /// The server rejected it, but the documents its stub wrote are on the server as the stub wrote them (every
         /// field the stub set, same values; removed ones absent): the call most likely ran before the restart and
         /// failed now because it ran twice (an insert with the same id: a duplicate key). The server's view stays.
-        case alreadyApplied(MethodError)
+        case alreadyApplied(MeteorError)
     }
 
     /// How the outcome was decided.
@@ -68,7 +70,7 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         /// Calls whose judgement waits for the server's data of their documents (a subscription still on its way).
         var awaitingServerData: Set<String> = []
         /// Refusals of such calls, reported once they are judged.
-        var deferred: [String: (call: RestoredCall, result: Swift.Result<EJSONValue?, MethodError>, source: RestoredCallOutcome.Source)] = [:]
+        var deferred: [String: (call: RestoredCall, result: Swift.Result<EJSONValue?, any Error>, source: RestoredCallOutcome.Source)] = [:]
     }
 
     /// The restored calls, in call order.
@@ -143,17 +145,18 @@ public final class RestoredCalls: AsyncSequence, Sendable {
     }
 
     /// Call `call` ended with `result`.
-    func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, MethodError>, source: RestoredCallOutcome.Source) {
+    func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, any Error>, source: RestoredCallOutcome.Source) {
         order.withLock {
             let handOver: (RestoredCallOutcome, live: [AsyncStream<RestoredCallOutcome>.Continuation], complete: Bool)? = state.withLockedValue { state in
                 let outcome: RestoredCallOutcome.Result
                 switch result {
                 case .success(let value): outcome = .succeeded(value)
-                case .failure(let error) where error.kind == .clientClosed: return nil
+                case .failure(let error as MethodError) where error.kind == .clientClosed: return nil
                 case .failure where state.awaitingServerData.contains(call.id):
                     state.deferred[call.id] = (call, result, source)
                     return nil
-                case .failure(let error): outcome = state.alreadyOnServer[call.id] == true ? .alreadyApplied(error) : .failed(error)
+                case .failure(let error as MeteorError) where state.alreadyOnServer[call.id] == true: outcome = .alreadyApplied(error)
+                case .failure(let error): outcome = .failed(error)
                 }
                 let element = RestoredCallOutcome(call: call, result: outcome, source: source)
                 state.outcomes.append(element)

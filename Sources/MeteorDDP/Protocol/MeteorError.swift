@@ -7,11 +7,18 @@ import EJSON
 /// `MeteorError(error: .number(404), reason: "Method 'foo' not found", …)`.
 public struct MeteorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Meteor's error code: a number (such as 403 or 404) or a string (such as `"invocation-failed"`).
-    public enum Code: Sendable, Hashable, CustomStringConvertible {
+    ///
+    /// Compare it with a literal, as Meteor's JavaScript compares `e.error`: `error.error == 403`,
+    /// `error.error == "not-authorized"`.
+    public enum Code: Sendable, Hashable, CustomStringConvertible, ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
         /// A numeric code, such as HTTP-style 403.
         case number(Double)
         /// A string code, such as `"too-many-requests"`.
         case string(String)
+
+        public init(integerLiteral value: Int) { self = .number(Double(value)) }
+
+        public init(stringLiteral value: String) { self = .string(value) }
 
         public var description: String {
             switch self {

@@ -189,11 +189,10 @@ extension DDPClient {
     }
 
     private func methodResultReceived(_ id: String, result: EJSONValue?, error: MeteorError?) {
-        let name = session.methods.name(of: id) ?? "?"
-        methodResultReceived(id, outcome: error.map { .failure(.server(name, $0)) } ?? .success(result))
+        methodResultReceived(id, outcome: error.map { .failure($0) } ?? .success(result))
     }
 
-    private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, MethodError>) {
+    private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, any Error>) {
         let handled = session.methods.receivedResult(id: id, outcome)
         if case .recorded(let invocation) = handled {
             persistResult(invocation)

@@ -53,7 +53,8 @@ public final class Subscription: Sendable {
 
     /// Returns once the subscription is ready.
     ///
-    /// - Throws: ``SubscriptionError`` when the server ends it with an error, ``SubscriptionStoppedError`` when it is
+    /// - Throws: the server's ``MeteorError`` when it ends the subscription with an error (`nosub`), as any server
+    ///   refusal is thrown; ``SubscriptionError`` when its `ready` or `nosub` did not parse; ``SubscriptionStoppedError`` when it is
     ///   stopped first (or the client is closed), `CancellationError` at once when the task is cancelled.
     public func ready() async throws {
         // A cancelled wait lets go of its waiter at once: a subscription that never becomes ready does not collect
@@ -162,7 +163,7 @@ final class SubscriptionState: Sendable {
         switch status {
         case .pending: return nil
         case .ready: return .success(())
-        case .failed(let error): return .failure(error)
+        case .failed(let error): return .failure(error.thrown)
         case .stopped: return .failure(SubscriptionStoppedError(name: name))
         }
     }

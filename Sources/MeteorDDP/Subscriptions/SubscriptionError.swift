@@ -1,11 +1,14 @@
 import EJSON
 
-/// Why a subscription ended without becoming (or staying) ready: the server's `nosub` error.
+/// Why a subscription ended without becoming (or staying) ready: the server's `nosub` error, or a `ready`/`nosub`
+/// frame that did not parse. It is what ``SubscriptionStatus/failed(_:)`` holds; ``Subscription/ready()`` throws the
+/// server's error itself as a ``MeteorError`` (one shape for every refusal), and this type only for a frame that did
+/// not parse.
 ///
 /// For example:
 /// ```swift
 /// do { try await client.subscribe("secret").ready() }
-/// catch let error as SubscriptionError { print(error.meteorError.reason ?? "") } // "Subscription 'secret' not found"
+/// catch let error as MeteorError { print(error.reason ?? "") } // "Subscription 'secret' not found"
 /// ```
 public struct SubscriptionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The subscription's name.
@@ -24,6 +27,9 @@ public struct SubscriptionError: Error, Sendable, Equatable, CustomStringConvert
     }
 
     public var description: String { "subscription '\(name)' failed: \(meteorError)" }
+
+    /// What ``Subscription/ready()`` throws: the server's error itself, or this error for a frame that did not parse.
+    var thrown: any Error { violation == nil ? meteorError : self }
 }
 
 /// Where a subscription stands.

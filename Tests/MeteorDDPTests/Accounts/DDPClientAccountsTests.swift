@@ -66,8 +66,8 @@ final class DDPClientAccountsTests: XCTestCase {
         do {
             _ = try await value(of: login)
             XCTFail("must throw")
-        } catch let error as MethodError {
-            XCTAssertEqual(error.meteorError?.error, .number(403))
+        } catch let error as MeteorError {
+            XCTAssertEqual(error.error, 403)
         } catch {
             XCTFail("unexpected \(error)")
         }

@@ -67,7 +67,7 @@ final class SelectorWritesTests: XCTestCase {
                            "The positional operator did not find the match needed from the query")
         }
         client.defineStub("todos.finishList") { context in
-            .number(Double(try context.collection("todos").update(["listId": context.params[0]], ["$set": ["done": true]], options: UpdateOptions(multi: true))))
+            .number(Double(try context.collection("todos").update(["listId": context.params[0] ?? nil], ["$set": ["done": true]], options: UpdateOptions(multi: true))))
         }
         let value = try client.call("todos.finishList", params: ["L1"], options: MethodOptions(returnStubValue: true)) { _ in }
         XCTAssertEqual(value, 2)

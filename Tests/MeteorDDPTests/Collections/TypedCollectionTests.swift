@@ -102,8 +102,8 @@ final class TypedCollectionTests: XCTestCase {
         do {
             _ = try await value(of: failing, within: 5)
             XCTFail("the call succeeded")
-        } catch let error as MethodError {
-            XCTAssertEqual(try error.meteorError?.details(as: Details.self), Details(field: "player"))
+        } catch let error as MeteorError {
+            XCTAssertEqual(try error.details(as: Details.self), Details(field: "player"))
         }
     }
 }

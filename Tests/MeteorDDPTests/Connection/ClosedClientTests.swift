@@ -38,7 +38,7 @@ final class ClosedClientTests: XCTestCase {
         let completed = expectation(description: "completion with clientClosed, on the callback queue")
         try harness.client.call("m") { result in
             let onCallbackQueue = DispatchQueue.getSpecific(key: Self.callbackQueueKey) == 1
-            if case .failure(let error) = result, error.kind == .clientClosed, onCallbackQueue {
+            if case .failure(let error as MethodError) = result, error.kind == .clientClosed, onCallbackQueue {
                 completed.fulfill()
             } else {
                 XCTFail("\(result), on the callback queue: \(onCallbackQueue)")

@@ -26,7 +26,7 @@ final class UnreadableFrameTests: XCTestCase {
         harness.receive(frame: #"{"msg":"result","id":"1","result":{"$type":"app.Unknown","$value":1}}"#)
         harness.receive(.updated(methodIDs: ["1"]))
         await fulfillment(of: [done], timeout: 5)
-        guard case .failure(let error)? = box.result else { return XCTFail("not failed: \(String(describing: box.result))") }
+        guard case .failure(let error as MethodError)? = box.result else { return XCTFail("not failed: \(String(describing: box.result))") }
         XCTAssertEqual(error.kind, .protocolViolation)
         guard case .malformedJSON(let reason)? = error.violation?.kind else { return XCTFail("no violation: \(error)") }
         XCTAssertTrue(reason.contains("Custom EJSON type app.Unknown is not defined"), reason)
@@ -40,7 +40,7 @@ final class UnreadableFrameTests: XCTestCase {
         let resultSeen = XCTestExpectation(description: "the result callback")
         var options = MethodOptions()
         options.onResultReceived = { result in
-            if case .failure(let error) = result, error.kind == .protocolViolation { resultSeen.fulfill() }
+            if case .failure(let error as MethodError) = result, error.kind == .protocolViolation { resultSeen.fulfill() }
         }
         _ = try harness.client.call("when", options: options) { _ in }
         harness.settle()

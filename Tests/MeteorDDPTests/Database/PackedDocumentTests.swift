@@ -211,4 +211,11 @@ final class PackedDocumentTests: XCTestCase {
             XCTAssertTrue(result.hasSameFields(as: Document(id: "x", fields: expected)), "round \(round)")
         }
     }
+
+    /// `print(document)` shows its id and fields (it showed `Document(storage: MeteorDDP.Document.Storage)`).
+    func testADocumentPrintsAsItsEJSON() {
+        let document = Document(id: "lovelace", fields: ["name": "Ada", "born": .date(Date(timeIntervalSince1970: 0))])
+        XCTAssertEqual("\(document)", #"{"_id":"lovelace","name":"Ada","born":{"$date":0}}"#)
+        XCTAssertEqual(String(describing: EJSONValue.array([1, "a"])), #"[1,"a"]"#)
+    }
 }

@@ -68,7 +68,7 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = coordinator.receivedResult(id: "3", .success("H"))
         let failed = coordinator.socketReset()
         XCTAssertEqual(failed.map(\.name), ["payment"])
-        guard case .failure(let error)? = failed.first?.result else { return XCTFail("no failure result") }
+        guard case .failure(let error as MethodError)? = failed.first?.result else { return XCTFail("no failure result") }
         XCTAssertEqual(error.kind, .invocationFailed)
         // A reconnect hook calls "reauth" first; the old non-wait block merges behind it.
         XCTAssertEqual(call("reauth"), ["reauth"])

@@ -96,7 +96,7 @@ final class OfflineEdgeCaseTests: XCTestCase {
         harness.establishConnection()
         harness.flushData()
         XCTAssertEqual(methods(harness).map(\.name), [], "it may have run before the restart")
-        XCTAssertEqual(harness.restoredOutcomeSummaries, ["failed invocation-failed"])
+        XCTAssertEqual(harness.restoredOutcomeSummaries, ["failed invocationFailed"])
         XCTAssertNil(harness.client.database.document(todo), "its stub's effect is undone")
     }
 

@@ -145,7 +145,7 @@ final class ReconnectQuiescenceTests: XCTestCase {
     func testManyCallsMixingStubsAndPlainCallsCompleteInTheServersOrder() throws {
         let (harness, _) = connectedWithReadyPlayers()
         harness.client.defineStub("add") { context in
-            context.collection("players").insert(["_id": context.params[0], "n": context.params[0]])
+            context.collection("players").insert(["_id": context.params[0] ?? nil, "n": context.params[0] ?? nil])
             return nil
         }
         let order = Locked<[String]>([])

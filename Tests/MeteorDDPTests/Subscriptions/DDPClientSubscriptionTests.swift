@@ -83,14 +83,17 @@ final class DDPClientSubscriptionTests: XCTestCase {
         do {
             try await sub.ready()
             XCTFail("ready must throw")
-        } catch let error as SubscriptionError {
-            XCTAssertEqual(error.meteorError.error, .number(404))
-            XCTAssertEqual(error.meteorError.reason, "Subscription 'missing' not found")
-            XCTAssertEqual(error.name, "missing")
+        } catch let error as MeteorError {
+            // The server's error itself, as a method's refusal is thrown (one catch for every server error).
+            XCTAssertEqual(error.error, 404)
+            XCTAssertEqual(error.reason, "Subscription 'missing' not found")
         } catch {
             XCTFail("unexpected \(error)")
         }
         XCTAssertFalse(sub.isReady)
+        guard case .failed(let failure) = sub.status else { return XCTFail("status \(sub.status)") }
+        XCTAssertEqual(failure.name, "missing")
+        XCTAssertEqual(failure.meteorError.error, 404)
     }
 
     func testNosubWithoutErrorStopsTheSubscriptionDistinguishablyFromReady() async {

@@ -24,12 +24,12 @@ extension Locked where Value == Bool {
 }
 
 /// The outcome of one method call.
-typealias ResultBox = Locked<Result<EJSONValue?, MethodError>?>
+typealias ResultBox = Locked<Result<EJSONValue?, any Error>?>
 
-extension Locked where Value == Result<EJSONValue?, MethodError>? {
+extension Locked where Value == Result<EJSONValue?, any Error>? {
     convenience init() { self.init(nil) }
-    func set(_ result: Result<EJSONValue?, MethodError>) { mutate { $0 = result } }
-    var result: Result<EJSONValue?, MethodError>? { value }
+    func set(_ result: Result<EJSONValue?, any Error>) { mutate { $0 = result } }
+    var result: Result<EJSONValue?, any Error>? { value }
 }
 
 /// A string seen on another thread (a seed, an id).
@@ -47,7 +47,7 @@ typealias NSLockedArray = Locked<[String]>
 extension Locked where Value == [String] {
     convenience init() { self.init([]) }
     func append(_ string: String) { mutate { $0.append(string) } }
-    func record(_ id: String, _ result: Result<EJSONValue?, MethodError>) { append(id) }
+    func record(_ id: String, _ result: Result<EJSONValue?, any Error>) { append(id) }
     var values: [String] { value }
     var ids: [String] { value }
 }

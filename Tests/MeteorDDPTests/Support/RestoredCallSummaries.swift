@@ -12,7 +12,21 @@ extension ClientHarness {
         }
     }
 
-    private static func code(_ error: MethodError) -> String {
-        error.meteorError.map { "\($0.error)" } ?? "\(error.kind)"
+    private static func code(_ error: any Error) -> String {
+        if let error = error as? MeteorError { return "\(error.error)" }
+        if let error = error as? MethodError { return "\(error.kind)" }
+        return "\(error)"
+    }
+}
+
+/// Outcomes compared in tests: values by EJSON equality, errors by what they say.
+extension RestoredCallOutcome.Result: Equatable {
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.succeeded(let a), .succeeded(let b)): return a == b
+        case (.failed(let a), .failed(let b)): return String(describing: a) == String(describing: b)
+        case (.alreadyApplied(let a), .alreadyApplied(let b)): return a == b
+        default: return false
+        }
     }
 }

@@ -64,10 +64,10 @@ final class MeteorTranscriptTests: XCTestCase {
     func testMethodsAndLatencyCompensation() throws {
         let harness = ClientHarness()
         harness.client.defineStub("addTodo") { context in
-            context.collection("todos").insert(["text": context.params[0], "done": false]).map { .string($0) }
+            context.collection("todos").insert(["text": context.params[0] ?? nil, "done": false]).map { .string($0) }
         }
         harness.client.defineStub("setDone") { context in
-            try context.collection("todos").update(context.params[0].stringValue ?? "", ["$set": ["done": true]])
+            try context.collection("todos").update(context.params[0]?.stringValue ?? "", ["$set": ["done": true]])
             return nil
         }
         struct Exploded: Error {}
@@ -97,7 +97,7 @@ final class MeteorTranscriptTests: XCTestCase {
     func testReconnect() throws {
         let harness = ClientHarness()
         harness.client.defineStub("addTodo") { context in
-            context.collection("todos").insert(["text": context.params[0]]).map { .string($0) }
+            context.collection("todos").insert(["text": context.params[0] ?? nil]).map { .string($0) }
         }
         let results = ResultsLog()
         let payment = ResultBox()
@@ -128,7 +128,7 @@ final class MeteorTranscriptTests: XCTestCase {
         XCTAssertEqual(todos?.status, .ready)
         XCTAssertEqual(Set(results.ids), ["1", "2", "3", "4"], "every call completed exactly once")
         XCTAssertEqual(results.ids.count, 4)
-        guard case .failure(let error)? = payment.result else { return XCTFail("payment must fail") }
+        guard case .failure(let error as MethodError)? = payment.result else { return XCTFail("payment must fail") }
         XCTAssertEqual(error.kind, .invocationFailed)
         XCTAssertEqual(harness.client.database.collection("todos").documents.map(\.id), ["old1"],
                        "the reset dropped the stub-inserted document the server never sent")
