@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "DDPTestServer", targets: ["DDPTestServer"]),
         .executable(name: "todos", targets: ["Todos"]),
         .executable(name: "leaderboard", targets: ["Leaderboard"]),
+        .executable(name: "getting-started", targets: ["GettingStarted"]),
         .executable(name: "meteor-ddp-benchmarks", targets: ["Benchmarks"]),
         .executable(name: "ddp", targets: ["DDPTool"]),
     ],
@@ -101,6 +102,11 @@ let package = Package(
             exclude: ["demo.txt", "offline"]
         ),
         .executableTarget(
+            name: "GettingStarted",
+            dependencies: ["MeteorDDP", "DDPTestServer"],
+            path: "Examples/GettingStarted"
+        ),
+        .executableTarget(
             name: "Leaderboard",
             dependencies: ["MeteorDDP", "DDPTestServer", "EJSON"],
             path: "Examples/Leaderboard"
@@ -134,6 +140,12 @@ let package = Package(
             path: "Benchmarks"
         ),
         .testTarget(
+            name: "DocExampleTests",
+            dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            path: "Tests/DocExampleTests",
+            exclude: ["update.sh"]
+        ),
+        .testTarget(
             name: "EJSONTests",
             dependencies: ["EJSON"],
             resources: [.copy("Fixtures")]
@@ -146,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe", "Todos", "HostileTable",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe", "Todos", "GettingStarted", "HostileTable",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

@@ -15,8 +15,7 @@ extension Notification.Name {
 /// For example:
 /// ```swift
 /// let client = DDPClient(url: URL(string: "wss://example.com/websocket")!)
-/// client.connect()
-/// for await status in client.statusUpdates where status.isConnected { break }
+/// try await client.connect(timeout: .seconds(10))   // throws with the reason when it cannot connect
 /// ```
 ///
 /// ## Concurrency

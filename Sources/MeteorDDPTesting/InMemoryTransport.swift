@@ -8,12 +8,15 @@ import NIOConcurrencyHelpers
 /// For example:
 /// ```swift
 /// let transport = InMemoryTransport()
-/// let client = DDPClient(transport: transport, configuration: .init(scheduler: scheduler))
+/// var configuration = DDPClient.Configuration()
+/// configuration.scheduler = ManualScheduler()                 // timers move only when the test says so
+/// let client = DDPClient(transport: transport, configuration: configuration)
 /// client.connect()
-/// client.waitUntilIdle()
+/// await transport.waitUntilConnecting()
 /// transport.open()                                        // the socket opens; the client sends `connect`
-/// transport.receive(#"{"msg":"connected","session":"s1"}"#)
+/// await transport.waitUntilSent { !$0.isEmpty }
 /// XCTAssertEqual(transport.sentMessages.first?.name, "connect")
+/// transport.receive(#"{"msg":"connected","session":"s1"}"#)
 /// ```
 public final class InMemoryTransport: Transport, @unchecked Sendable {
     // @unchecked because all mutable state is in `state`, protected by its lock.
@@ -27,6 +30,8 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
         var sentFrames: [String] = []
         /// Tasks waiting for sent frames. Protected by `state`'s lock.
         var waiters: [(predicate: @Sendable ([String]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Tasks waiting for connection attempts. Protected by `state`'s lock.
+        var connectionWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -36,7 +41,14 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
 
     public func connect(onEvent: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
         let connection = Connection(transport: self, onEvent: onEvent)
-        state.withLockedValue { $0.connections.append(connection) }
+        let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+            state.connections.append(connection)
+            let count = state.connections.count
+            let ready = state.connectionWaiters.filter { $0.count <= count }.map(\.continuation)
+            state.connectionWaiters.removeAll { $0.count <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
         return connection
     }
 
@@ -80,6 +92,19 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
 
     /// Ends the newest connection from the server side (or with a network error).
     public func fail(_ error: TransportError? = TransportError(.other, "connection lost")) { current?.deliver(.closed(error)) }
+
+    /// Returns once the client has made at least `count` connection attempts (after `DDPClient.connect()`, which
+    /// opens its connection on the client's queue a moment later; no polling).
+    public func waitUntilConnecting(attempts count: Int = 1) async {
+        await withCheckedContinuation { continuation in
+            let satisfied: Bool = state.withLockedValue { state in
+                if state.connections.count >= count { return true }
+                state.connectionWaiters.append((count, continuation))
+                return false
+            }
+            if satisfied { continuation.resume() }
+        }
+    }
 
     /// Returns once the frames sent so far satisfy `predicate` (checked after every send; no polling).
     public func waitUntilSent(_ predicate: @escaping @Sendable ([String]) -> Bool) async {

@@ -7,7 +7,7 @@ import EJSON
 /// For example:
 /// ```swift
 /// let things = client.collection("things", idGeneration: .objectID)   // Meteor's idGeneration: 'MONGO'
-/// let id = try things.insert(["name": "lamp"])                         // 24 hex digits: an ObjectID's id
+/// let id = try await things.insert(["name": "lamp"])                   // 24 hex digits: an ObjectID's id
 /// _ = try await things.update(ObjectID(id)!, ["$set": ["lit": true]])
 /// ```
 public enum IDGeneration: Sendable, Hashable {

@@ -59,6 +59,10 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
     }
 
     /// Replaces the document with `model`'s fields (Meteor's update with a replacement document).
+    ///
+    /// Meteor refuses a replacement from client code in a collection with allow/deny rules (only modifiers are
+    /// checked against them): the server answers 403, this throws its ``MeteorError``, and the local replacement is
+    /// rolled back to the server's version. Update with `$set` there instead.
     @discardableResult
     public func replace(_ id: String, with model: Model) async throws -> Int {
         var fields = try untyped.encodedFields(model, method: "update")
@@ -78,7 +82,8 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
         try await untyped.update(id, modifier, options: options)
     }
 
-    /// Replaces the document with this ObjectID with `model`'s fields.
+    /// Replaces the document with this ObjectID with `model`'s fields (refused with 403 in a collection with
+    /// allow/deny rules, as the replace by string id says).
     @discardableResult
     public func replace(_ id: ObjectID, with model: Model) async throws -> Int {
         try await replace(id.hexString, with: model)

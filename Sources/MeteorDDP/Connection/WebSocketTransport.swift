@@ -15,6 +15,8 @@ import WSCompression
 /// (a larger message would otherwise fail with close code 1009).
 /// For example:
 /// ```swift
+/// import NIOSSL
+///
 /// var webSocket = WebSocketTransport.Configuration()
 /// webSocket.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile("dev-ca.pem"))
 /// let client = DDPClient(url: URL(string: "wss://dev.local:3000/websocket")!, webSocket: webSocket)

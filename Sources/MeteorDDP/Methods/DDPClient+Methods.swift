@@ -9,8 +9,8 @@ extension DDPClient {
     /// For example:
     /// ```swift
     /// client.defineStub("todos.setDone") { context in
-    ///     try context.collection("todos").update(context.params[0].stringValue!, ["$set": ["done": true]])
-    ///     return nil
+    ///     guard let id = context.params[0]?.stringValue else { return nil }   // a parameter not passed is nil
+    ///     return .number(Double(try context.collection("todos").update(id, ["$set": ["done": true]])))
     /// }
     /// ```
     public func defineStub(_ name: String, _ stub: @escaping MethodStub) {

@@ -6,11 +6,10 @@ import XCTest
 
 /// `connect(timeout:)`: returns once connected; an unreachable server or a refused upgrade does not wait forever.
 final class ConnectWithDeadlineTests: XCTestCase {
-    /// Waits until the client scheduled the connect deadline (`connect(timeout:)` schedules it before connecting).
+    /// Waits until the client made its connection attempt (`connect(timeout:)` schedules its deadline before that).
     private func deadlineScheduled(_ harness: ClientHarness, _ timeout: Duration) async throws {
-        try await withTimeout(5, "deadline scheduled") {
-            while !harness.scheduler.pendingDelays.contains(timeout) || harness.transport.connectionAttempts == 0 { await Task.yield() }
-        }
+        try await withTimeout(5, "connection attempt") { await harness.transport.waitUntilConnecting() }
+        XCTAssertTrue(harness.scheduler.pendingDelays.contains(timeout), "\(harness.scheduler.pendingDelays)")
     }
 
     func testReturnsOnceConnected() async throws {

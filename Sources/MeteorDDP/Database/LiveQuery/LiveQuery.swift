@@ -10,7 +10,7 @@ public struct LiveQuerySnapshot: Sendable {
 }
 
 /// Index changes between two ordered results, like `NSFetchedResultsController` reports them.
-public struct LiveQueryDiff: Sendable, Equatable {
+public struct LiveQueryDiff: Sendable, Equatable, CustomStringConvertible {
     /// Indexes in the new result of documents that were not in the old one.
     public var inserted: [Int] = []
     /// Indexes in the old result of documents that are not in the new one.
@@ -19,6 +19,16 @@ public struct LiveQueryDiff: Sendable, Equatable {
     public var moved: [Move] = []
     /// Indexes in the new result of documents present in both whose fields changed.
     public var updated: [Int] = []
+
+    /// The non-empty parts: `inserted [0], removed [2]`, or `no change`.
+    public var description: String {
+        var parts: [String] = []
+        if !inserted.isEmpty { parts.append("inserted \(inserted)") }
+        if !removed.isEmpty { parts.append("removed \(removed)") }
+        if !moved.isEmpty { parts.append("moved " + moved.map { "\($0.from)→\($0.to)" }.joined(separator: ", ")) }
+        if !updated.isEmpty { parts.append("updated \(updated)") }
+        return parts.isEmpty ? "no change" : parts.joined(separator: ", ")
+    }
 
     /// A document's move.
     public struct Move: Sendable, Equatable {

@@ -8,6 +8,8 @@ public struct TypedLiveQuerySnapshot<Model: Sendable>: Sendable {
     /// The decoded documents, in the same order.
     public let values: [Model]
     /// How the result differs from the previous snapshot's (indexes into ``values``).
+    ///
+    /// The first snapshot's diff is empty: its values are the whole result, nothing changed yet.
     public let diff: LiveQueryDiff
 }
 
@@ -17,7 +19,7 @@ public struct TypedLiveQuerySnapshot<Model: Sendable>: Sendable {
 /// For example:
 /// ```swift
 /// for try await snapshot in try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1])).snapshots {
-///     leaderboard = snapshot.values
+///     print(snapshot.values.map(\.name), snapshot.diff)
 /// }
 /// ```
 public final class TypedLiveQuery<Model: Decodable & Sendable>: Sendable {

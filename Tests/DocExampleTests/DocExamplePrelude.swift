@@ -1,0 +1,54 @@
+import DDPTestServer
+import Foundation
+import Logging
+import MeteorDDP
+import MeteorDDPTesting
+
+/// The names the documentation's examples take for granted. Examples are compiled, never run.
+struct DocExamplePrelude: @unchecked Sendable {
+    let client: DDPClient
+    var database: Database { client.database }
+    let server: DDPTestServer
+    let logger: Logger
+}
+
+// The app's own names the examples use (an example that declares one shadows it).
+
+/// The server's URL.
+let serverURL = URL(string: "ws://127.0.0.1:3000/websocket")!
+/// A list's id.
+let listID = "list1"
+/// A document and its key.
+let document = Document(id: "lovelace", fields: ["name": "Ada", "score": 10])
+let key = DocumentKey(collectionName: "players", documentID: "lovelace")
+
+/// A player and a todo as an app models them.
+struct Player: Codable, Sendable, Identifiable {
+    var _id: String?
+    var name: String
+    var score: Int
+    var id: String { _id ?? "" }
+}
+
+struct Todo: Codable, Sendable {
+    var _id: String?
+    var listId: String
+    var text: String
+    var checked: Bool?
+    var createdAt: Date?
+}
+
+let todo = Todo(_id: nil, listId: "list1", text: "milk", checked: false, createdAt: nil)
+
+/// Where an app shows things.
+func show(_ items: Any...) {}
+func showProblem(_ items: Any...) {}
+func render(_ items: Any...) {}
+
+/// A table view that applies a live query's index diffs.
+struct TableView: Sendable {
+    func apply(_ diff: LiveQueryDiff) {}
+    func apply(_ diff: LiveQueryDiff, animating: Bool) {}
+}
+
+let tableView = TableView()
