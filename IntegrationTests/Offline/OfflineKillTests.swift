@@ -20,7 +20,11 @@ import XCTest
 ///   back (calls that never became durable, so were never sent);
 /// - every fifth round, a client that logged out is killed the moment `logout()` returned: its store holds nothing of
 ///   the user's (no items, no subscriptions, no calls); in every third, the restoring run is killed too (0–20 ms after
-///   its first read) and a third run checks all of the above.
+///   its first read) and a third run checks all of the above;
+/// - every fourth round, an online one makes its calls right after `connect()` and `subscribe()`, without waiting for
+///   the subscription: the first calls reach the server before it (queued calls go first, as in Meteor), so their
+///   `updated` comes before their documents, and the cache shows the server's version (none yet) while the calls are
+///   still on disk; the first read after the kill must show their effects all the same.
 ///
 /// `MDDP_KILL_ROUNDS` sets the number of rounds (default 20: offline, online and logout rounds); each round's kill
 /// point is printed.
@@ -91,14 +95,21 @@ final class OfflineKillTests: XCTestCase {
         let calls = 30
         let killAfter = Int.random(in: 0...calls, using: &generator)
         let delayMicroseconds = UInt32.random(in: 0...3_000, using: &generator)
-        let label = "round \(round) (\(online ? "online" : "offline"), killed \(delayMicroseconds) µs after call \(killAfter)\(round % 3 == 2 ? ", then while restoring" : ""))"
+        // Every fourth round (online): calls made without waiting for the subscription.
+        let early = online && round % 4 == 3
+        let mode = online ? (early ? "online-early" : "online") : "offline"
+        // Calls made before the subscription: its data comes 0–60 ms after their `updated` (a slow publication), the
+        // window in which the cache shows the server's version (none) of what their stubs inserted.
+        let subscriptionLatency = early ? Int.random(in: 0...60, using: &generator) : 0
+        let label = "round \(round) (\(mode)\(early ? ", data \(subscriptionLatency) ms late" : ""), killed \(delayMicroseconds) µs after call \(killAfter)\(round % 3 == 2 ? ", then while restoring" : ""))"
         print("OfflineKillTests: \(label)")
 
         let server = try await startServer()
+        server.subscriptionLatency = .milliseconds(subscriptionLatency)
         let store = directory.appendingPathComponent("round-\(round).sqlite").path
 
         // The first run, killed.
-        let writer = try ProbeProcess([online ? "online" : "offline", store, String(calls)] + (online ? [String(server.port)] : []))
+        let writer = try ProbeProcess([mode, store, String(calls)] + (online ? [String(server.port)] : []))
         defer { writer.kill() } // also when a wait below throws
         if killAfter > 0 {
             try writer.waitForLine(timeout: 60) { $0 == "called \(killAfter)" }
@@ -111,6 +122,7 @@ final class OfflineKillTests: XCTestCase {
         // What the killed process had already written to its socket still reaches the server: the server has done
         // with it once the session is gone and its queue has run everything the session handed it.
         try await withTimeout(10, "the killed client's session closed") { await server.waitUntilNoSession() }
+        server.subscriptionLatency = .zero
         var killedTwice = false
         if round % 3 == 2 {
             // Killed a second time, while restoring: the restored run is itself killed somewhere between its first read
@@ -209,6 +221,13 @@ final class OfflineKillTests: XCTestCase {
                       "\(label): notified \(notified), rolled back \(rolledBack.union(bumpRolledBack)), bumped again on the server \(bumpedAgain)")
         seen["stub effects rolled back"] = rolledBack.count + bumpRolledBack.count
         if killedTwice { seen["rounds killed a second time while restoring"] = 1 }
+        if early {
+            seen["rounds making calls before their subscription was ready"] = 1
+            // The calls made before the probe said the subscription was ready (all of them if it never was).
+            let writerLines = writer.lines
+            let subscribedAt = writerLines.firstIndex(of: "subscribed") ?? writerLines.endIndex
+            seen["calls made before their subscription was ready"] = writerLines[..<subscribedAt].filter { $0.hasPrefix("called ") }.count
+        }
         seen["items a re-sent bump ran on again (at least once)"] = bumpedAgain.count
         return seen
     }

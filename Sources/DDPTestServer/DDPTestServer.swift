@@ -84,6 +84,8 @@ public final class DDPTestServer: @unchecked Sendable {
         /// Protected by `state`'s lock.
         var methodLatency: Duration = .zero
         /// Protected by `state`'s lock.
+        var subscriptionLatency: Duration = .zero
+        /// Protected by `state`'s lock.
         var sendsResultBeforeData = false
     }
 
@@ -114,6 +116,12 @@ public final class DDPTestServer: @unchecked Sendable {
     public var methodLatency: Duration {
         get { state.withLockedValue { $0.methodLatency } }
         set { state.withLockedValue { $0.methodLatency = newValue } }
+    }
+    /// Extra delay before every subscription starts (its data and `ready` come that much later; messages after it in
+    /// the session wait too, as behind a slow publication).
+    public var subscriptionLatency: Duration {
+        get { state.withLockedValue { $0.subscriptionLatency } }
+        set { state.withLockedValue { $0.subscriptionLatency = newValue } }
     }
     /// When `true`, methods send `result` before their data and `updated` (a method that returns before its writes).
     public var sendsResultBeforeData: Bool {

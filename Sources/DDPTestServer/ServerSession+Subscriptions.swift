@@ -19,21 +19,32 @@ let userPublicationID = "__meteor_user"
 
 extension ServerSession {
     func processInbox() {
-        guard let server, !busy else { return }
+        guard let server, !busy, !ended else { return }
         while !busy, !inbox.isEmpty {
             let message = inbox.removeFirst()
             switch message {
             case .sub(let id, let name, let params):
-                startSubscription(id: id, name: name, params: params, server: server)
+                let latency = server.subscriptionLatency
+                if latency > .zero {
+                    busy = true
+                    server.queue.asyncAfter(deadline: DispatchTime.now() + Self.interval(latency)) {
+                        self.busy = false
+                        guard !self.ended else { return }
+                        self.startSubscription(id: id, name: name, params: params, server: server)
+                        self.processInbox()
+                    }
+                } else {
+                    startSubscription(id: id, name: name, params: params, server: server)
+                }
             case .unsub(let id):
                 stopSubscription(id, error: nil)
             case .method(let id, let name, let params, let seed):
                 let latency = server.methodLatency
                 if latency > .zero {
                     busy = true
-                    let nanoseconds = Int(latency.components.seconds) * 1_000_000_000 + Int(latency.components.attoseconds / 1_000_000_000)
-                    server.queue.asyncAfter(deadline: DispatchTime.now() + DispatchTimeInterval.nanoseconds(nanoseconds)) {
+                    server.queue.asyncAfter(deadline: DispatchTime.now() + Self.interval(latency)) {
                         self.busy = false
+                        guard !self.ended else { return }
                         self.runMethod(id: id, name: name, params: params, seed: seed, server: server)
                         self.processInbox()
                     }
@@ -44,6 +55,10 @@ extension ServerSession {
                 break
             }
         }
+    }
+
+    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+        .nanoseconds(Int(duration.components.seconds) * 1_000_000_000 + Int(duration.components.attoseconds / 1_000_000_000))
     }
 
     private func startSubscription(id: String, name: String, params: [EJSONValue], server: DDPTestServer) {

@@ -30,6 +30,9 @@ final class ServerSession: @unchecked Sendable {
     var inbox: [ClientMessage] = []
     /// Whether a (slow) method is running. Confined to the server queue.
     var busy = false
+    /// Whether the connection closed: what is still in the inbox, or waiting out a latency, is dropped (Meteor's
+    /// closed session drops its `inQueue`). Confined to the server queue.
+    var ended = false
     /// While a method runs: the data messages it caused for this session, held for the write fence. Confined to the server queue.
     var fence: [ServerMessage]?
 
@@ -184,8 +187,13 @@ final class ServerSession: @unchecked Sendable {
         heartbeatTick?.cancel()
         heartbeatTimeout?.cancel()
         guard let server = weakServer else { return }
+        // Before the unregistering: `waitUntilNoSession()` resumes behind it, once nothing of this session can run.
+        server.queue.async {
+            self.ended = true
+            self.inbox.removeAll()
+            self.stopAllSubscriptions()
+        }
         server.unregister(self)
-        server.queue.async { self.stopAllSubscriptions() }
     }
 }
 

@@ -6,13 +6,18 @@
 //                                                 $inc c on that item); after every tenth addItem, waits until the
 //                                                 store is flushed and says `durable N`
 //   OfflineProbe online  <store> <calls> <port>   the same, connected and subscribed to "items"
+//   OfflineProbe online-early <store> <calls> <port>
+//                                                 the same, but the calls are made right after connect() and
+//                                                 subscribe(), without waiting for the subscription: the first ones
+//                                                 go out before it (queued calls are sent first), so their `updated`
+//                                                 comes before their documents; says `subscribed` once it is ready
 //   OfflineProbe logout  <store> <calls> <port>   logged in as "ada" and subscribed to "myItems" (hers), makes the
 //                                                 calls, waits until they completed, logs out, says `logged out` and
 //                                                 waits to be killed
 //   OfflineProbe verify  <store> <port>           prints what was restored, reconnects, waits for every restored
 //                                                 call's outcome, prints the outcomes, the cache and the keys notified
 //
-// Output lines: `called N`, `completed N`, `durable N`, `logged out`, `restored {json}` (docs, and calls as
+// Output lines: `called N`, `completed N`, `durable N`, `subscribed`, `logged out`, `restored {json}` (docs, and calls as
 // [id, name, first param]), `outcome ID KIND SOURCE`, `cache {json}`, `notified {json}`.
 import EJSON
 import Foundation
@@ -57,13 +62,21 @@ func logIn() async throws {
 }
 
 switch mode {
-case "offline", "online", "logout":
+case "offline", "online", "online-early", "logout":
     let calls = Int(arguments[3]) ?? 0
     var subscription: Subscription?
     if mode == "online" {
         client.connect()
         subscription = client.subscribe("items")
         try await subscription!.ready()
+    } else if mode == "online-early" {
+        client.connect()
+        let early = client.subscribe("items")
+        subscription = early
+        Task {
+            try await early.ready()
+            say("subscribed")
+        }
     } else if mode == "logout" {
         client.connect()
         try await logIn()

@@ -67,6 +67,18 @@ public struct DatabaseChanges: Sendable, Equatable {
         return merged
     }
 
+    /// These changes split in two: those of the documents `isTaken` picks, and the others (`nil` when it picks
+    /// none: nothing is copied).
+    func splitting(_ isTaken: (DocumentKey) -> Bool) -> (kept: DatabaseChanges, taken: [DocumentChangeDetails])? {
+        guard let first = storage.details.firstIndex(where: { isTaken($0.key) }) else { return nil }
+        var kept = ContiguousArray(storage.details[..<first])
+        var taken = [storage.details[first]]
+        for detail in storage.details[(first + 1)...] {
+            if isTaken(detail.key) { taken.append(detail) } else { kept.append(detail) }
+        }
+        return (DatabaseChanges(uniqueDetails: kept), taken)
+    }
+
     static func same(_ a: Document?, _ b: Document?) -> Bool {
         switch (a, b) {
         case (nil, nil): return true

@@ -138,6 +138,7 @@ extension DDPClient {
             persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
             // Server versions no restored call claims were dropped: the store forgets them too.
             persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+            persistence.writer.restored(state.methods)
         }
         let writer = persistence.writer
         database.observeCommits { writer.committed($0) }
@@ -279,10 +280,12 @@ extension DDPClient {
     }
 
     /// A call completed: if restored, whether the server already had its effect is noted first; if kept, it leaves
-    /// the store.
+    /// the store, and the documents held for it are written at their current state in the same batch (the server
+    /// versions noted so far are handed over first, to go with them).
     func persistCompletion(_ id: String) {
         noteRestoredCallServerVersions(id)
         guard let persistence, persistence.persistedMethods.remove(id) != nil else { return }
+        persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
         persistence.writer.methodRemoved(id)
     }
 

@@ -16,41 +16,107 @@ import NIOConcurrencyHelpers
 ///
 /// A failed write stops persistence for good (``failure``): later batches are dropped, durability callbacks still
 /// run (the client goes on in memory), and `onFailure` reports the error once.
+///
+/// **Held documents.** The disk always holds a state of this run in which every stored call's stub effect is
+/// present (the README's "every durable effect is there at first read"). In memory, a call's `updated` replaces
+/// what its stub wrote with the server's version, which may not have arrived yet (its subscription went out after
+/// the call): the document leaves the cache, as in Meteor. The call's record leaves the store only when it completes
+/// (result and data), later. So ``hold(_:)``: from a stored call's `updated` on, the documents it released are not
+/// written, and the disk keeps them as before the `updated` (the stub's version, and the server's version with its
+/// claim); their later changes and server versions are kept here instead, newest winning. A held document is
+/// written at its current state:
+/// - in the batch that removes the last stored call whose stub wrote it (``methodRemoved(_:)``);
+/// - in the batch of a stored call whose stub writes it again (``methodAdded(_:durable:)``: its commit and its claim
+///   are the current state);
+/// - before a clear that drops those calls (``clear(keepingDocuments:keepingCalls:)``: the erasure wins).
+/// Held changes are written in order with the others: those committed before the hold are in the batches before it,
+/// and a released one goes in after every change pending then, before every later one.
 final class WriteBehind: @unchecked Sendable {
-    // @unchecked because `pending` is protected by its lock and everything else is immutable or confined to `queue`.
+    // @unchecked because `state` is protected by its lock and everything else is immutable or confined to `queue`.
 
     struct Pending {
-        /// Committed transactions not written yet, in commit order. Protected by `pending`'s lock.
+        /// Committed transactions not written yet, in commit order. Protected by `state`'s lock.
         var changes: [DatabaseChanges] = []
-        /// Document changes listed in `changes`. Protected by `pending`'s lock.
+        /// Document changes listed in `changes`. Protected by `state`'s lock.
         var changeCount = 0
         /// When `changeCount` passes it, `changes` are folded into one (see ``WriteBehind/committed(_:)``).
-        /// Protected by `pending`'s lock.
+        /// Protected by `state`'s lock.
         var foldThreshold = WriteBehind.foldThreshold
-        /// Protected by `pending`'s lock.
+        /// Protected by `state`'s lock.
         var serverDocuments: [DocumentKey: StoredServerDocument?] = [:]
-        /// Protected by `pending`'s lock.
+        /// Protected by `state`'s lock.
         var methodsAdded: [StoredMethod] = []
-        /// Protected by `pending`'s lock.
+        /// Protected by `state`'s lock.
         var methodResults: [(id: String, result: StoredMethodResult)] = []
-        /// Protected by `pending`'s lock.
+        /// Protected by `state`'s lock.
         var methodsRemoved: [String] = []
-        /// Protected by `pending`'s lock.
+        /// Protected by `state`'s lock.
         var subscriptions: [StoredSubscription]?
-        /// Run once what was pending with them is on disk. Protected by `pending`'s lock.
+        /// Run once what was pending with them is on disk. Protected by `state`'s lock.
         var durable: [@Sendable () -> Void] = []
-        /// Whether a write is queued on `queue`. Protected by `pending`'s lock.
+        /// Whether a write is queued on `queue`. Protected by `state`'s lock.
         var scheduled = false
-        /// Set once a write failed. Protected by `pending`'s lock.
+        /// Set once a write failed. Protected by `state`'s lock.
         var failed = false
         /// A clear asked for (a logout) and what was pending before it: written first, then the store is cleared,
-        /// then the rest. Protected by `pending`'s lock.
+        /// then the rest. Protected by `state`'s lock.
         var clear: ClearRequest?
 
         var isEmpty: Bool {
             changes.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty && methodsRemoved.isEmpty
                 && subscriptions == nil && durable.isEmpty && clear == nil
         }
+    }
+
+    /// The documents held back from the disk (see the type's comment), and what tells when to let them go. It outlives
+    /// the batches. Protected by `state`'s lock.
+    struct Holds {
+        /// For each document written by the stub of a stored call (handed to ``WriteBehind/methodAdded(_:durable:)``
+        /// or ``WriteBehind/restored(_:)``, not removed or cleared since): those calls.
+        var writers: [DocumentKey: Set<String>] = [:]
+        /// The documents each of those calls' stubs wrote.
+        var written: [String: [DocumentKey]] = [:]
+        /// The held documents, with what was kept from the disk since their hold began.
+        var held: [DocumentKey: Held] = [:]
+
+        mutating func add(_ id: String, wrote keys: [DocumentKey]) {
+            guard !keys.isEmpty else { return }
+            written[id] = keys
+            for key in keys { writers[key, default: []].insert(id) }
+        }
+
+        /// Forgets a call; returns the held documents no stored call's stub wrote any more.
+        mutating func remove(_ id: String) -> [DocumentKey] {
+            guard let keys = written.removeValue(forKey: id) else { return [] }
+            var freed: [DocumentKey] = []
+            for key in keys {
+                writers[key]?.remove(id)
+                guard writers[key]?.isEmpty ?? true else { continue }
+                writers.removeValue(forKey: key)
+                if held[key] != nil { freed.append(key) }
+            }
+            return freed
+        }
+    }
+
+    /// What a held document would have written.
+    struct Held {
+        /// The cache's changes of it since the hold began, folded into one: its "before" is what the disk has (every
+        /// change before the hold is written before it), its "after" the cache's version now.
+        var change: DocumentChangeDetails?
+        /// The newest server version (the claim) since the hold began (`.some(nil)`: no longer kept).
+        var serverDocument: StoredServerDocument??
+
+        mutating func keep(_ detail: DocumentChangeDetails) {
+            let before = change.map(\.documentBefore) ?? detail.documentBefore
+            change = DocumentChangeDetails(key: detail.key, documentBefore: before, documentAfter: detail.documentAfter)
+        }
+    }
+
+    /// What the producers share, under one lock (`state`'s).
+    struct State {
+        var pending = Pending()
+        var holds = Holds()
     }
 
     /// A clear of the store, in order with the writes around it.
@@ -69,7 +135,7 @@ final class WriteBehind: @unchecked Sendable {
 
     let store: any ClientStore
     private let queue = DispatchQueue(label: "MeteorDDP.WriteBehind", qos: .utility)
-    private let pending = NIOLockedValueBox(Pending())
+    private let state = NIOLockedValueBox(State())
     private let failureHandler = NIOLockedValueBox<(@Sendable (PersistenceError) -> Void)?>(nil)
     private let path: String?
 
@@ -84,10 +150,13 @@ final class WriteBehind: @unchecked Sendable {
         set { failureHandler.withLockedValue { $0 = newValue } }
     }
 
-    var hasFailed: Bool { pending.withLockedValue { $0.failed } }
+    var hasFailed: Bool { state.withLockedValue { $0.pending.failed } }
 
     /// Document changes waiting for the disk (tests).
-    var pendingChangeCount: Int { pending.withLockedValue { $0.changeCount } }
+    var pendingChangeCount: Int { state.withLockedValue { $0.pending.changeCount } }
+
+    /// Documents held back from the disk (tests).
+    var heldKeys: Set<DocumentKey> { state.withLockedValue { Set($0.holds.held.keys) } }
 
     // MARK: - Producers
 
@@ -100,8 +169,17 @@ final class WriteBehind: @unchecked Sendable {
     /// change set (each document's newest version) whenever they list more than twice as many changes as the last
     /// fold left, and at least ``foldThreshold``; what waits is then at most about one version per document, however
     /// long the server goes on changing the same documents.
+    ///
+    /// While documents are held, their changes are taken out of the transaction and kept with them (a pass over the
+    /// transaction's changes; none without holds).
     func committed(_ changes: DatabaseChanges) {
-        enqueue { pending in
+        enqueue { pending, holds in
+            var changes = changes
+            if !holds.held.isEmpty, let (kept, taken) = changes.splitting({ holds.held[$0] != nil }) {
+                for detail in taken { holds.held[detail.key]!.keep(detail) }
+                changes = kept
+                guard !changes.isEmpty else { return }
+            }
             pending.changes.append(changes)
             pending.changeCount += changes.count
             guard pending.changeCount > pending.foldThreshold, pending.changes.count > 1 else { return }
@@ -115,14 +193,42 @@ final class WriteBehind: @unchecked Sendable {
 
     func serverDocumentsChanged(_ documents: [(DocumentKey, StoredServerDocument?)]) {
         guard !documents.isEmpty else { return }
-        enqueue { pending in
-            for (key, document) in documents { pending.serverDocuments[key] = .some(document) }
+        enqueue { pending, holds in
+            for (key, document) in documents {
+                if holds.held[key] != nil {
+                    holds.held[key]!.serverDocument = .some(document)
+                } else {
+                    pending.serverDocuments[key] = .some(document)
+                }
+            }
         }
     }
 
-    /// A call to keep; `durable` runs (on the writer's queue) once it is on disk, or once persistence failed.
+    /// The calls a store held at launch (restored): their stubs' documents may be held later.
+    func restored(_ methods: [StoredMethod]) {
+        state.withLockedValue { state in
+            for method in methods { state.holds.add(method.id, wrote: method.stubWrote) }
+        }
+    }
+
+    /// A call's `updated` gave these documents the server's versions in the cache: those a stored call's stub wrote
+    /// are held (see the type's comment). Called on the client queue before the replacements are queued for the cache
+    /// (their commits come after) and before the server versions' release is handed over.
+    func hold(_ keys: [DocumentKey]) {
+        state.withLockedValue { state in
+            for key in keys where state.holds.writers[key] != nil && state.holds.held[key] == nil {
+                state.holds.held[key] = Held()
+            }
+        }
+    }
+
+    /// A call to keep; `durable` runs (on the writer's queue) once it is on disk, or once persistence failed. The
+    /// held documents its stub wrote are written with it, at their current state (its stub's commit and claim came
+    /// before it).
     func methodAdded(_ method: StoredMethod, durable: @escaping @Sendable () -> Void) {
-        enqueue { pending in
+        enqueue { pending, holds in
+            if !holds.held.isEmpty { Self.release(method.stubWrote, from: &holds, into: &pending) }
+            holds.add(method.id, wrote: method.stubWrote)
             pending.methodsAdded.append(method)
             pending.durable.append(durable)
         }
@@ -132,8 +238,12 @@ final class WriteBehind: @unchecked Sendable {
         enqueue { $0.methodResults.append((id, result)) }
     }
 
+    /// A call left the store: the held documents only it still held are written in the same batch.
     func methodRemoved(_ id: String) {
-        enqueue { $0.methodsRemoved.append(id) }
+        enqueue { pending, holds in
+            pending.methodsRemoved.append(id)
+            Self.release(holds.remove(id), from: &holds, into: &pending)
+        }
     }
 
     func subscriptionsChanged(_ subscriptions: [StoredSubscription]) {
@@ -141,9 +251,14 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     /// Clears the store (logging out), in order: what was enqueued before is written first, what is enqueued after
-    /// is kept; so are the calls in `keepingCalls` (see ``ClientStore/clear(keepingDocuments:keepingCalls:)``).
+    /// is kept; so are the calls in `keepingCalls` (see ``ClientStore/clear(keepingDocuments:keepingCalls:)``). The
+    /// documents only the calls cleared held are written before the clear, which erases them or keeps them as it does
+    /// the others.
     func clear(keepingDocuments: Bool, keepingCalls: Set<String>) {
-        enqueue { pending in
+        enqueue { pending, holds in
+            for id in holds.written.keys where !keepingCalls.contains(id) {
+                Self.release(holds.remove(id), from: &holds, into: &pending)
+            }
             var before = Pending()
             swap(&before, &pending)
             pending.failed = before.failed
@@ -163,22 +278,39 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     private func enqueue(_ body: (inout Pending) -> Void) {
-        let schedule: Bool = pending.withLockedValue { pending in
-            body(&pending)
-            guard !pending.scheduled else { return false }
-            pending.scheduled = true
+        enqueue { pending, _ in body(&pending) }
+    }
+
+    private func enqueue(_ body: (inout Pending, inout Holds) -> Void) {
+        let schedule: Bool = state.withLockedValue { state in
+            body(&state.pending, &state.holds)
+            guard !state.pending.scheduled else { return false }
+            state.pending.scheduled = true
             return true
         }
         if schedule { queue.async { self.writePending() } }
     }
 
+    /// Ends the holds of `keys` (those held): what was kept goes into `pending`, after every change pending now.
+    private static func release(_ keys: [DocumentKey], from holds: inout Holds, into pending: inout Pending) {
+        var changes = ContiguousArray<DocumentChangeDetails>()
+        for key in keys {
+            guard let held = holds.held.removeValue(forKey: key) else { continue }
+            if let change = held.change { changes.append(change) }
+            if let serverDocument = held.serverDocument { pending.serverDocuments[key] = .some(serverDocument) }
+        }
+        guard !changes.isEmpty else { return }
+        pending.changes.append(DatabaseChanges(uniqueDetails: changes))
+        pending.changeCount += changes.count
+    }
+
     // MARK: - Writing (on `queue`)
 
     private func writePending() {
-        let taken: Pending = pending.withLockedValue { pending in
+        let taken: Pending = state.withLockedValue { state in
             var taken = Pending()
-            swap(&taken, &pending)
-            pending.failed = taken.failed
+            swap(&taken, &state.pending)
+            state.pending.failed = taken.failed
             return taken
         }
         write(taken)
@@ -213,9 +345,9 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     private func fail(_ error: any Error) {
-        let first: Bool = pending.withLockedValue { pending in
-            defer { pending.failed = true }
-            return !pending.failed
+        let first: Bool = state.withLockedValue { state in
+            defer { state.pending.failed = true }
+            return !state.pending.failed
         }
         guard first else { return }
         let problem = (error as? PersistenceError) ?? PersistenceError(.writeFailed, path: path, reason: "\(error)")

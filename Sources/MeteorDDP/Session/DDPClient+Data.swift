@@ -149,9 +149,15 @@ extension DDPClient {
     }
 
     /// The documents that no other pending method's stub wrote get the server's version.
+    ///
+    /// With persistence on, the disk keeps those a stored call's stub wrote as they were until that call leaves the
+    /// store (``WriteBehind/hold(_:)``): the server's version may not have arrived yet, and a restart must find the
+    /// stored call's effect. The server versions noted so far are handed over first, so that the disk keeps them too.
     func releaseDocumentsWritten(byMethod id: String) {
+        persistence?.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
         let sent = session.methods.sentIDs
         let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
+        if let persistence, !replacements.isEmpty { persistence.writer.hold(replacements.map(\.key)) }
         for replacement in replacements {
             store.enqueue(.replaced(replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }

@@ -139,6 +139,155 @@ final class RestoredOutcomeTests: XCTestCase {
         XCTAssertEqual(DDPClient.restoredStubEffects(state)["1"], [StoredStubEffect(key: todo, set: ["title": "milk"])])
     }
 
+    // MARK: - Every stored call's effect is on disk (issue 33, item 2)
+
+    /// Run 1: a subscription made first (it goes out after the calls, as in Meteor), two offline inserts on disk, then
+    /// connected. Returns the harness, the subscription and the two todos' ids.
+    private func launchWithTwoInsertsSentBeforeTheirSubscription(_ store: ScriptedClientStore) throws -> (ClientHarness, Subscription, String, String) {
+        let first = launch(.store(store))
+        let todos = first.client.subscribe("todos")
+        let milk = try XCTUnwrap(try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
+        let eggs = try XCTUnwrap(try first.client.call("addTodo", params: ["eggs"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
+        first.client.waitUntilPersisted()
+        first.establishConnection()
+        XCTAssertEqual(first.sent.map { if case .method(let id, _, _, _) = $0 { id } else if case .sub = $0 { "sub" } else { "-" } }, ["-", "1", "2", "sub"],
+                       "the calls go out before the subscription")
+        return (first, todos, milk, eggs)
+    }
+
+    private func storedFields(_ store: ScriptedClientStore, _ id: String) -> EJSONObject? {
+        store.stored.documents.first { $0.key == DocumentKey(collectionName: "todos", documentID: id) }?.fields
+    }
+
+    /// Run 2 from what run 1 left: connects, the server has both todos (with its own `owner` field) and answers the
+    /// re-sent calls; the cache ends as the server's data, with nothing of the calls left on disk.
+    private func relaunchAndReconcile(_ stored: StoredState, milk: String, eggs: String, resent: [String],
+                                      file: StaticString = #filePath, line: UInt = #line) {
+        let store = ScriptedClientStore(stored)
+        let second = launch(.store(store))
+        let todos = second.client.subscribe("todos")
+        second.establishConnection()
+        second.receive(.added(collection: "todos", id: milk, fields: ["title": "milk", "c": 0, "owner": "ada"]))
+        second.receive(.added(collection: "todos", id: eggs, fields: ["title": "eggs", "c": 0, "owner": "ada"]))
+        second.receive(.ready(subscriptionIDs: [todos.id]))
+        for id in resent {
+            second.receive(.result(id: id, result: .string(id == "1" ? milk : eggs), error: nil))
+            second.receive(.updated(methodIDs: [id]))
+        }
+        second.flushData()
+        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0, "owner": "ada"], file: file, line: line)
+        XCTAssertEqual(second.document("todos", eggs)?.fields, ["title": "eggs", "c": 0, "owner": "ada"], file: file, line: line)
+        XCTAssertEqual(second.restoredOutcomeSummaries, ["succeeded", "succeeded"], file: file, line: line)
+        second.client.waitUntilPersisted()
+        XCTAssertEqual(store.stored.methods.map(\.id), [], "both calls completed and left the store", file: file, line: line)
+        XCTAssertEqual(store.stored.serverDocuments, [], file: file, line: line)
+        XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 0, "owner": "ada"], file: file, line: line)
+        XCTAssertEqual(storedFields(store, eggs), ["title": "eggs", "c": 0, "owner": "ada"], file: file, line: line)
+        withExtendedLifetime(todos) {}
+    }
+
+    func testAStoredCallsEffectIsOnDiskAfterItsUpdatedAndResultWhileItsDocumentHasNotArrived() throws {
+        let store = ScriptedClientStore()
+        let (first, todos, milk, eggs) = try launchWithTwoInsertsSentBeforeTheirSubscription(store)
+        // The server ran call 1 before it had the subscription: no data before its `updated`.
+        first.receive(.updated(methodIDs: ["1"]))
+        first.receive(.result(id: "1", result: .string(milk), error: nil))
+        first.flushData()
+        XCTAssertNil(first.document("todos", milk), "in memory the server's version (none yet) shows after `updated`, as in Meteor")
+        first.client.waitUntilPersisted()
+        // Killed here: call 1 waits for call 2's data to complete, so it is on disk with its saved answer.
+        XCTAssertEqual(store.stored.methods.map(\.id), ["1", "2"])
+        XCTAssertEqual(store.stored.methods.first?.result, .value(.string(milk)))
+
+        let second = launch(.store(ScriptedClientStore(store.stored)))
+        XCTAssertEqual(second.client.restoredCalls.calls.map(\.id), ["1", "2"])
+        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0], "restored call 1's effect at the first read")
+        XCTAssertEqual(second.document("todos", eggs)?.fields, ["title": "eggs", "c": 0])
+        relaunchAndReconcile(store.stored, milk: milk, eggs: eggs, resent: ["2"])
+        withExtendedLifetime(todos) {}
+    }
+
+    func testAStoredCallsEffectIsOnDiskAfterItsUpdatedAlone() throws {
+        let store = ScriptedClientStore()
+        let (first, todos, milk, eggs) = try launchWithTwoInsertsSentBeforeTheirSubscription(store)
+        first.receive(.updated(methodIDs: ["1"]))
+        first.flushData()
+        XCTAssertNil(first.document("todos", milk))
+        first.client.waitUntilPersisted()
+
+        let second = launch(.store(ScriptedClientStore(store.stored)))
+        XCTAssertEqual(second.client.restoredCalls.calls.map(\.id), ["1", "2"])
+        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0], "restored call 1's effect at the first read")
+        relaunchAndReconcile(store.stored, milk: milk, eggs: eggs, resent: ["1", "2"])
+        withExtendedLifetime(todos) {}
+    }
+
+    func testTheServersVersionReachesTheDiskWithTheRemovalOfTheCallThatHeldIt() throws {
+        let store = ScriptedClientStore()
+        let (first, todos, milk, eggs) = try launchWithTwoInsertsSentBeforeTheirSubscription(store)
+        first.receive(.updated(methodIDs: ["1"]))
+        first.receive(.result(id: "1", result: .string(milk), error: nil))
+        // The subscription's data now arrives: milk goes to the cache (call 1 is updated), eggs is kept aside.
+        first.receive(.added(collection: "todos", id: milk, fields: ["title": "milk", "c": 0, "owner": "ada"]))
+        first.receive(.added(collection: "todos", id: eggs, fields: ["title": "eggs", "c": 0, "owner": "ada"]))
+        first.receive(.ready(subscriptionIDs: [todos.id]))
+        first.flushData()
+        XCTAssertEqual(first.document("todos", milk)?.fields, ["title": "milk", "c": 0, "owner": "ada"])
+        first.client.waitUntilPersisted()
+        // Call 1 is still on disk (its data waits for call 2's): so is its stub's version of milk.
+        XCTAssertEqual(store.stored.methods.map(\.id), ["1", "2"])
+        XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 0])
+        let killedBeforeCompletion = store.stored
+        let restored = launch(.store(ScriptedClientStore(killedBeforeCompletion)))
+        XCTAssertEqual(restored.document("todos", milk)?.fields, ["title": "milk", "c": 0], "restored call 1's effect at the first read")
+
+        // Call 2 completes, and call 1 with it: both leave the store, and the server's versions are written with them.
+        first.receive(.result(id: "2", result: .string(eggs), error: nil))
+        first.receive(.updated(methodIDs: ["2"]))
+        first.flushData()
+        first.client.waitUntilPersisted()
+        XCTAssertEqual(store.stored.methods.map(\.id), [])
+        XCTAssertEqual(store.stored.serverDocuments, [])
+        XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 0, "owner": "ada"])
+        XCTAssertEqual(storedFields(store, eggs), ["title": "eggs", "c": 0, "owner": "ada"])
+        let second = launch(.store(ScriptedClientStore(store.stored)))
+        XCTAssertEqual(second.client.restoredCalls.calls.map(\.id), [])
+        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0, "owner": "ada"])
+        XCTAssertEqual(second.document("todos", eggs)?.fields, ["title": "eggs", "c": 0, "owner": "ada"])
+
+        // The run killed before the completion reconciles to the same data.
+        relaunchAndReconcile(killedBeforeCompletion, milk: milk, eggs: eggs, resent: ["2"])
+        withExtendedLifetime(todos) {}
+    }
+
+    func testAStoredStubWritingAHeldDocumentWritesItsCurrentStateAndItsClaim() throws {
+        let store = ScriptedClientStore()
+        let first = launch(.store(store))
+        let milk = try XCTUnwrap(try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
+        _ = try first.client.call("addTodo", params: ["eggs"]) { _ in }
+        first.client.waitUntilPersisted()
+        first.establishConnection()
+        // The server's milk arrives (kept aside), then call 1's `updated`: the cache shows the server's version, the
+        // disk keeps the stub's while call 1 is stored.
+        first.receive(.added(collection: "todos", id: milk, fields: ["title": "milk", "c": 0, "owner": "ada"]))
+        first.receive(.updated(methodIDs: ["1"]))
+        first.flushData()
+        first.client.waitUntilPersisted()
+        XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 0])
+        // A stored stub writes milk: the disk gets its version, and its claim (with the server's version as original).
+        _ = try first.client.call("bump", params: [.string(milk)]) { _ in }
+        first.flushData()
+        first.client.waitUntilPersisted()
+        XCTAssertEqual(first.document("todos", milk)?.fields, ["title": "milk", "c": 1, "owner": "ada"])
+        XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 1, "owner": "ada"])
+        XCTAssertEqual(store.stored.serverDocuments.first { $0.key.documentID == milk },
+                       StoredServerDocument(key: DocumentKey(collectionName: "todos", documentID: milk),
+                                            fields: ["title": "milk", "c": 0, "owner": "ada"], writtenByMethods: ["3"]))
+        XCTAssertEqual(store.stored.methods.map(\.id), ["1", "2", "3"])
+        let second = launch(.store(ScriptedClientStore(store.stored)))
+        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 1, "owner": "ada"])
+    }
+
     func testLogoutReturnsOnlyOnceTheLastUsersDataIsOffTheDisk() async throws {
         let ada = DocumentKey(collectionName: "users", documentID: "ada")
         let store = ScriptedClientStore(StoredState(
