@@ -1,6 +1,6 @@
 import DDPTestServer
-import MeteorDDP
 import Foundation
+import MeteorDDP
 
 /// The server the walk-through expects, embedded: players, Ada's account, `players.add` and a `players.reset` that
 /// refuses (a Meteor app's `throw new Meteor.Error('not-allowed', …)`).
@@ -12,7 +12,9 @@ enum DemoServer {
         server.perform {
             let players = server.collection("players")
             for (index, name) in ["Ada Lovelace", "Marie Curie", "Carl Gauss", "Claude Shannon"].enumerated() {
-                _ = try? players.insert(["name": .string(name), "score": .number(Double(5 * index))], id: "p\(index)")
+                // EJSONObject named with `import MeteorDDP` alone (it re-exports EJSON).
+                let player: EJSONObject = ["name": .string(name), "score": .number(Double(5 * index))]
+                _ = try? players.insert(player, id: "p\(index)")
             }
         }
         server.publish("players") { _ in [Cursor(collection: "players")] }
