@@ -1,3 +1,4 @@
+import DDPTestServer
 import EJSON
 import Foundation
 import MeteorDDP
@@ -8,12 +9,15 @@ final class TodosApp: @unchecked Sendable {
     let client: DDPClient
     /// Whether the client stays offline (`--offline`): subscriptions and calls do not wait for the server.
     let offline: Bool
+    /// The embedded server, if any: it keeps its e-mails, and `forgot-password` shows the link it sent.
+    let server: DDPTestServer?
     private var listSubscriptions: [String: Subscription] = [:]
     private let start = Date()
 
-    init(client: DDPClient, offline: Bool = false) {
+    init(client: DDPClient, offline: Bool = false, server: DDPTestServer? = nil) {
         self.client = client
         self.offline = offline
+        self.server = server
     }
 
     static let help = """
@@ -25,6 +29,10 @@ final class TodosApp: @unchecked Sendable {
           remove <todo>
           login <email> <password>   (the embedded server has ada@example.com / password)
           logout
+          change-password <old> <new>  (other sessions of the user are logged out)
+          forgot-password <email>    (the embedded server shows the link it would e-mail)
+          reset-password <token> <new>
+          logout-others              log out every other session of the user
           status                     connection status
           restored                   wait until every call restored from the store (--store) has its outcome
           quit
@@ -86,6 +94,21 @@ final class TodosApp: @unchecked Sendable {
             case "logout":
                 try await client.logout()
                 log("logged out")
+            case "change-password":
+                guard words.count == 3 else { return usage("change-password <old> <new>") }
+                try await client.changePassword(old: words[1], new: words[2])
+                log("password changed; other sessions of the user are logged out")
+            case "forgot-password":
+                guard words.count == 2 else { return usage("forgot-password <email>") }
+                try await client.forgotPassword(email: words[1])
+                log("reset e-mail sent" + (server?.sentEmails.last.map { " (its link: \($0.url); reset-password \($0.token) <new>)" } ?? ""))
+            case "reset-password":
+                guard words.count == 3 else { return usage("reset-password <token> <new>") }
+                let account = try await client.resetPassword(token: words[1], newPassword: words[2])
+                log("password set; logged in as \(account.userID)")
+            case "logout-others":
+                try await client.logoutOtherClients()
+                log("every other session of the user is logged out")
             default:
                 print("unknown command \(command); try help")
             }

@@ -43,7 +43,7 @@ var configuration = DDPClient.Configuration()
 if let storePath { configuration.persistence = .sqlite(at: URL(fileURLWithPath: storePath)) }
 let client = DDPClient(url: url, configuration: configuration)
 TodosStubs.define(on: client)
-let app = TodosApp(client: client, offline: offline)
+let app = TodosApp(client: client, offline: offline, server: server)
 if let storePath {
     let report = client.restoreReport
     app.log("store \(storePath): restored \(report.documents) documents and \(report.methods) unanswered calls"

@@ -32,6 +32,10 @@ public final class CommandLineSession: @unchecked Sendable {
           call NAME [ARGS…]            call a method and print its result
           login --email E --password P log in (or --username U --password P)
           logout                       log out
+          change-password OLD NEW      change the password (others log out)
+          forgot-password EMAIL        ask for a reset e-mail
+          reset-password TOKEN NEW     set a password with an e-mail's token
+          logout-others                log out every other session
           status                       print the connection status
           watch COLLECTION [SELECTOR]  print changes as they come
           unwatch COLLECTION           stop watching
@@ -65,6 +69,21 @@ public final class CommandLineSession: @unchecked Sendable {
             case "logout":
                 try await client.logout()
                 output.event("logout", text: "logged out")
+            case "change-password":
+                guard arguments.count == 2 else { fail("usage: change-password OLD NEW"); return true }
+                try await client.changePassword(old: arguments[0], new: arguments[1])
+                output.event("password", text: "password changed; other sessions logged out")
+            case "forgot-password":
+                guard arguments.count == 1 else { fail("usage: forgot-password EMAIL"); return true }
+                try await client.forgotPassword(email: arguments[0])
+                output.event("password", text: "reset e-mail sent to \(arguments[0])")
+            case "reset-password":
+                guard arguments.count == 2 else { fail("usage: reset-password TOKEN NEW"); return true }
+                let account = try await client.resetPassword(token: arguments[0], newPassword: arguments[1])
+                output.event("login", ["userID": .string(account.userID)], text: "password set; logged in as \(account.userID)")
+            case "logout-others":
+                try await client.logoutOtherClients()
+                output.event("logout", text: "every other session logged out")
             case "watch": try watch(arguments)
             case "unwatch": unwatch(arguments)
             case "list": try list(arguments)

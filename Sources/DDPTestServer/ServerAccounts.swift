@@ -15,8 +15,20 @@ struct ServerAccounts {
         let expires: Date
     }
 
+    /// A token of a reset, enrollment or verification e-mail.
+    struct EmailToken {
+        let userID: String
+        let address: String
+        let when: Date
+        let kind: SentEmail.Kind
+    }
+
     var passwords: [String: Password] = [:]
     var tokens: [String: Token] = [:]
+    /// Tokens of reset, enrollment and verification e-mails.
+    var emailTokens: [String: EmailToken] = [:]
+    /// Every e-mail the server "sent", in order.
+    var sentEmails: [SentEmail] = []
     /// How long a login token lasts (Meteor: 90 days).
     var tokenLifetime: TimeInterval = 90 * 24 * 3600
 
@@ -53,6 +65,8 @@ extension DDPTestServer {
     }
 
     func registerAccountMethods() {
+        registerPasswordMethods()
+        registerTokenMethods()
         methods["createUser"] = { context in
             guard case .object(let options)? = context.params.first, let digest = options["password"]?["digest"]?.stringValue else {
                 throw MeteorError(error: .number(400), reason: "Match failed")
@@ -109,13 +123,13 @@ extension DDPTestServer {
         }
     }
 
-    private func user(byEmail email: String) -> String? {
+    func user(byEmail email: String) -> String? {
         collection("users").find { _, fields in
             fields["emails"]?.arrayValue?.contains { $0["address"]?.stringValue?.lowercased() == email.lowercased() } ?? false
         }.first?.id
     }
 
-    private func logIn(_ userID: String, context: MethodContext) -> EJSONValue {
+    func logIn(_ userID: String, context: MethodContext) -> EJSONValue {
         let token = SecureRandomGenerator().secret()
         let expires = Date().addingTimeInterval(accounts.tokenLifetime)
         accounts.tokens[token] = ServerAccounts.Token(userID: userID, expires: expires)

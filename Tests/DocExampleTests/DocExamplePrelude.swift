@@ -52,3 +52,7 @@ struct TableView: Sendable {
 }
 
 let tableView = TableView()
+
+/// A token from an e-mail's link, and the new password the app asks for.
+let token = "token-from-the-link"
+func askForNewPassword() -> String { "battery staple" }

@@ -13,7 +13,7 @@ import XCTest
 import SwiftUI
 #endif
 
-// README.md:97
+// README.md:104
 @MainActor func docExample0(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -71,7 +71,7 @@ import SwiftUI
     }
 }
 
-// README.md:155
+// README.md:162
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -83,8 +83,40 @@ import SwiftUI
     }
 }
 
-// README.md:297
+// README.md:175
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        try await client.login(email: "ada@example.com", password: "correct horse")
+        try await client.changePassword(old: "correct horse", new: "battery staple")   // other devices are logged out
+        try await client.logoutOtherClients()             // a new token here; every other session of the user ends
+        try await client.forgotPassword(email: "ada@example.com")                    // the server e-mails a reset link
+        try await client.resetPassword(token: token, newPassword: "battery staple")  // logs in, as Meteor's does
+        try await client.verifyEmail(token: token)                                    // logs in too
+    }
+}
+
+// README.md:188
+@MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        func handle(_ link: URL) async throws {
+            guard let fragment = link.fragment else { return }
+            for route in ["/reset-password/", "/enroll-account/"] where fragment.hasPrefix(route) {
+                let token = String(fragment.dropFirst(route.count))
+                try await client.resetPassword(token: token, newPassword: askForNewPassword())
+            }
+            if fragment.hasPrefix("/verify-email/") {
+                try await client.verifyEmail(token: String(fragment.dropFirst("/verify-email/".count)))
+            }
+        }
+    }
+}
+
+// README.md:337
+@MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -99,7 +131,7 @@ import SwiftUI
 }
 
 // Sources/DDPTestServer/DDPTestServer.swift:15
-@MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -113,7 +145,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSON.docc/EJSON.md:8
-@MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -127,7 +159,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSON.swift:6
-@MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -139,7 +171,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONDecoder.swift:8
-@MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -149,7 +181,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONEncoder.swift:8
-@MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -159,7 +191,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONError.swift:4
-@MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -169,7 +201,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONTypeRegistry.swift:14
-@MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -178,7 +210,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONValue.swift:13
-@MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -188,7 +220,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/ObjectID.swift:12
-@MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -199,7 +231,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Accounts.swift:29
-@MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -207,8 +239,49 @@ import SwiftUI
     }
 }
 
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
+@MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        try await client.changePassword(old: "correct horse", new: "battery staple")
+    }
+}
+
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
+@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        try await client.forgotPassword(email: "ada@example.com")
+    }
+}
+
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
+@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        func open(_ url: URL) async throws {
+            // https://app.example/#/reset-password/TOKEN
+            guard let fragment = url.fragment, fragment.hasPrefix("/reset-password/") else { return }
+            let token = String(fragment.dropFirst("/reset-password/".count))
+            try await client.resetPassword(token: token, newPassword: "battery staple")
+        }
+    }
+}
+
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
+@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        try await client.logoutOtherClients()
+    }
+}
+
 // Sources/MeteorDDP/Accounts/MeteorPassword.swift:5
-@MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -217,7 +290,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/DDPCollection.swift:7
-@MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -229,7 +302,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/IDGeneration.swift:8
-@MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -240,7 +313,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/MongoModifier.swift:10
-@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -250,7 +323,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/StubCollection.swift:79
-@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -262,7 +335,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -274,7 +347,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatus.swift:6
-@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -285,7 +358,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatusUpdates.swift:6
-@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -294,7 +367,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:19
-@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -303,7 +376,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/RetryStrategy.swift:5
-@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -314,7 +387,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/WebSocketTransport.swift:17
-@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -326,7 +399,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPClient.swift:16
-@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -336,7 +409,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPError.swift:6
-@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -347,7 +420,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DataUpdateBuffer.swift:18
-@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -358,7 +431,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Database.swift:19
-@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -371,7 +444,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChanges.swift:8
-@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -384,7 +457,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -393,7 +466,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Document.swift:7
-@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -404,7 +477,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DocumentKey.swift:4
-@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -413,7 +486,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuery.swift:48
-@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -425,7 +498,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuerySnapshots.swift:6
-@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -436,7 +509,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/TypedLiveQuery.swift:20
-@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -447,7 +520,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection+Codable.swift:7
-@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -457,7 +530,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection.swift:7
-@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -467,7 +540,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Query.swift:7
-@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -477,7 +550,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:7
-@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -488,7 +561,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:21
-@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -498,7 +571,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:31
-@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -509,7 +582,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:39
-@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -518,7 +591,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:52
-@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -531,7 +604,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:9
-@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -542,7 +615,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:23
-@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -554,7 +627,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
 #if canImport(SwiftUI)
-@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -584,7 +657,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -605,7 +678,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -616,7 +689,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -628,7 +701,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:10
-@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -640,7 +713,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:23
-@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -649,7 +722,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -658,7 +731,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -670,7 +743,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -680,8 +753,8 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/MethodCall.swift:8
-@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
+// Sources/MeteorDDP/Methods/MethodCall.swift:7
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -691,8 +764,8 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/MethodCall.swift:49
-@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
+// Sources/MeteorDDP/Methods/MethodCall.swift:48
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -702,8 +775,8 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/MethodCall.swift:63
-@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
+// Sources/MeteorDDP/Methods/MethodCall.swift:62
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -714,7 +787,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:9
-@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -729,7 +802,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -742,7 +815,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:8
-@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -754,7 +827,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:15
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -766,7 +839,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
 #if canImport(SwiftUI)
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -777,7 +850,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -790,7 +863,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -801,7 +874,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -811,7 +884,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -820,7 +893,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -830,7 +903,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -840,7 +913,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -850,7 +923,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -861,7 +934,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -872,7 +945,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -882,7 +955,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -894,7 +967,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -904,7 +977,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -922,7 +995,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {

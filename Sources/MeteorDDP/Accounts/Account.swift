@@ -51,6 +51,9 @@ public struct AccountError: Error, Sendable, Equatable, CustomStringConvertible 
         case unreadableStore
         /// The account could not be stored.
         case unwritableStore
+        /// The operation needs a logged-in user (``DDPClient/changePassword(old:new:)``,
+        /// ``DDPClient/logoutOtherClients()``).
+        case notLoggedIn
     }
 
     /// What went wrong.

@@ -64,9 +64,14 @@ extension DDPClient {
     /// task returns at once with `CancellationError` (the login itself goes on).
     @discardableResult
     public func login(method: String = "login", params: EJSONValue) async throws -> Account {
+        try await login(method: method, arguments: [params])
+    }
+
+    /// Calls a login method with these arguments (`resetPassword(token, digest)` takes two).
+    func login(method: String, arguments: [EJSONValue]) async throws -> Account {
         try await withCancellableContinuation { resume in
             queue.async {
-                self.callLoginMethod(method, params: params) { resume($0) }
+                self.callLoginMethod(method, arguments: arguments) { resume($0) }
             }
         }
     }
@@ -126,7 +131,7 @@ extension DDPClient {
         }
     }
 
-    private func callLoginMethod(_ method: String, params: EJSONValue, resuming: Bool = false, completion: @escaping @Sendable (Result<Account, any Error>) -> Void) {
+    private func callLoginMethod(_ method: String, arguments: [EJSONValue], resuming: Bool = false, completion: @escaping @Sendable (Result<Account, any Error>) -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
         if !resuming { accountState.withLockedValue { $0.loggingIn = true } }
         var options = MethodOptions(wait: true)
@@ -138,7 +143,7 @@ extension DDPClient {
             self.installResumeHook(token: token)
         }
         do {
-            try call(method, params: [params], options: options) { [weak self] result in
+            try call(method, params: arguments, options: options) { [weak self] result in
                 guard let self else { return }
                 self.queue.async { self.loginCompleted(result, resuming: resuming, completion: completion) }
             }
@@ -182,7 +187,7 @@ extension DDPClient {
 
     /// Every new socket first resumes the login with the newest token (LC `onReconnect`, accounts_client.js),
     /// or logs out when the token expires soon.
-    private func installResumeHook(token: String) {
+    func installResumeHook(token: String) {
         dispatchPrecondition(condition: .onQueue(queue))
         session.reconnectHooks[Self.resumeHookKey] = { [weak self] in
             guard let self else { return }
@@ -194,11 +199,11 @@ extension DDPClient {
                 return
             }
             let resumeToken = current?.token ?? token
-            self.callLoginMethod("login", params: ["resume": .string(resumeToken)], resuming: true) { _ in }
+            self.callLoginMethod("login", arguments: [["resume": .string(resumeToken)]], resuming: true) { _ in }
         }
     }
 
-    private func setAccount(_ account: Account?) {
+    func setAccount(_ account: Account?) {
         let changed: Bool = accountState.withLockedValue { state in
             defer { state.account = account }
             return state.account != account
