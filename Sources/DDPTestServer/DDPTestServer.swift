@@ -112,6 +112,8 @@ public final class DDPTestServer: @unchecked Sendable {
     var documentChangeObservers: [@Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void] = []
     /// Users' password hashes and login tokens. Confined to `queue`.
     var accounts = ServerAccounts()
+    /// The rate limits (DDPRateLimiter's rules). Confined to `queue`.
+    var rateLimiter = RateLimiter()
     /// Extra delay before every method runs (for the demo's `--latency`).
     public var methodLatency: Duration {
         get { state.withLockedValue { $0.methodLatency } }

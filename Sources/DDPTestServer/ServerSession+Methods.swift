@@ -11,6 +11,10 @@ extension ServerSession {
             send([.result(id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(name)' not found")), .updated(methodIDs: [id])])
             return
         }
+        if let refusal = server.rateLimiter.check(.method, name: name, connection: ObjectIdentifier(self)) {
+            send([.result(id: id, result: nil, error: refusal), .updated(methodIDs: [id])])
+            return
+        }
         let context = MethodContext(name: name, params: params, userID: userID, randomSeed: seed, session: self, server: server)
         fence = []
         let outcome: Result<EJSONValue?, MeteorError>

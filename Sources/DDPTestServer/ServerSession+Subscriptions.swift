@@ -63,6 +63,10 @@ extension ServerSession {
 
     private func startSubscription(id: String, name: String, params: [EJSONValue], server: DDPTestServer) {
         guard subscriptions[id] == nil else { return }
+        if let refusal = server.rateLimiter.check(.subscription, name: name, connection: ObjectIdentifier(self)) {
+            send(.nosub(id: id, error: refusal))
+            return
+        }
         guard let handler = server.publicationHandler(name) else {
             send(.nosub(id: id, error: MeteorError(error: .number(404), reason: "Subscription '\(name)' not found")))
             return

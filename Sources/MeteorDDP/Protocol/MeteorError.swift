@@ -87,3 +87,24 @@ public struct MeteorError: Error, Sendable, Hashable, CustomStringConvertible {
         return "[\(error)]"
     }
 }
+
+extension MeteorError {
+    /// Whether the server's rate limiter refused the request (Meteor's DDPRateLimiter: `too-many-requests`).
+    public var isRateLimited: Bool { error == "too-many-requests" }
+
+    /// How long to wait before trying again, for a rate limiter's refusal (its `details.timeToReset`, in
+    /// milliseconds); `nil` for any other error.
+    ///
+    /// For example:
+    /// ```swift
+    /// do {
+    ///     _ = try await client.call("messages.send", params: ["hi"])
+    /// } catch let error as MeteorError where error.isRateLimited {
+    ///     print("slow down: try again in", error.retryAfter ?? .seconds(1))
+    /// }
+    /// ```
+    public var retryAfter: Duration? {
+        guard isRateLimited, case .number(let milliseconds)? = details?["timeToReset"], milliseconds.isFinite, milliseconds >= 0 else { return nil }
+        return .milliseconds(Int64(milliseconds.rounded(.up)))
+    }
+}
