@@ -12,6 +12,8 @@ public struct SentEmail: Sendable, Equatable {
         case enrollAccount = "enroll-account"
         /// `Accounts.sendVerificationEmail`: the link `#/verify-email/<token>`.
         case verifyEmail = "verify-email"
+        /// accounts-passwordless' `Accounts.sendLoginTokenEmail`: the one-time code (`?loginToken=<code>`).
+        case loginToken = "login-token"
     }
 
     /// The address it went to.
@@ -63,7 +65,7 @@ extension DDPTestServer {
     }
 
     /// Makes a token for the user's address (its first one by default), records the e-mail; `nil` without one.
-    private func sendEmail(_ kind: SentEmail.Kind, userID: String, address: String?) -> String? {
+    func sendEmail(_ kind: SentEmail.Kind, userID: String, address: String?) -> String? {
         let addresses = collection("users").document(userID)?["emails"]?.arrayValue?.compactMap { $0["address"]?.stringValue } ?? []
         guard let address = address ?? addresses.first, addresses.contains(address) else { return nil }
         if kind != .verifyEmail {
@@ -124,7 +126,7 @@ extension DDPTestServer {
             }
             let lifetime = record.kind == .enrollAccount ? Self.enrollTokenLifetime : Self.resetTokenLifetime
             guard Date() < record.when.addingTimeInterval(lifetime) else { throw MeteorError(error: .number(403), reason: "Token expired") }
-            guard self.markVerified(record.address, of: record.userID) else {
+            guard self.markEmailVerified(record.address, of: record.userID) else {
                 throw MeteorError(error: .number(403), reason: "Token has invalid email address")
             }
             self.accounts.emailTokens.removeValue(forKey: token)
@@ -137,7 +139,7 @@ extension DDPTestServer {
             guard let record = self.accounts.emailTokens[token], record.kind == .verifyEmail else {
                 throw MeteorError(error: .number(403), reason: "Verify email link expired")
             }
-            guard self.markVerified(record.address, of: record.userID) else {
+            guard self.markEmailVerified(record.address, of: record.userID) else {
                 throw MeteorError(error: .number(403), reason: "Verify email link is for unknown address")
             }
             self.accounts.emailTokens = self.accounts.emailTokens.filter {
@@ -148,7 +150,7 @@ extension DDPTestServer {
     }
 
     /// Sets `verified` on the user's address; `false` when the user no longer has it.
-    private func markVerified(_ address: String, of userID: String) -> Bool {
+    func markEmailVerified(_ address: String, of userID: String) -> Bool {
         let users = collection("users")
         guard case .array(var emails)? = users.document(userID)?["emails"],
               let index = emails.firstIndex(where: { $0["address"]?.stringValue == address }),

@@ -29,6 +29,8 @@ struct ServerAccounts {
     var emailTokens: [String: EmailToken] = [:]
     /// Every e-mail the server "sent", in order.
     var sentEmails: [SentEmail] = []
+    /// Passwordless login codes: per user, when they were made and the hashes of each address's code.
+    var loginCodes: [String: (created: Date, byEmail: [String: String])] = [:]
     /// How long a login token lasts (Meteor: 90 days).
     var tokenLifetime: TimeInterval = 90 * 24 * 3600
 
@@ -52,20 +54,24 @@ extension DDPTestServer {
     /// The number of valid login tokens.
     public var loginTokenCount: Int { perform { accounts.tokens.count } }
 
-    func makeUser(username: String?, email: String?, digest: String, profile: EJSONValue?) -> String {
+    /// Creates a user; without a digest it has no password (a passwordless user).
+    func makeUser(username: String?, email: String?, digest: String?, profile: EJSONValue?) -> String {
         let id = SecureRandomGenerator().id()
         var fields = EJSONObject()
         if let username { fields["username"] = .string(username) }
         if let email { fields["emails"] = [["address": .string(email), "verified": false]] }
         if let profile { fields["profile"] = profile }
         _ = try? collection("users").insert(fields, id: id)
-        let salt = SecureRandomGenerator().secret(16)
-        accounts.passwords[id] = ServerAccounts.Password(salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
+        if let digest {
+            let salt = SecureRandomGenerator().secret(16)
+            accounts.passwords[id] = ServerAccounts.Password(salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
+        }
         return id
     }
 
     func registerAccountMethods() {
         registerPasswordMethods()
+        registerPasswordlessMethods()
         registerTokenMethods()
         methods["createUser"] = { context in
             guard case .object(let options)? = context.params.first, let digest = options["password"]?["digest"]?.stringValue else {
@@ -86,6 +92,9 @@ extension DDPTestServer {
         }
         methods["login"] = { context in
             guard case .object(let options)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            if options["token"] != nil {
+                return try self.passwordlessLogin(options, context: context)
+            }
             if let token = options["resume"]?.stringValue {
                 guard let entry = self.accounts.tokens[token] else {
                     throw MeteorError(error: .number(403), reason: "You've been logged out by the server. Please log in again.")

@@ -94,10 +94,12 @@ import SwiftUI
         try await client.forgotPassword(email: "ada@example.com")                    // the server e-mails a reset link
         try await client.resetPassword(token: token, newPassword: "battery staple")  // logs in, as Meteor's does
         try await client.verifyEmail(token: token)                                    // logs in too
+        try await client.requestLoginToken(for: "ada@example.com")   // passwordless: the server e-mails a one-time code
+        try await client.login(selector: "ada@example.com", token: "4A7C1F")          // the code from the e-mail
     }
 }
 
-// README.md:188
+// README.md:190
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -115,7 +117,7 @@ import SwiftUI
     }
 }
 
-// README.md:341
+// README.md:343
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -239,8 +241,19 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
+// Sources/MeteorDDP/Accounts/DDPClient+Passwordless.swift:11
 @MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        try await client.requestLoginToken(for: "ada@example.com")
+        // … the user reads the code in the e-mail …
+        try await client.login(selector: "ada@example.com", token: "4A7C1F")
+    }
+}
+
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
+@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -249,7 +262,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
-@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -258,7 +271,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
-@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -272,7 +285,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
-@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -281,7 +294,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/MeteorPassword.swift:5
-@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -290,7 +303,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/DDPCollection.swift:7
-@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -302,7 +315,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/IDGeneration.swift:8
-@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -313,7 +326,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/MongoModifier.swift:10
-@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -323,7 +336,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/StubCollection.swift:79
-@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -335,7 +348,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -347,7 +360,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatus.swift:6
-@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -358,7 +371,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatusUpdates.swift:6
-@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -367,7 +380,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:19
-@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -376,7 +389,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/RetryStrategy.swift:5
-@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -387,7 +400,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/WebSocketTransport.swift:17
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -399,7 +412,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPClient.swift:16
-@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -409,7 +422,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPError.swift:6
-@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -420,7 +433,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DataUpdateBuffer.swift:18
-@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -431,7 +444,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Database.swift:19
-@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -444,7 +457,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChanges.swift:8
-@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -457,7 +470,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
-@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -466,7 +479,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Document.swift:7
-@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -477,7 +490,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DocumentKey.swift:4
-@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -486,7 +499,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuery.swift:48
-@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -498,7 +511,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuerySnapshots.swift:6
-@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -509,7 +522,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/TypedLiveQuery.swift:20
-@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -520,7 +533,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection+Codable.swift:7
-@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -530,7 +543,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection.swift:7
-@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -540,7 +553,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Query.swift:7
-@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -550,7 +563,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:7
-@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -561,7 +574,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:21
-@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -571,7 +584,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:31
-@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -582,7 +595,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:39
-@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -591,7 +604,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:52
-@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -604,7 +617,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:9
-@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -615,7 +628,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:23
-@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -627,7 +640,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
 #if canImport(SwiftUI)
-@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -657,7 +670,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -678,7 +691,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -689,7 +702,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -701,7 +714,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:10
-@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -713,7 +726,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:23
-@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -722,7 +735,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -731,7 +744,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -743,7 +756,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -754,7 +767,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -765,7 +778,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -776,7 +789,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:62
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -787,7 +800,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:9
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -802,7 +815,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -815,7 +828,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:8
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -827,7 +840,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:15
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -839,7 +852,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
 #if canImport(SwiftUI)
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -850,7 +863,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -863,7 +876,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -874,7 +887,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -884,7 +897,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -893,7 +906,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:99
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -906,7 +919,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -916,7 +929,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -926,7 +939,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -936,7 +949,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -947,7 +960,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -958,7 +971,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -968,7 +981,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -980,7 +993,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -990,7 +1003,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1008,7 +1021,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
