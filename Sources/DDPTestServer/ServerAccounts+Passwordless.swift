@@ -72,6 +72,7 @@ extension DDPTestServer {
         guard let email = selector["email"]?.stringValue, codes.byEmail[email] == Self.codeHash(email, code) else {
             throw MeteorError(error: .number(403), reason: selector["email"] != nil ? "Email or token mismatch" : "Token mismatch")
         }
+        try checkTwoFactorCode(options["code"]?.stringValue, of: userID)
         accounts.loginCodes.removeValue(forKey: userID)
         _ = markEmailVerified(email, of: userID)
         return logIn(userID, context: context)

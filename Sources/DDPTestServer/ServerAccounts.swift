@@ -29,6 +29,12 @@ struct ServerAccounts {
     var emailTokens: [String: EmailToken] = [:]
     /// Every e-mail the server "sent", in order.
     var sentEmails: [SentEmail] = []
+    /// OAuth credentials left by finished flows: token → secret, service and the service's user data.
+    var pendingOAuth: [String: (secret: String, service: String, serviceData: EJSONObject)] = [:]
+    /// accounts-2fa: each user's TOTP secret, and whether 2FA is on (`type: 'otp'`).
+    var twoFactor: [String: (secret: String, enabled: Bool)] = [:]
+    /// The time 2FA codes are checked at (`nil`: now).
+    var twoFactorDate: Date?
     /// Passwordless login codes: per user, when they were made and the hashes of each address's code.
     var loginCodes: [String: (created: Date, byEmail: [String: String])] = [:]
     /// How long a login token lasts (Meteor: 90 days).
@@ -72,6 +78,7 @@ extension DDPTestServer {
     func registerAccountMethods() {
         registerPasswordMethods()
         registerPasswordlessMethods()
+        registerTwoFactorMethods()
         registerTokenMethods()
         methods["createUser"] = { context in
             guard case .object(let options)? = context.params.first, let digest = options["password"]?["digest"]?.stringValue else {
@@ -92,6 +99,9 @@ extension DDPTestServer {
         }
         methods["login"] = { context in
             guard case .object(let options)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            if let oauth = options["oauth"] {
+                return try self.oauthLogin(oauth, context: context)
+            }
             if options["token"] != nil {
                 return try self.passwordlessLogin(options, context: context)
             }
@@ -122,6 +132,7 @@ extension DDPTestServer {
             guard ServerAccounts.hash(digest: digest, salt: password.salt) == password.hash else {
                 throw MeteorError(error: .number(403), reason: "Incorrect password")
             }
+            try self.checkTwoFactorCode(options["code"]?.stringValue, of: id)
             return self.logIn(id, context: context)
         }
         methods["logout"] = { context in

@@ -56,3 +56,6 @@ let tableView = TableView()
 /// A token from an e-mail's link, and the new password the app asks for.
 let token = "token-from-the-link"
 func askForNewPassword() -> String { "battery staple" }
+
+/// The code the user reads in an authenticator app.
+func askForCode() -> String { "123456" }

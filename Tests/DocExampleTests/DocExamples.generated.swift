@@ -96,10 +96,19 @@ import SwiftUI
         try await client.verifyEmail(token: token)                                    // logs in too
         try await client.requestLoginToken(for: "ada@example.com")   // passwordless: the server e-mails a one-time code
         try await client.login(selector: "ada@example.com", token: "4A7C1F")          // the code from the e-mail
+
+        // Two-factor (accounts-2fa): turned on with a code from the QR code's authenticator app, then asked at login.
+        let activation = try await client.generate2faActivationQRCode(appName: "Todos")  // activation.svg, .secret, .uri
+        try await client.enable2fa(code: askForCode())
+        do {
+            try await client.login(email: "ada@example.com", password: "correct horse")
+        } catch let error as MeteorError where error.isTwoFactorCodeRequired {
+            try await client.login(email: "ada@example.com", password: "correct horse", code: askForCode())
+        }
     }
 }
 
-// README.md:190
+// README.md:203
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -117,7 +126,7 @@ import SwiftUI
     }
 }
 
-// README.md:343
+// README.md:357
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -241,8 +250,17 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwordless.swift:11
+// Sources/MeteorDDP/Accounts/DDPClient+OAuth.swift:22
 @MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        try await client.login(oauthCredentialToken: credentialToken, credentialSecret: credentialSecret)
+    }
+}
+
+// Sources/MeteorDDP/Accounts/DDPClient+Passwordless.swift:11
+@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -253,7 +271,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
-@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -262,7 +280,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
-@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -271,7 +289,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
-@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -285,7 +303,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
-@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -293,8 +311,21 @@ import SwiftUI
     }
 }
 
+// Sources/MeteorDDP/Accounts/DDPClient+TwoFactor.swift:29
+@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        do {
+            try await client.login(email: "ada@example.com", password: "correct horse")
+        } catch let error as MeteorError where error.isTwoFactorCodeRequired {
+            try await client.login(email: "ada@example.com", password: "correct horse", code: askForCode())
+        }
+    }
+}
+
 // Sources/MeteorDDP/Accounts/MeteorPassword.swift:5
-@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -303,7 +334,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/DDPCollection.swift:7
-@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -315,7 +346,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/IDGeneration.swift:8
-@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -326,7 +357,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/MongoModifier.swift:10
-@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -336,7 +367,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/StubCollection.swift:79
-@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -348,7 +379,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -360,7 +391,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatus.swift:6
-@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -371,7 +402,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatusUpdates.swift:6
-@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -380,7 +411,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:19
-@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -389,7 +420,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/RetryStrategy.swift:5
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -400,7 +431,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/WebSocketTransport.swift:17
-@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -412,7 +443,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPClient.swift:16
-@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -422,7 +453,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPError.swift:6
-@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -433,7 +464,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DataUpdateBuffer.swift:18
-@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -444,7 +475,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Database.swift:19
-@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -457,7 +488,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChanges.swift:8
-@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -470,7 +501,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
-@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -479,7 +510,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Document.swift:7
-@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -490,7 +521,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DocumentKey.swift:4
-@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -499,7 +530,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuery.swift:48
-@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -511,7 +542,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuerySnapshots.swift:6
-@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -522,7 +553,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/TypedLiveQuery.swift:20
-@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -533,7 +564,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection+Codable.swift:7
-@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -543,7 +574,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection.swift:7
-@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -553,7 +584,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Query.swift:7
-@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -563,7 +594,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:7
-@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -574,7 +605,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:21
-@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -584,7 +615,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:31
-@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -595,7 +626,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:39
-@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -604,7 +635,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:52
-@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -617,7 +648,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:9
-@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -628,7 +659,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:23
-@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -640,7 +671,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
 #if canImport(SwiftUI)
-@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -670,7 +701,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -691,7 +722,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -702,7 +733,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -714,7 +745,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:10
-@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -726,7 +757,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:23
-@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -735,7 +766,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -744,7 +775,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -756,7 +787,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -767,7 +798,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -778,7 +809,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -789,7 +820,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:62
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -800,7 +831,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:9
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -815,7 +846,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -828,7 +859,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:8
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -840,7 +871,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:15
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -852,7 +883,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
 #if canImport(SwiftUI)
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -863,7 +894,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -876,7 +907,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -887,7 +918,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -897,7 +928,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -906,7 +937,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:99
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -919,7 +950,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -929,7 +960,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -939,7 +970,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -949,7 +980,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -960,7 +991,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -971,7 +1002,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -981,7 +1012,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -993,7 +1024,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1003,7 +1034,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1021,7 +1052,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {

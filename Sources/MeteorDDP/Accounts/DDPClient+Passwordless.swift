@@ -4,7 +4,7 @@ import EJSON
 
 extension DDPClient {
     /// Asks the server to e-mail a one-time login code to the user (Meteor's `Accounts.requestLoginTokenForUser`);
-    /// the user then logs in with ``login(selector:token:)``. A server that allows it creates the user first from
+    /// the user then logs in with ``login(selector:token:code:)``. A server that allows it creates the user first from
     /// `userData`.
     ///
     /// For example:
@@ -32,10 +32,16 @@ extension DDPClient {
     /// login is stored and resumed on every reconnect, as any login. A code logs in once and expires (an hour on a
     /// default Meteor server); it also verifies the e-mail address it was sent to.
     ///
+    /// - Parameters:
+    ///   - selector: The user.
+    ///   - token: The code from the e-mail.
+    ///   - code: The authenticator app's code, for a user with 2FA on (`Meteor.passwordlessLoginWithTokenAnd2faCode`).
     /// - Throws: the server's ``MeteorError`` (403 "Expired token", "Email or token mismatch", "User has no token
-    ///   set"), ``MethodError`` for a local failure.
+    ///   set", `no-2fa-code`), ``MethodError`` for a local failure.
     @discardableResult
-    public func login(selector: AccountSelector, token: String) async throws -> Account {
-        try await login(method: "login", arguments: [["selector": selector.ejsonValue, "token": .string(token)]])
+    public func login(selector: AccountSelector, token: String, code: String? = nil) async throws -> Account {
+        var options: EJSONObject = ["selector": selector.ejsonValue, "token": .string(token)]
+        if let code { options["code"] = .string(code) }
+        return try await login(method: "login", arguments: [.object(options)])
     }
 }
