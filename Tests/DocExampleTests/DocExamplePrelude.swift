@@ -59,3 +59,7 @@ func askForNewPassword() -> String { "battery staple" }
 
 /// The code the user reads in an authenticator app.
 func askForCode() -> String { "123456" }
+
+/// What an OAuth flow's redirect gave the app.
+let credentialToken = "credential-token"
+let credentialSecret = "credential-secret"
