@@ -29,15 +29,6 @@ final class AccountsFlowsTests: XCTestCase {
         return client
     }
 
-    private func refusal(_ body: @escaping @Sendable () async throws -> Void) async throws -> MeteorError? {
-        do {
-            try await withTimeout(10, "refusal") { try await body() }
-            return nil
-        } catch let error as MeteorError {
-            return error
-        }
-    }
-
     /// Waits until `client` has no account (its resume was refused).
     private func loggedOut(_ client: DDPClient) async throws {
         let updates = client.accountUpdates
@@ -49,7 +40,7 @@ final class AccountsFlowsTests: XCTestCase {
     func testChangingThePasswordKeepsThisClientAndLogsTheOthersOut() async throws {
         let phone = try await loggedInClient()
         let laptop = try await loggedInClient()
-        let wrong = try await refusal { try await phone.changePassword(old: "wrong", new: "battery staple") }
+        let wrong = try await serverRefusal { try await phone.changePassword(old: "wrong", new: "battery staple") }
         XCTAssertEqual(wrong?.error, 403)
         XCTAssertEqual(wrong?.reason, "Incorrect password")
         let token = phone.account?.token
@@ -57,7 +48,7 @@ final class AccountsFlowsTests: XCTestCase {
         try await loggedOut(laptop)
         XCTAssertEqual(phone.account?.token, token, "this connection keeps its login")
         XCTAssertEqual(server.loginTokenCount, 1)
-        let old = try await refusal { _ = try await laptop.login(email: "ada@example.com", password: "correct horse") }
+        let old = try await serverRefusal { _ = try await laptop.login(email: "ada@example.com", password: "correct horse") }
         XCTAssertEqual(old?.reason, "Incorrect password")
         _ = try await withTimeout(10, "new password") { try await laptop.login(email: "ada@example.com", password: "battery staple") }
         phone.close()
@@ -81,14 +72,14 @@ final class AccountsFlowsTests: XCTestCase {
         let other = try await loggedInClient()
         let client = DDPClient(url: server.url, configuration: { var c = DDPClient.Configuration(); c.accountStore = store; return c }())
         try await client.connect(timeout: .seconds(10))
-        let unknown = try await refusal { try await client.forgotPassword(email: "nobody@example.com") }
+        let unknown = try await serverRefusal { try await client.forgotPassword(email: "nobody@example.com") }
         XCTAssertEqual(unknown?.reason, "User not found")
         try await withTimeout(10, "forgot") { try await client.forgotPassword(email: "ada@example.com") }
         let email = try XCTUnwrap(server.sentEmails.last)
         XCTAssertEqual(email.kind, .resetPassword)
         XCTAssertEqual(email.to, "ada@example.com")
         XCTAssertTrue(email.url.hasSuffix("/#/reset-password/\(email.token)"), email.url)
-        let bad = try await refusal { _ = try await client.resetPassword(token: "not-a-token", newPassword: "battery staple") }
+        let bad = try await serverRefusal { _ = try await client.resetPassword(token: "not-a-token", newPassword: "battery staple") }
         XCTAssertEqual(bad?.reason, "Token expired")
         let account = try await withTimeout(10, "reset") { try await client.resetPassword(token: email.token, newPassword: "battery staple") }
         XCTAssertEqual(account.userID, userID)
@@ -96,7 +87,7 @@ final class AccountsFlowsTests: XCTestCase {
         XCTAssertEqual(try store.load(), account, "the stored login is the new one (resumed on reconnect)")
         XCTAssertTrue(server.isEmailVerified(userID: userID, email: "ada@example.com"), "the link proved the address")
         try await loggedOut(other)
-        let reused = try await refusal { _ = try await client.resetPassword(token: email.token, newPassword: "again") }
+        let reused = try await serverRefusal { _ = try await client.resetPassword(token: email.token, newPassword: "again") }
         XCTAssertEqual(reused?.reason, "Token expired")
         _ = try await withTimeout(10, "new password") { try await other.login(email: "ada@example.com", password: "battery staple") }
         client.close()
@@ -109,7 +100,7 @@ final class AccountsFlowsTests: XCTestCase {
         try await withTimeout(10, "forgot") { try await client.forgotPassword(email: "ada@example.com") }
         let token = try XCTUnwrap(server.sentEmails.last?.token)
         server.ageEmailTokens(by: 4 * 24 * 3600)
-        let expired = try await refusal { _ = try await client.resetPassword(token: token, newPassword: "battery staple") }
+        let expired = try await serverRefusal { _ = try await client.resetPassword(token: token, newPassword: "battery staple") }
         XCTAssertEqual(expired?.error, 403)
         XCTAssertEqual(expired?.reason, "Token expired")
         XCTAssertNil(client.account)
@@ -133,7 +124,7 @@ final class AccountsFlowsTests: XCTestCase {
         let token = try XCTUnwrap(server.sendVerificationEmail(userID: userID))
         let client = DDPClient(url: server.url)
         try await client.connect(timeout: .seconds(10))
-        let unknown = try await refusal { _ = try await client.verifyEmail(token: "not-a-token") }
+        let unknown = try await serverRefusal { _ = try await client.verifyEmail(token: "not-a-token") }
         XCTAssertEqual(unknown?.reason, "Verify email link expired")
         XCTAssertFalse(server.isEmailVerified(userID: userID, email: "ada@example.com"))
         let account = try await withTimeout(10, "verify") { try await client.verifyEmail(token: token) }

@@ -57,3 +57,13 @@ enum TestTLS {
         )
     }
 }
+
+/// The server's refusal `body` ends with (`nil` when it succeeds); any other error is rethrown. Waits 10 s at most.
+func serverRefusal(_ body: @escaping @Sendable () async throws -> Void) async throws -> MeteorError? {
+    do {
+        try await withTimeout(10, "refusal") { try await body() }
+        return nil
+    } catch let error as MeteorError {
+        return error
+    }
+}

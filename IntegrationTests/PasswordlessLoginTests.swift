@@ -23,15 +23,6 @@ final class PasswordlessLoginTests: XCTestCase {
         return client
     }
 
-    private func refusal(_ body: @escaping @Sendable () async throws -> Void) async throws -> MeteorError? {
-        do {
-            try await withTimeout(10, "refusal") { try await body() }
-            return nil
-        } catch let error as MeteorError {
-            return error
-        }
-    }
-
     func testTheEmailedCodeLogsInOnceAndVerifiesTheAddress() async throws {
         let userID = server.createUser(email: "ada@example.com", password: "unused")
         let client = try await connected()
@@ -40,20 +31,20 @@ final class PasswordlessLoginTests: XCTestCase {
         let email = try XCTUnwrap(server.sentEmails.last)
         XCTAssertEqual(email.kind, .loginToken)
         XCTAssertEqual(email.token.count, 6)
-        let wrong = try await refusal { _ = try await client.login(selector: "ada@example.com", token: "000000") }
+        let wrong = try await serverRefusal { _ = try await client.login(selector: "ada@example.com", token: "000000") }
         XCTAssertEqual(wrong?.reason, "Email or token mismatch")
         let account = try await withTimeout(10, "login") { try await client.login(selector: "ada@example.com", token: email.token.lowercased()) }
         XCTAssertEqual(account.userID, userID)
         XCTAssertEqual(client.account, account)
         XCTAssertTrue(server.isEmailVerified(userID: userID, email: "ada@example.com"))
-        let again = try await refusal { _ = try await client.login(selector: "ada@example.com", token: email.token) }
+        let again = try await serverRefusal { _ = try await client.login(selector: "ada@example.com", token: email.token) }
         XCTAssertEqual(again?.reason, "User has no token set", "a code logs in once")
         client.close()
     }
 
     func testAnUnknownUserIsCreatedFromItsDataUnlessThatIsDisabled() async throws {
         let client = try await connected()
-        let refused = try await refusal {
+        let refused = try await serverRefusal {
             _ = try await client.requestLoginToken(for: .email("grace@example.com"), userCreationDisabled: true)
         }
         XCTAssertEqual(refused?.reason, "User not found")
@@ -72,7 +63,7 @@ final class PasswordlessLoginTests: XCTestCase {
         try await withTimeout(10, "request") { _ = try await client.requestLoginToken(for: "ada@example.com") }
         let code = try XCTUnwrap(server.sentEmails.last?.token)
         server.ageLoginCodes(by: 3601)
-        let expired = try await refusal { _ = try await client.login(selector: "ada@example.com", token: code) }
+        let expired = try await serverRefusal { _ = try await client.login(selector: "ada@example.com", token: code) }
         XCTAssertEqual(expired?.error, 403)
         XCTAssertEqual(expired?.reason, "Expired token")
         XCTAssertNil(client.account)

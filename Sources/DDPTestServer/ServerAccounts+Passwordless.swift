@@ -17,16 +17,6 @@ extension DDPTestServer {
         SHA256.hexDigest(Array((email + code).utf8))
     }
 
-    /// The user a selector (`{email}`, `{username}`, `{id}`) names.
-    private func user(selectedBy selector: EJSONValue?) -> String? {
-        if let email = selector?["email"]?.stringValue { return user(byEmail: email) }
-        if let username = selector?["username"]?.stringValue {
-            return collection("users").find { $1["username"]?.stringValue == username }.first?.id
-        }
-        if let id = selector?["id"]?.stringValue, collection("users").document(id) != nil { return id }
-        return nil
-    }
-
     func registerPasswordlessMethods() {
         // accounts-passwordless' requestLoginTokenForUser: a 6-character code per address, e-mailed; the user is
         // created first from userData unless that is disabled.
@@ -45,15 +35,14 @@ extension DDPTestServer {
                 userID = self.makeUser(username: username, email: email, digest: nil, profile: data?["profile"])
             }
             guard let userID else { throw MeteorError(error: .number(403), reason: "User could not be created") }
-            let addresses = (self.collection("users").document(userID)?["emails"]?.arrayValue ?? []).compactMap { $0["address"]?.stringValue }
-                .filter { address in selector["email"]?.stringValue.map { $0.lowercased() == address.lowercased() } ?? true }
+            let addresses = self.addresses(of: userID).filter { address in selector["email"]?.stringValue.map { $0.lowercased() == address.lowercased() } ?? true }
             guard !addresses.isEmpty else { throw MeteorError(error: .number(403), reason: "Login tokens could not be generated") }
             var byEmail: [String: String] = [:]
             for address in addresses {
                 let code = SecureRandomGenerator().hexString(6).uppercased()
                 byEmail[address] = Self.codeHash(address, code)
                 self.accounts.sentEmails.append(SentEmail(to: address, kind: .loginToken, token: code,
-                                                          url: "\(self.url.absoluteString.replacingOccurrences(of: "/websocket", with: ""))/?loginToken=\(code)&selector=\(address)"))
+                                                          url: "\(self.rootURL)/?loginToken=\(code)&selector=\(address)"))
             }
             self.accounts.loginCodes[userID] = (Date(), byEmail)
             return ["selector": selector, "userData": request["userData"] ?? .null, "isNewUser": .bool(isNewUser)]

@@ -66,7 +66,7 @@ extension DDPTestServer {
 
     /// Makes a token for the user's address (its first one by default), records the e-mail; `nil` without one.
     func sendEmail(_ kind: SentEmail.Kind, userID: String, address: String?) -> String? {
-        let addresses = collection("users").document(userID)?["emails"]?.arrayValue?.compactMap { $0["address"]?.stringValue } ?? []
+        let addresses = addresses(of: userID)
         guard let address = address ?? addresses.first, addresses.contains(address) else { return nil }
         if kind != .verifyEmail {
             // One reset or enrollment token per user, as Meteor keeps one in services.password.reset/enroll.
@@ -74,7 +74,7 @@ extension DDPTestServer {
         }
         let token = SecureRandomGenerator().secret()
         accounts.emailTokens[token] = ServerAccounts.EmailToken(userID: userID, address: address, when: Date(), kind: kind)
-        accounts.sentEmails.append(SentEmail(to: address, kind: kind, token: token, url: "\(url.absoluteString.replacingOccurrences(of: "/websocket", with: ""))/#/\(kind.rawValue)/\(token)"))
+        accounts.sentEmails.append(SentEmail(to: address, kind: kind, token: token, url: "\(rootURL)/#/\(kind.rawValue)/\(token)"))
         return token
     }
 
@@ -112,8 +112,7 @@ extension DDPTestServer {
                 throw MeteorError(error: .number(400), reason: "Match failed")
             }
             guard let userID = self.user(byEmail: email) else { throw MeteorError(error: .number(403), reason: "User not found") }
-            let addresses = self.collection("users").document(userID)?["emails"]?.arrayValue?.compactMap { $0["address"]?.stringValue } ?? []
-            _ = self.sendEmail(.resetPassword, userID: userID, address: addresses.first { $0.lowercased() == email.lowercased() })
+            _ = self.sendEmail(.resetPassword, userID: userID, address: self.addresses(of: userID).first { $0.lowercased() == email.lowercased() })
             return nil
         }
         // A reset or enrollment token sets the password, verifies the address, logs every session of the user out

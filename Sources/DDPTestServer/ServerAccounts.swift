@@ -88,7 +88,7 @@ extension DDPTestServer {
             let email = options["email"]?.stringValue
             guard username != nil || email != nil else { throw MeteorError(error: .number(400), reason: "Need to set a username or email") }
             let users = context.collection("users")
-            if let username, users.find({ $1["username"]?.stringValue == username }).first != nil {
+            if let username, self.user(byUsername: username) != nil {
                 throw MeteorError(error: .number(403), reason: "Username already exists.")
             }
             if let email, self.user(byEmail: email) != nil {
@@ -117,18 +117,10 @@ extension DDPTestServer {
                 context.session?.loginToken = token
                 return ["id": .string(entry.userID), "token": .string(token), "tokenExpires": .date(entry.expires), "type": "resume"]
             }
-            guard let selector = options["user"]?.objectValue, let digest = options["password"]?["digest"]?.stringValue else {
+            guard let selector = options["user"], selector.objectValue != nil, let digest = options["password"]?["digest"]?.stringValue else {
                 throw MeteorError(error: .number(400), reason: "Unrecognized options for login request")
             }
-            let id: String?
-            if let email = selector["email"]?.stringValue {
-                id = self.user(byEmail: email)
-            } else if let username = selector["username"]?.stringValue {
-                id = context.collection("users").find({ $1["username"]?.stringValue == username }).first?.id
-            } else {
-                id = selector["id"]?.stringValue
-            }
-            guard let id, let password = self.accounts.passwords[id] else { throw MeteorError(error: .number(403), reason: "User not found") }
+            guard let id = self.user(selectedBy: selector), let password = self.accounts.passwords[id] else { throw MeteorError(error: .number(403), reason: "User not found") }
             guard ServerAccounts.hash(digest: digest, salt: password.salt) == password.hash else {
                 throw MeteorError(error: .number(403), reason: "Incorrect password")
             }
@@ -142,6 +134,26 @@ extension DDPTestServer {
             return nil
         }
     }
+
+    /// The user a selector (`{email}`, `{username}`, `{id}`) names.
+    func user(selectedBy selector: EJSONValue?) -> String? {
+        if let email = selector?["email"]?.stringValue { return user(byEmail: email) }
+        if let username = selector?["username"]?.stringValue { return user(byUsername: username) }
+        if let id = selector?["id"]?.stringValue, collection("users").document(id) != nil { return id }
+        return nil
+    }
+
+    func user(byUsername username: String) -> String? {
+        collection("users").find { $1["username"]?.stringValue == username }.first?.id
+    }
+
+    /// The user's e-mail addresses, in order.
+    func addresses(of userID: String) -> [String] {
+        collection("users").document(userID)?["emails"]?.arrayValue?.compactMap { $0["address"]?.stringValue } ?? []
+    }
+
+    /// The app's root URL, where Meteor's e-mailed links point (`http://127.0.0.1:<port>`).
+    var rootURL: String { url.absoluteString.replacingOccurrences(of: "/websocket", with: "") }
 
     func user(byEmail email: String) -> String? {
         collection("users").find { _, fields in

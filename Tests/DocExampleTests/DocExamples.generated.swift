@@ -279,7 +279,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:36
 @MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -288,7 +288,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:52
 @MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -302,7 +302,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:82
 @MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)

@@ -134,9 +134,8 @@ extension DDPClient {
     private func callLoginMethod(_ method: String, arguments: [EJSONValue], resuming: Bool = false, completion: @escaping @Sendable (Result<Account, any Error>) -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
         if !resuming { accountState.withLockedValue { $0.loggingIn = true } }
-        var options = MethodOptions(wait: true)
         // Never written to the offline store, whatever the method's name: its parameters are credentials.
-        options.keepsInMemoryOnly = true
+        var options = MethodOptions.credentials(wait: true)
         // As the result arrives (Meteor's onResultReceived): a reconnect before `updated` resumes with this token.
         options.onResultReceivedOnClientQueue = { [weak self] result in
             guard let self, case .success(let value) = result, let token = value?["token"]?.stringValue else { return }

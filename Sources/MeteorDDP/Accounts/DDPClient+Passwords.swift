@@ -22,9 +22,8 @@ extension DDPClient {
         guard account != nil else { throw AccountError(.notLoggedIn, "must be logged in to change the password") }
         guard !new.isEmpty else { throw MeteorError(error: 400, reason: "Password may not be empty") }
         // Not a wait method (Meteor's is not); never stored offline: its parameters are credentials.
-        var options = MethodOptions()
-        options.keepsInMemoryOnly = true
-        let result = try await call("changePassword", params: [old.map(Self.hashedPassword) ?? .null, Self.hashedPassword(new)], options: options)
+        let result = try await call("changePassword", params: [old.map(Self.hashedPassword) ?? .null, Self.hashedPassword(new)],
+                                    options: .credentials())
         guard let result, result.isTruthy else {
             throw MeteorError(error: "no-result", reason: "No result from changePassword.")
         }
@@ -88,7 +87,7 @@ extension DDPClient {
     ///   ``MeteorError``, ``MethodError`` for a local failure.
     public func logoutOtherClients() async throws {
         guard let current = account else { throw AccountError(.notLoggedIn, "must be logged in to log other clients out") }
-        var newToken = Self.credentialsOptions()
+        var newToken = MethodOptions.credentials(wait: true)
         // As the answer arrives (before `updated`): a reconnect from then on resumes with the new token.
         newToken.onResultReceivedOnClientQueue = { [weak self] result in
             guard let self, case .success(let value) = result, let account = try? Account(loginResult: value) else { return }
@@ -98,7 +97,7 @@ extension DDPClient {
         }
         let removed = OneShot<EJSONValue?>()
         let tokenTaken = OneShot<EJSONValue?>()
-        let options = Self.credentialsOptions()
+        let options = MethodOptions.credentials(wait: true)
         try onClientQueue {
             // Queued together on the client queue: no other call can come between them.
             _ = try call("getNewToken", params: [], options: newToken, completesInline: true) { tokenTaken.fulfill($0) }
@@ -106,12 +105,5 @@ extension DDPClient {
         }
         _ = try await tokenTaken.value
         _ = try await removed.value
-    }
-
-    /// A wait method never written to the offline store (its parameters or its answer are credentials).
-    static func credentialsOptions() -> MethodOptions {
-        var options = MethodOptions(wait: true)
-        options.keepsInMemoryOnly = true
-        return options
     }
 }

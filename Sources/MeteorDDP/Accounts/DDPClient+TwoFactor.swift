@@ -57,7 +57,7 @@ extension DDPClient {
     /// - Throws: the server's ``MeteorError`` (`2fa-activated` when it is on already), ``MethodError`` for a local
     ///   failure, `DecodingError` for an answer without the QR code.
     public func generate2faActivationQRCode(appName: String) async throws -> TwoFactorActivation {
-        let result = try await call("generate2faActivationQrCode", params: [.string(appName)], options: Self.secretsInMemory())
+        let result = try await call("generate2faActivationQrCode", params: [.string(appName)], options: .credentials())
         guard let svg = result?["svg"]?.stringValue, let secret = result?["secret"]?.stringValue, let uri = result?["uri"]?.stringValue else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "generate2faActivationQrCode answered without svg, secret and uri"))
         }
@@ -70,18 +70,11 @@ extension DDPClient {
     ///   (`invalid-2fa-code`), ``MethodError`` for a local failure.
     public func enable2fa(code: String) async throws {
         guard !code.isEmpty else { throw MeteorError(error: 400, reason: "Must provide a code to validate") }
-        _ = try await call("enableUser2fa", params: [.string(code)], options: Self.secretsInMemory())
+        _ = try await call("enableUser2fa", params: [.string(code)], options: .credentials())
     }
 
     /// Turns 2FA off for the logged-in user (`Accounts.disableUser2fa`).
     public func disable2fa() async throws {
         _ = try await call("disableUser2fa")
-    }
-
-    /// Options of a call whose parameters or answer are secrets: never written to the offline store.
-    static func secretsInMemory() -> MethodOptions {
-        var options = MethodOptions()
-        options.keepsInMemoryOnly = true
-        return options
     }
 }

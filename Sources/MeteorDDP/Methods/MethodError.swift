@@ -100,6 +100,14 @@ public struct MethodOptions: Sendable {
     /// Whether the call stays in memory whatever its name (logins: their parameters are credentials).
     var keepsInMemoryOnly = false
 
+    /// Options of a call whose parameters or answer are secrets (passwords, tokens, 2FA codes): never written to the
+    /// offline store.
+    static func credentials(wait: Bool = false) -> MethodOptions {
+        var options = MethodOptions(wait: wait)
+        options.keepsInMemoryOnly = true
+        return options
+    }
+
     /// Creates the default options.
     public init(wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false) {
         self.wait = wait
