@@ -55,6 +55,34 @@ final class AccountsFlowsTests: XCTestCase {
         laptop.close()
     }
 
+    /// Login events over a real socket: how the user logged in, every reconnect's resume, and a server that refuses a
+    /// token its clock says has expired.
+    func testLoginEventsSayHowTheUserLoggedInAndWhyTheyWereLoggedOut() async throws {
+        var configuration = DDPClient.Configuration()
+        configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 200)
+        let client = DDPClient(url: server.url, configuration: configuration)
+        let events = client.loginEvents
+        try await client.connect(timeout: .seconds(10))
+        _ = try await serverRefusal { _ = try await client.login(email: "ada@example.com", password: "wrong") }
+        try await withTimeout(10, "login") { _ = try await client.login(email: "ada@example.com", password: "correct horse") }
+        server.dropAllConnections()
+        var received = try await next(3, of: events)
+        guard case .loginFailed(let wrong as MeteorError, isResume: false) = received[0] else { return XCTFail("\(received[0])") }
+        XCTAssertEqual(wrong.reason, "Incorrect password")
+        guard case .loggedIn(let account, type: .password) = received[1] else { return XCTFail("\(received[1])") }
+        XCTAssertEqual(account.userID, userID)
+        guard case .loggedIn(_, type: .resume) = received[2] else { return XCTFail("\(received[2])") }
+
+        server.ageLoginTokens(by: 91 * 24 * 3600)
+        server.dropAllConnections()
+        received = try await next(2, of: events)
+        guard case .loginFailed(_, isResume: true) = received[0] else { return XCTFail("\(received[0])") }
+        guard case .loggedOut(userID: userID, reason: .tokenExpired(let expired?)) = received[1] else { return XCTFail("\(received[1])") }
+        XCTAssertEqual(expired.reason, "Your session has expired. Please log in again.")
+        XCTAssertNil(client.account)
+        client.close()
+    }
+
     func testChangingThePasswordNeedsALogin() async throws {
         let client = DDPClient(url: server.url)
         try await client.connect(timeout: .seconds(10))
@@ -137,9 +165,16 @@ final class AccountsFlowsTests: XCTestCase {
         let store = InMemoryAccountStore()
         let phone = try await loggedInClient(store)
         let laptop = try await loggedInClient()
+        let laptopEvents = laptop.loginEvents
         let oldToken = try XCTUnwrap(phone.account?.token)
         try await withTimeout(10, "logout others") { try await phone.logoutOtherClients() }
         try await loggedOut(laptop)
+        // The laptop says why: its resume was refused, the server no longer knowing its token.
+        let events = try await next(2, of: laptopEvents)
+        guard case .loginFailed(let refusal as MeteorError, isResume: true) = events[0] else { return XCTFail("\(events[0])") }
+        XCTAssertEqual(refusal.reason, "You've been logged out by the server. Please log in again.")
+        guard case .loggedOut(userID: userID, reason: .tokenRevoked) = events[1] else { return XCTFail("\(events[1])") }
+        guard case .tokenRevoked? = laptop.logoutReason else { return XCTFail("\(String(describing: laptop.logoutReason))") }
         let newToken = try XCTUnwrap(phone.account?.token)
         XCTAssertNotEqual(newToken, oldToken)
         XCTAssertEqual(try store.load()?.token, newToken, "the new token is stored")

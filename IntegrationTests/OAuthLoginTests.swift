@@ -11,6 +11,7 @@ final class OAuthLoginTests: XCTestCase {
         try await server.start()
         server.addPendingOAuthCredential(token: "credential-1", secret: "secret-1", service: "github", serviceData: ["id": 42, "username": "ada"])
         let client = DDPClient(url: server.url)
+        let events = client.loginEvents
         try await client.connect(timeout: .seconds(10))
         do {
             _ = try await withTimeout(10, "wrong secret") { try await client.login(oauthCredentialToken: "credential-1", credentialSecret: "wrong") }
@@ -20,6 +21,8 @@ final class OAuthLoginTests: XCTestCase {
         }
         let account = try await withTimeout(10, "login") { try await client.login(oauthCredentialToken: "credential-1", credentialSecret: "secret-1") }
         XCTAssertEqual(client.account, account)
+        let received = try await next(2, of: events)
+        guard case .loggedIn(_, type: "github") = received[1] else { return XCTFail("\(received[1])") }
         do {
             _ = try await withTimeout(10, "used") { try await client.login(oauthCredentialToken: "credential-1", credentialSecret: "secret-1") }
             XCTFail("a credential logs in once")

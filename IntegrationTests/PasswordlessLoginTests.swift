@@ -26,6 +26,7 @@ final class PasswordlessLoginTests: XCTestCase {
     func testTheEmailedCodeLogsInOnceAndVerifiesTheAddress() async throws {
         let userID = server.createUser(email: "ada@example.com", password: "unused")
         let client = try await connected()
+        let events = client.loginEvents
         let created = try await withTimeout(10, "request") { try await client.requestLoginToken(for: "ada@example.com") }
         XCTAssertFalse(created)
         let email = try XCTUnwrap(server.sentEmails.last)
@@ -36,6 +37,8 @@ final class PasswordlessLoginTests: XCTestCase {
         let account = try await withTimeout(10, "login") { try await client.login(selector: "ada@example.com", token: email.token.lowercased()) }
         XCTAssertEqual(account.userID, userID)
         XCTAssertEqual(client.account, account)
+        let received = try await next(2, of: events)
+        guard case .loggedIn(_, type: .passwordless) = received[1] else { return XCTFail("\(received[1])") }
         XCTAssertTrue(server.isEmailVerified(userID: userID, email: "ada@example.com"))
         let again = try await serverRefusal { _ = try await client.login(selector: "ada@example.com", token: email.token) }
         XCTAssertEqual(again?.reason, "User has no token set", "a code logs in once")

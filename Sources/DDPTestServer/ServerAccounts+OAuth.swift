@@ -30,6 +30,6 @@ extension DDPTestServer {
             userID = SecureRandomGenerator().id()
             _ = try? users.insert(["services": [pending.service: .object(pending.serviceData)]], id: userID)
         }
-        return logIn(userID, context: context)
+        return logIn(userID, context: context, type: pending.service)
     }
 }

@@ -64,6 +64,6 @@ extension DDPTestServer {
         try checkTwoFactorCode(options["code"]?.stringValue, of: userID)
         accounts.loginCodes.removeValue(forKey: userID)
         _ = markEmailVerified(email, of: userID)
-        return logIn(userID, context: context)
+        return logIn(userID, context: context, type: "passwordless")
     }
 }

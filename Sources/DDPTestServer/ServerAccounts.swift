@@ -57,6 +57,19 @@ extension DDPTestServer {
         perform { accounts.tokens.removeAll() }
     }
 
+    /// How long a new login token lasts (Meteor's `loginExpirationInDays`, default 90 days).
+    public var loginTokenLifetime: TimeInterval {
+        get { perform { accounts.tokenLifetime } }
+        set { perform { accounts.tokenLifetime = newValue } }
+    }
+
+    /// Moves every login token's expiry earlier by `interval` (to test a server that refuses an expired resume).
+    public func ageLoginTokens(by interval: TimeInterval) {
+        perform {
+            accounts.tokens = accounts.tokens.mapValues { ServerAccounts.Token(userID: $0.userID, expires: $0.expires.addingTimeInterval(-interval)) }
+        }
+    }
+
     /// The number of valid login tokens.
     public var loginTokenCount: Int { perform { accounts.tokens.count } }
 
@@ -161,12 +174,13 @@ extension DDPTestServer {
         }.first?.id
     }
 
-    func logIn(_ userID: String, context: MethodContext) -> EJSONValue {
+    /// Logs the connection in with a new token; `type` is how (accounts-base returns it to the client).
+    func logIn(_ userID: String, context: MethodContext, type: String = "password") -> EJSONValue {
         let token = SecureRandomGenerator().secret()
         let expires = Date().addingTimeInterval(accounts.tokenLifetime)
         accounts.tokens[token] = ServerAccounts.Token(userID: userID, expires: expires)
         context.setUserID(userID)
         context.session?.loginToken = token
-        return ["id": .string(userID), "token": .string(token), "tokenExpires": .date(expires), "type": "password"]
+        return ["id": .string(userID), "token": .string(token), "tokenExpires": .date(expires), "type": .string(type)]
     }
 }

@@ -88,6 +88,7 @@ public final class DDPClient: @unchecked Sendable {
     /// The account and login progress, readable from any thread. Protected by its lock.
     let accountState = NIOLockedValueBox(AccountState())
     let accountBroadcaster = Broadcaster<Account?>(bufferLimit: 16, current: nil)
+    let loginEventBroadcaster = Broadcaster<LoginEvent>(bufferLimit: 64)
     /// The offline store at work (``Configuration/persistence``), if any.
     let persistence: ClientPersistence?
     /// What the client found in its offline store when it was created (empty without persistence).
@@ -164,6 +165,7 @@ public final class DDPClient: @unchecked Sendable {
         statusBroadcaster.finish()
         errorBroadcaster.finish()
         accountBroadcaster.finish()
+        loginEventBroadcaster.finish()
     }
 
     // MARK: - Observing
@@ -211,12 +213,13 @@ extension DDPClient {
         public var retryStrategy: RetryStrategy = .meteorDefault
         /// Whether server pings are answered (Meteor: yes).
         public var respondToPings = true
-        /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries at `.info`.
-        /// Secrets (passwords, tokens) are never logged: method parameters are redacted at every level unless the
-        /// method is in ``methodsWithLoggableParams``. Default: discards everything.
+        /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries and logouts at `.info`.
+        /// Secrets (passwords, tokens, codes) are never logged: method parameters and results are redacted at every
+        /// level unless the method is in ``methodsWithLoggableParams``. Default: discards everything.
         public var logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })
-        /// Methods whose parameters may appear in the log (in sent frames, at `.trace`), for debugging. Empty by
-        /// default: every method's parameters are redacted, since any of them may carry a secret.
+        /// Methods whose parameters and results may appear in the log (in sent and received frames, at `.trace`), for
+        /// debugging. Empty by default: every method's parameters and results are redacted, since any of them may
+        /// carry a secret.
         public var methodsWithLoggableParams: Set<String> = []
         /// How long incoming data waits for more before it is applied as one batch (Meteor: 5 ms); zero applies it
         /// as soon as the client gets to it.

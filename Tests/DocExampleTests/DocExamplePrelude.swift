@@ -63,3 +63,6 @@ func askForCode() -> String { "123456" }
 /// What an OAuth flow's redirect gave the app.
 let credentialToken = "credential-token"
 let credentialSecret = "credential-secret"
+
+/// The app's login screen, with a message saying why it is shown.
+func showLogin(message: String?) {}

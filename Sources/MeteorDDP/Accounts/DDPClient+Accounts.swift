@@ -21,7 +21,21 @@ extension DDPClient {
     public var loggingIn: Bool { accountState.withLockedValue { $0.loggingIn } }
 
     /// The account now and every change after it (a consumer that falls behind keeps the newest 16).
+    /// ``loginEvents`` says why it changed.
     public var accountUpdates: AsyncStream<Account?> { accountBroadcaster.makeStream() }
+
+    /// Every login, failed login and logout from now on, in the order they happened (Meteor's `Accounts.onLogin`,
+    /// `onLoginFailure` and `onLogout`), each after the ``account`` it leaves is set. A consumer that falls behind
+    /// keeps the newest 64 events. The stream ends when the client closes.
+    ///
+    /// A client that starts logged out because its stored token had expired says so in ``logoutReason`` (it happened
+    /// before any stream existed).
+    public var loginEvents: AsyncStream<LoginEvent> { loginEventBroadcaster.makeStream() }
+
+    /// Why the client is logged out, when it was logged in before: after ``logout()``, a refused resume, an expired
+    /// token (also one found expired in the ``Configuration/accountStore`` at start-up, never sent). `nil` while
+    /// logged in, and when the client was never logged in.
+    public var logoutReason: LogoutReason? { accountState.withLockedValue { $0.logoutReason } }
 
     /// Logs in with an email address and password. The password leaves the process only as Meteor's SHA-256 digest.
     ///
@@ -95,8 +109,7 @@ extension DDPClient {
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
-                self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
-                self.setAccount(nil)
+                self.logOut(.app)
                 // Returns once the erasure is on disk: a process that exits right after finds nothing of this user's.
                 self.clearPersistenceOnLogout { continuation.resume() }
             }
@@ -119,6 +132,13 @@ extension DDPClient {
         guard let store = configuration.accountStore else { return }
         do {
             guard let stored = try store.load() else { return }
+            // Meteor's `_unstoreLoginTokenIfExpiresSoon` at start-up: such a token is never sent.
+            if stored.expiresSoon(now: scheduler.now) {
+                logger.info("the stored login token has expired or expires within the hour; starting logged out")
+                try store.save(nil)
+                accountState.withLockedValue { $0.logoutReason = .tokenExpired(nil) }
+                return
+            }
             accountState.withLockedValue {
                 $0.account = stored
                 $0.loggingIn = true
@@ -165,20 +185,26 @@ extension DDPClient {
                 let account = try Account(loginResult: value)
                 installResumeHook(token: account.token)
                 setAccount(account)
+                accountState.withLockedValue { $0.logoutReason = nil }
+                loginEventBroadcaster.yield(.loggedIn(account, type: value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown))
                 completion(.success(account))
             } catch {
                 logger.debug("login result unusable; logged out", metadata: ["error": "\(error)"])
-                session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
-                setAccount(nil)
+                loginEventBroadcaster.yield(.loginFailed(error, isResume: resuming))
+                logOut(.loginFailed(error))
                 completion(.failure(error))
             }
         case .failure(let error):
             // Closing the client fails the resume without the server having refused the token: the account stays
             // (and stays stored, for the next start).
-            if resuming, (error as? MethodError)?.kind != .clientClosed {
+            guard (error as? MethodError)?.kind != .clientClosed else {
+                completion(.failure(error))
+                return
+            }
+            loginEventBroadcaster.yield(.loginFailed(error, isResume: resuming))
+            if resuming {
                 logger.debug("resume login failed; logged out", metadata: ["error": "\(error)"])
-                session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
-                setAccount(nil)
+                logOut(LogoutReason(resumeError: error))
             }
             completion(.failure(error))
         }
@@ -192,14 +218,27 @@ extension DDPClient {
             guard let self else { return }
             let current = self.account
             if let current, current.expiresSoon(now: self.scheduler.now) {
-                self.session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
                 self.accountState.withLockedValue { $0.loggingIn = false }
-                self.setAccount(nil)
+                self.logger.info("the login token has expired or expires within the hour; logged out instead of resuming")
+                self.logOut(.tokenExpired(nil))
                 return
             }
             let resumeToken = current?.token ?? token
             self.callLoginMethod("login", arguments: [["resume": .string(resumeToken)]], resuming: true) { _ in }
         }
+    }
+
+    /// Meteor's `makeClientLoggedOut`: no resume from now on, the account cleared here and in the store, and a
+    /// ``LoginEvent/loggedOut(userID:reason:)`` when there was an account (Meteor's `onLogout` runs only then: a
+    /// client is logged out once).
+    func logOut(_ reason: LogoutReason) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+        guard let userID = account?.userID else { return }
+        accountState.withLockedValue { $0.logoutReason = reason }
+        setAccount(nil)
+        logger.info("logged out", metadata: ["reason": "\(reason)"])
+        loginEventBroadcaster.yield(.loggedOut(userID: userID, reason: reason))
     }
 
     func setAccount(_ account: Account?) {
@@ -222,4 +261,6 @@ extension DDPClient {
 struct AccountState {
     var account: Account?
     var loggingIn = false
+    /// Why the client is logged out (``DDPClient/logoutReason``).
+    var logoutReason: LogoutReason?
 }

@@ -100,6 +100,7 @@ extension DDPClient {
             self.statusBroadcaster.finish()
             self.errorBroadcaster.finish()
             self.accountBroadcaster.finish()
+            self.loginEventBroadcaster.finish()
         }
     }
 
@@ -129,6 +130,17 @@ extension DDPClient {
             return frame
         }
         return EJSON.stringify(["msg": "method", "id": .string(id), "method": .string(method), "params": "<redacted>"])
+    }
+
+    /// A method's result may carry secrets too (a login's or `getNewToken`'s token, whatever an app's method returns):
+    /// received results are logged without it, unless the method is listed in
+    /// ``Configuration/methodsWithLoggableParams``. Other frames are logged as received, cut at 300 characters.
+    func loggable(_ message: ServerMessage) -> String {
+        if case .result(let id, _?, _) = message,
+           !(session.methods.name(of: id).map(configuration.methodsWithLoggableParams.contains) ?? false) {
+            return EJSON.stringify(["msg": "result", "id": .string(id), "result": "<redacted>"])
+        }
+        return String(EJSON.stringify(message.ejsonValue).prefix(300))
     }
 
     // MARK: - Driving the state machine

@@ -16,7 +16,7 @@ extension DDPClient {
             report(.protocolViolation(violation))
             if let unreadable = violation.unreadable, machine.version != nil { handleUnreadable(unreadable, violation) }
         case .success(.message(let message)):
-            logger.trace("received", metadata: ["frame": "\(EJSON.stringify(message.ejsonValue).prefix(300))"])
+            logger.trace("received", metadata: ["frame": "\(loggable(message))"])
             handle(message)
         case .success(let document):
             logger.trace("received", metadata: ["msg": "\(document.name)"])

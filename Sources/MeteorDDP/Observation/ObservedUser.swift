@@ -25,6 +25,7 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
     private struct State {
         var userID: String?
         var user: Model?
+        var logoutReason: LogoutReason?
         var live: LiveQuery?
         var token: ObservationToken?
         /// Bumped by every login or logout, so a stale live query's late snapshot is ignored.
@@ -42,7 +43,8 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
         let started = Task { [weak self, weak client] in
             for await account in accounts {
                 guard let self, let client else { return }
-                scheduler.schedule { [weak self] in self?.follow(account?.userID, client: client, scheduler: scheduler) }
+                let reason = account == nil ? client.logoutReason : nil
+                scheduler.schedule { [weak self] in self?.follow(account?.userID, reason: reason, client: client, scheduler: scheduler) }
             }
         }
         task.withLockedValue { $0 = started }
@@ -56,6 +58,12 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
     public var userID: String? {
         registrar.access(self, keyPath: \.user)
         return state.withLockedValue { $0.userID }
+    }
+
+    /// Why the user was logged out (``DDPClient/logoutReason``): `nil` while logged in, or when nobody was.
+    public var logoutReason: LogoutReason? {
+        registrar.access(self, keyPath: \.logoutReason)
+        return state.withLockedValue { $0.logoutReason }
     }
 
     /// The logged-in user's document, decoded (`nil` when logged out, not published yet, or not decodable).
@@ -77,7 +85,12 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
     }
 
     /// Runs on the scheduler: a login or logout replaces the followed document.
-    private func follow(_ userID: String?, client: DDPClient, scheduler: ObservationScheduler) {
+    private func follow(_ userID: String?, reason: LogoutReason?, client: DDPClient, scheduler: ObservationScheduler) {
+        registrar.withMutation(of: self, keyPath: \.logoutReason) {
+            state.withLockedValue { state in
+                if !state.stopped { state.logoutReason = reason }
+            }
+        }
         let (previousToken, previousLive, unchanged) = state.withLockedValue { state in
             (state.token, state.live, state.stopped || (state.live != nil && state.userID == userID))
         }

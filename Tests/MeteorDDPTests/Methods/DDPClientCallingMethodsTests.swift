@@ -274,6 +274,36 @@ final class MethodParameterLoggingTests: XCTestCase {
         XCTAssertTrue(log.lines.contains { $0.contains(#""method":"resetPassword""#) && $0.contains("<redacted>") })
         XCTAssertTrue(log.lines.contains { $0.contains("buy milk") }, "an opted-in method's parameters are logged")
     }
+
+    /// Results carry secrets too: a login's token, `getNewToken`'s. Received results are redacted at `.trace` unless
+    /// the method is opted in.
+    func testMethodResultsAreRedactedInTheLogUnlessOptedIn() async throws {
+        let log = LogRecorder()
+        let harness = ClientHarness { configuration in
+            configuration.logger = log.logger
+            configuration.methodsWithLoggableParams = ["todos.count"]
+        }
+        harness.establishConnection()
+        let login = Task { try await harness.client.login(email: "ada@example.com", password: "pw") }
+        await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
+        harness.receive(.result(id: "1", result: ["id": "u1", "token": "login-tok-s3cret", "type": "password"], error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        _ = try await value(of: login)
+        let newToken = Task { try await harness.client.logoutOtherClients() }
+        await harness.transport.waitUntilSent(count: 2) { if case .method = $0 { true } else { false } }
+        harness.receive(.result(id: "2", result: ["id": "u1", "token": "new-tok-s3cret"], error: nil))
+        harness.receive(.updated(methodIDs: ["2"]))
+        await harness.transport.waitUntilSent(count: 3) { if case .method = $0 { true } else { false } }
+        harness.receive(.result(id: "3", result: nil, error: nil))
+        harness.receive(.updated(methodIDs: ["3"]))
+        try await value(of: newToken)
+        _ = try harness.client.call("todos.count", params: []) { _ in }
+        harness.settle()
+        harness.receive(.result(id: "4", result: 42, error: nil))
+        XCTAssertEqual(log.lines.filter { $0.contains("s3cret") }, [])
+        XCTAssertTrue(log.lines.contains { $0.contains(#""msg":"result""#) && $0.contains("<redacted>") })
+        XCTAssertTrue(log.lines.contains { $0.contains(#""result":42"#) }, "an opted-in method's result is logged")
+    }
 }
 
 /// Awaiting APIs honour task cancellation; closing the client settles everything.

@@ -149,7 +149,10 @@ final class ObservationModelTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["2"]))
         try await value(of: logout)
         let loggedOut = expectation(description: "logged out: no user")
-        let third = ObservationWaiter(on: queue, loggedOut) { model.userID == nil && model.user == nil }
+        let third = ObservationWaiter(on: queue, loggedOut) {
+            guard case .app? = model.logoutReason else { return false }
+            return model.userID == nil && model.user == nil
+        }
         await fulfillment(of: [loggedOut], timeout: 5)
         _ = (first, second, third)
         model.stop()
