@@ -119,7 +119,7 @@ final class ChaosSoakTests: XCTestCase {
 
     /// What the server received of the client's first pending call, for a soak that hangs.
     private func serverEvidence(_ server: DDPTestServer, _ client: DDPClient) -> String {
-        let head = client.queue.sync { client.session.methods.blocks.first?.methodIDs.first }
+        let head = client.queue.sync { client.core.session.methods.blocks.first?.methodIDs.first }
         let received = server.receivedMessages
         let methods = received.compactMap { message -> String? in
             if case .method(let id, _, _, _) = message { return id }

@@ -100,7 +100,6 @@ extension DDPTestServer {
             let username = options["username"]?.stringValue
             let email = options["email"]?.stringValue
             guard username != nil || email != nil else { throw MeteorError(error: .number(400), reason: "Need to set a username or email") }
-            let users = context.collection("users")
             if let username, self.user(byUsername: username) != nil {
                 throw MeteorError(error: .number(403), reason: "Username already exists.")
             }

@@ -11,16 +11,12 @@ extension DDPClient {
     func sessionDidReset() {
         dispatchPrecondition(condition: .onQueue(queue))
         persistenceSocketReset()
-        for invocation in session.methods.socketReset() {
+        let reset = core.socketReset()
+        for invocation in reset.failedCalls {
             logger.debug("method failed by the reconnect (noRetry)", metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
         }
-        session.subscriptions.socketReset()
-        for (_, hook) in session.reconnectHooks.sorted(by: { $0.key < $1.key }) { hook() }
-        let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)
-        guard !hooks.isEmpty else { return reconnectHooksRan() }
-        session.reconnectHooksRuns += 1
-        let run = session.reconnectHooksRuns
-        session.reconnectHooksRunning = run
+        if let token = reset.resumeToken { resumeLogin(token: token) }
+        guard let (run, hooks) = reset.userHooks else { return reconnectHooksRan() }
         inbox.hold()
         userCode.run {
             for hook in hooks { hook() }
@@ -31,8 +27,7 @@ extension DDPClient {
 
     /// The app's hooks of run `run` returned: the reset goes on and the held messages are handled.
     private func reconnectHooksFinished(_ run: Int) {
-        guard session.reconnectHooksRunning == run else { return }
-        session.reconnectHooksRunning = nil
+        guard core.reconnectHooksFinished(run: run) else { return }
         reconnectHooksRan()
         inbox.release()
         drainInbox()
@@ -41,23 +36,20 @@ extension DDPClient {
     /// The inbox held as many messages as ``Configuration/maxMessagesHeldForQuiescence`` while the app's reconnect
     /// hooks ran: the reset goes on without them (what they call later goes out behind the re-sent methods).
     func stopWaitingForReconnectHooks() {
-        guard session.reconnectHooksRunning != nil else { return }
+        guard core.stopWaitingForReconnectHooks() else { return }
         report(.limitReached(
             "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
                 + "re-sending methods and subscriptions without waiting for the hooks"
         ))
-        session.reconnectHooksRunning = nil
         reconnectHooksRan()
         inbox.release()
         drainInbox()
     }
 
     private func reconnectHooksRan() {
-        sendInvocations(session.methods.reconnectHooksRan())
-        for record in session.subscriptions.recordsNotSent() {
-            send(.sub(id: record.id, name: record.name, params: record.params))
-            session.subscriptions.markSent(record.id)
-        }
+        let (calls, subscriptions) = core.reconnectHooksRan()
+        sendInvocations(calls)
+        for record in subscriptions { send(.sub(id: record.id, name: record.name, params: record.params)) }
     }
 
     /// The server sent `connected` (LC `_livedata_connected`). After a reconnect the cache is reset at quiescence:
@@ -68,16 +60,7 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         // The first connection after a restart reconciles the restored cache the same way.
         let reconciling = startReconciliationIfPending()
-        guard isReconnect || reconciling else { return }
-        // What the abandoned session held is discarded: the new session sends everything again.
-        var hold = QuiescenceHold(resetting: true)
-        session.afterUpdate.removeAll()
-        if !reconciling { _ = session.subscriptions.startRevival() }
-        let (visibleAtQuiescence, blocking) = session.methods.reconnectQuiescence()
-        session.methodsBlockingQuiescence = Set(blocking)
-        hold.methodsVisibleAtQuiescence = visibleAtQuiescence
-        session.quiescence = hold
-        endQuiescenceIfPossible()
+        if let hold = core.sessionConnected(isReconnect: isReconnect, reconciling: reconciling) { applyQuiescence(hold) }
     }
 
     /// Runs `hook` on every new socket, right after `connect` and before unanswered methods and subscriptions are
@@ -88,7 +71,7 @@ extension DDPClient {
     /// order, up to ``Configuration/maxMessagesHeldForQuiescence``; past it the client stops waiting for the hooks and
     /// reports ``DDPError/Code/limitReached``): keep them short.
     public func onReconnect(_ name: String, _ hook: @escaping @Sendable () -> Void) {
-        queue.async { self.session.userReconnectHooks[name] = hook }
+        queue.async { self.core.session.userReconnectHooks[name] = hook }
     }
 
     /// The session ended (connection lost or disconnected). Everything is kept for the next connection.
@@ -98,49 +81,29 @@ extension DDPClient {
 
     // MARK: - Quiescence
 
-    /// Starts holding data messages (a wait method went out). A hold already in place stays as it is.
-    func beginQuiescence() {
-        if session.quiescence == nil { session.quiescence = QuiescenceHold(resetting: false) }
-    }
-
-    /// Holds a data message until quiescence, noting the subscriptions and methods it settles (LC `_livedata_data`).
-    func holdUntilQuiescence(_ message: IncomingMessage) {
+    /// Holds a data message until quiescence (LC `_livedata_data`); applies the held messages when it comes.
+    func holdUntilQuiescence(_ message: consuming IncomingMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
-        session.quiescence!.messages.append(message)
-        switch message {
-        case .message(.ready(let ids)): session.subscriptions.stopReviving(ids)
-        case .message(.nosub(let id, _)): session.subscriptions.stopReviving([id])
-        case .message(.updated(let ids)): session.methodsBlockingQuiescence.subtract(ids)
-        default: break
+        let outcome = core.holdUntilQuiescence(message)
+        if let (subscriptions, methods) = outcome.limitReached {
+            report(.limitReached(
+                "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
+                    + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); applying them now"
+            ))
         }
-        if session.quiescence!.messages.count >= configuration.maxMessagesHeldForQuiescence, session.isWaitingForQuiescence {
-            stopWaitingForQuiescence()
-        }
-        endQuiescenceIfPossible()
+        if let hold = outcome.quiescent { applyQuiescence(hold) }
     }
 
-    /// The hold reached its limit: the subscriptions and methods it waits for no longer count, so the held messages
-    /// are applied now and later ones as they come.
-    private func stopWaitingForQuiescence() {
-        let subscriptions = session.subscriptions.stopRevivingAll()
-        let methods = session.methodsBlockingQuiescence
-        session.methodsBlockingQuiescence = []
-        report(.limitReached(
-            "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
-                + "(subscriptions not ready: \(subscriptions.count), methods without updated: \(methods.count)); applying them now"
-        ))
+    /// Applies the held messages if nothing is awaited any more (a subscription stopped, restored subscriptions no
+    /// longer awaited).
+    func endQuiescenceIfPossible() {
+        if let hold = core.quiescenceIfReached() { applyQuiescence(hold) }
     }
 
     /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
     /// reconnect), then queues the data-visible callbacks of methods that are not re-sent.
-    func endQuiescenceIfPossible() {
-        guard let hold = session.quiescence, !session.isWaitingForQuiescence else { return }
-        session.quiescence = nil
+    private func applyQuiescence(_ hold: QuiescenceHold) {
         store.hold(resetting: hold.resetting)
-        if hold.resetting {
-            session.serverDocuments.sessionReset()
-            session.undeclaredCollections.reset()
-        }
         for id in hold.methodsVisibleAtQuiescence {
             runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }
         }
@@ -148,7 +111,7 @@ extension DDPClient {
         // Methods that are not re-sent get no `updated` from the new session: their documents take the server's
         // version now.
         for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
-        store.release(keeping: hold.resetting ? session.serverDocuments.keys : [])
+        store.release(keeping: hold.resetting ? core.session.serverDocuments.keys : [])
         if hold.resetting { reconciliationApplied() }
     }
 }

@@ -46,19 +46,10 @@ public final class DDPClient: @unchecked Sendable {
     // the serial client queue already orders every access to it, and on a flood the checks (a `swift_beginAccess` of
     // ~100 instructions per access) were about 5 % of the client queue's work. Debug builds, the tests', keep them.
     #if DEBUG
-    /// The connection lifecycle. Confined to `queue`.
-    var machine: ConnectionStateMachine
-    /// Heartbeat bookkeeping for the current session. Confined to `queue`.
-    var heartbeat = HeartbeatStateMachine()
-    /// Identifies `connection`; bumped for every attempt. Confined to `queue`.
-    var connectionGeneration = 0
-    /// Subscriptions, methods, stub-written documents and quiescence. Confined to `queue`.
-    var session: SessionState
+    /// The connection, heartbeat and session state (``ClientCore``). Confined to `queue`.
+    var core: ClientCore
     #else
-    @exclusivity(unchecked) var machine: ConnectionStateMachine
-    @exclusivity(unchecked) var heartbeat = HeartbeatStateMachine()
-    @exclusivity(unchecked) var connectionGeneration = 0
-    @exclusivity(unchecked) var session: SessionState
+    @exclusivity(unchecked) var core: ClientCore
     #endif
     /// The newest transport connection; events from older ones are ignored. Confined to `queue`.
     var connection: (any TransportConnection)?
@@ -137,8 +128,7 @@ public final class DDPClient: @unchecked Sendable {
         self.transport = transport
         self.scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
         self.logger = configuration.logger
-        self.machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
-        self.session = SessionState(maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections)
+        self.core = ClientCore(configuration: configuration)
         self.userCode = UserCodeQueue(label: "MeteorDDP.DDPClient.callbacks")
         self.inbox = IncomingInbox(holdLimit: configuration.maxMessagesHeldForQuiescence)
         let database = Database(logger: configuration.logger)
@@ -190,7 +180,7 @@ public final class DDPClient: @unchecked Sendable {
     func waitUntilIdle() {
         dispatchPrecondition(condition: .notOnQueue(queue))
         dispatchPrecondition(condition: .notOnQueue(callbackQueue))
-        while queue.sync(execute: { drainInbox(); return session.reconnectHooksRunning != nil }) {
+        while queue.sync(execute: { drainInbox(); return core.reconnectHooksAreRunning }) {
             callbackQueue.sync {}
         }
     }

@@ -119,8 +119,6 @@ extension DDPClient {
 
     // MARK: - Machinery
 
-    static let resumeHookKey = "accounts.resume"
-
     static func hashedPassword(_ password: String) -> EJSONValue {
         ["digest": .string(MeteorPassword.digest(password)), "algorithm": "sha-256"]
     }
@@ -210,22 +208,24 @@ extension DDPClient {
         }
     }
 
-    /// Every new socket first resumes the login with the newest token (LC `onReconnect`, accounts_client.js),
-    /// or logs out when the token expires soon.
+    /// Every new socket first resumes the login with the newest token (LC `onReconnect`, accounts_client.js).
     func installResumeHook(token: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        session.reconnectHooks[Self.resumeHookKey] = { [weak self] in
-            guard let self else { return }
-            let current = self.account
-            if let current, current.expiresSoon(now: self.scheduler.now) {
-                self.accountState.withLockedValue { $0.loggingIn = false }
-                self.logger.info("the login token has expired or expires within the hour; logged out instead of resuming")
-                self.logOut(.tokenExpired(nil))
-                return
-            }
-            let resumeToken = current?.token ?? token
-            self.callLoginMethod("login", arguments: [["resume": .string(resumeToken)]], resuming: true) { _ in }
+        core.resumeLogin(with: token)
+    }
+
+    /// A new socket's resume (``ClientCore/SocketReset/resumeToken``): with the stored login's token if there is one
+    /// (Meteor's `_storedLoginToken()`), else the newest result's; or a logout when the token expires soon.
+    func resumeLogin(token: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let current = account
+        if let current, current.expiresSoon(now: scheduler.now) {
+            accountState.withLockedValue { $0.loggingIn = false }
+            logger.info("the login token has expired or expires within the hour; logged out instead of resuming")
+            logOut(.tokenExpired(nil))
+            return
         }
+        callLoginMethod("login", arguments: [["resume": .string(current?.token ?? token)]], resuming: true) { _ in }
     }
 
     /// Meteor's `makeClientLoggedOut`: no resume from now on, the account cleared here and in the store, and a
@@ -233,7 +233,7 @@ extension DDPClient {
     /// client is logged out once).
     func logOut(_ reason: LogoutReason) {
         dispatchPrecondition(condition: .onQueue(queue))
-        session.reconnectHooks.removeValue(forKey: Self.resumeHookKey)
+        core.stopResumingLogin()
         guard let userID = account?.userID else { return }
         accountState.withLockedValue { $0.logoutReason = reason }
         setAccount(nil)

@@ -199,7 +199,7 @@ extension DDPClient {
             return generations[name] ?? .string
         }
         defineCollectionStubs(name)
-        queue.async { self.session.undeclaredCollections.declare(name) }
+        queue.async { self.core.session.undeclaredCollections.declare(name) }
         return DDPCollection(name: name, client: self, idGeneration: generation)
     }
 

@@ -10,7 +10,7 @@ import NIOPosix
 extension DDPClient {
     /// Starts connecting (and keeps reconnecting with back-off until ``disconnect()``).
     public func connect() {
-        queue.async { if !self.isClosed { self.perform(self.machine.connectRequested()) } }
+        queue.async { if !self.isClosed { self.perform(self.core.machine.connectRequested()) } }
     }
 
     /// Connects and returns once the DDP session is established (the server sent `connected`).
@@ -54,24 +54,24 @@ extension DDPClient {
 
     /// Disconnects and stops retrying. Subscriptions and pending methods are kept for the next ``connect()``.
     public func disconnect() {
-        queue.async { if !self.isClosed { self.perform(self.machine.disconnectRequested()) } }
+        queue.async { if !self.isClosed { self.perform(self.core.machine.disconnectRequested()) } }
     }
 
     /// Retries at once when waiting for the back-off; connects again after ``disconnect()`` or a failure.
     public func reconnect() {
-        queue.async { if !self.isClosed { self.perform(self.machine.reconnectRequested()) } }
+        queue.async { if !self.isClosed { self.perform(self.core.machine.reconnectRequested()) } }
     }
 
     /// Tells the client the network is reachable again: a client waiting for its back-off, or offline because the
     /// connection was lost while the network was unreachable, connects at once (not after ``disconnect()``).
     public func networkDidBecomeReachable() {
-        queue.async { if !self.isClosed { self.perform(self.machine.networkReachabilityChanged(reachable: true)) } }
+        queue.async { if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: true)) } }
     }
 
     /// Tells the client the network is unreachable: a lost connection then goes offline instead of retrying
     /// until ``networkDidBecomeReachable()``.
     public func networkDidBecomeUnreachable() {
-        queue.async { if !self.isClosed { self.perform(self.machine.networkReachabilityChanged(reachable: false)) } }
+        queue.async { if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: false)) } }
     }
 
     /// Disconnects for good: pending calls fail with ``MethodError/Kind/clientClosed``, subscriptions stop (their
@@ -85,16 +85,16 @@ extension DDPClient {
     public func close() {
         queue.async {
             guard !self.isClosed else { return }
-            self.perform(self.machine.disconnectRequested())
+            self.perform(self.core.machine.disconnectRequested())
             self.isClosed = true
             // A closed client logs nobody in (a stored account's resume may not even have been sent).
             self.accountState.withLockedValue { $0.loggingIn = false }
-            for invocation in self.session.methods.removeAll() {
+            for invocation in self.core.session.methods.removeAll() {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
                 let completion = invocation.completion
                 self.userCode.run { completion(.failure(failure)) }
             }
-            for record in self.session.subscriptions.removeAll() { record.shared.update(.stopped) }
+            for record in self.core.session.subscriptions.removeAll() { record.shared.update(.stopped) }
             self.judgeRestoredCallsAwaitingServerData(force: true)
             self.persistence?.restoredCalls.clientClosed()
             self.statusBroadcaster.finish()
@@ -107,7 +107,7 @@ extension DDPClient {
     /// Sends a message if the socket is open; otherwise drops it (everything that matters is re-sent on reconnect).
     func send(_ message: ClientMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let connection, machine.isSocketOpen else {
+        guard let connection, core.machine.isSocketOpen else {
             logger.trace("not sent (socket closed)", metadata: ["msg": "\(message.name)"])
             return
         }
@@ -137,7 +137,7 @@ extension DDPClient {
     /// ``Configuration/methodsWithLoggableParams``. Other frames are logged as received, cut at 300 characters.
     func loggable(_ message: ServerMessage) -> String {
         if case .result(let id, _?, _) = message,
-           !(session.methods.name(of: id).map(configuration.methodsWithLoggableParams.contains) ?? false) {
+           !(core.session.methods.name(of: id).map(configuration.methodsWithLoggableParams.contains) ?? false) {
             return EJSON.stringify(["msg": "result", "id": .string(id), "result": "<redacted>"])
         }
         return String(EJSON.stringify(message.ejsonValue).prefix(300))
@@ -153,7 +153,7 @@ extension DDPClient {
             case .openTransport:
                 openTransport()
             case .closeTransport:
-                connectionGeneration += 1
+                core.connectionGeneration += 1
                 connection?.close()
                 connection = nil
             case .sendConnect(let message):
@@ -173,9 +173,9 @@ extension DDPClient {
             case .cancelRetry:
                 cancelTimer(.retry)
             case .startHeartbeat:
-                if configuration.heartbeatInterval > .zero { performHeartbeat(heartbeat.start()) }
+                if configuration.heartbeatInterval > .zero { performHeartbeat(core.heartbeat.start()) }
             case .stopHeartbeat:
-                performHeartbeat(heartbeat.stop())
+                performHeartbeat(core.heartbeat.stop())
             case .sessionEstablished(let session, let version, let isReconnect):
                 logger.debug("connected", metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"])
                 sessionDidConnect(isReconnect: isReconnect)
@@ -193,7 +193,7 @@ extension DDPClient {
     private func publish(_ status: ConnectionStatus) {
         // The version (derived from the connected state, so it changes only with the status) first: whoever sees the
         // new status reads the version that goes with it.
-        let version = machine.version
+        let version = core.machine.version
         publishedVersion.withLockedValue { $0 = version }
         let changed: Bool = publishedStatus.withLockedValue { current in
             guard current != status else { return false }
@@ -215,8 +215,8 @@ extension DDPClient {
     }
 
     private func openTransport() {
-        connectionGeneration += 1
-        let generation = connectionGeneration
+        core.connectionGeneration += 1
+        let generation = core.connectionGeneration
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
         let parseOptions = EJSON.ParseOptions(refusesUnregisteredTypes: configuration.refusesUnregisteredEJSONTypes)
@@ -299,7 +299,7 @@ extension DDPClient {
             case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
             }
             index += 1
-            if session.reconnectHooksRunning != nil {
+            if core.reconnectHooksAreRunning {
                 inbox.putBack(items[index...])
                 break
             }
@@ -310,19 +310,19 @@ extension DDPClient {
     }
 
     private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
-        guard generation == connectionGeneration else { return }
+        guard generation == core.connectionGeneration else { return }
         switch event {
         case .opened:
             logger.debug("socket open")
-            perform(machine.transportOpened())
+            perform(core.machine.transportOpened())
         case .binary(let byteCount):
-            performHeartbeat(heartbeat.messageReceived())
+            performHeartbeat(core.heartbeat.messageReceived())
             report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
         case .closed(let error):
             connection = nil
-            connectionGeneration += 1
+            core.connectionGeneration += 1
             let reason = error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
-            perform(machine.transportClosed(reason))
+            perform(core.machine.transportClosed(reason))
         case .text:
             preconditionFailure("Internal inconsistency: text frames are handled by handleIncoming")
         }
@@ -373,10 +373,10 @@ extension DDPClient {
         guard timers[purpose]?.generation == generation else { return }
         timers.removeValue(forKey: purpose)
         switch purpose {
-        case .connectTimeout: perform(machine.connectTimeoutElapsed())
-        case .retry: perform(machine.retryElapsed())
-        case .heartbeatInterval: performHeartbeat(heartbeat.intervalElapsed())
-        case .heartbeatTimeout: performHeartbeat(heartbeat.timeoutElapsed())
+        case .connectTimeout: perform(core.machine.connectTimeoutElapsed())
+        case .retry: perform(core.machine.retryElapsed())
+        case .heartbeatInterval: performHeartbeat(core.heartbeat.intervalElapsed())
+        case .heartbeatTimeout: performHeartbeat(core.heartbeat.timeoutElapsed())
         case .reconciliation: reconciliationDelayElapsed()
         }
     }
@@ -389,7 +389,7 @@ extension DDPClient {
             case .sendPing: send(.ping(id: nil))
             case .scheduleTimeout: schedule(.heartbeatTimeout, after: configuration.heartbeatTimeout)
             case .cancelTimeout: cancelTimer(.heartbeatTimeout)
-            case .reportTimeout: perform(machine.heartbeatTimedOut())
+            case .reportTimeout: perform(core.machine.heartbeatTimedOut())
             }
         }
     }

@@ -7,14 +7,14 @@ extension DDPClient {
     /// Handles one parsed frame from the current connection, on the client queue (``drainInbox()`` checks it once per
     /// batch).
     func handleIncoming(_ parsed: consuming Result<IncomingMessage, DDPProtocolViolation>, generation: Int) {
-        guard generation == connectionGeneration else { return }
+        guard generation == core.connectionGeneration else { return }
         // Any frame proves the connection is alive (heartbeat.js `messageReceived`).
-        performHeartbeat(heartbeat.messageReceived())
+        performHeartbeat(core.heartbeat.messageReceived())
         // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
         switch consume parsed {
         case .failure(let violation):
             report(.protocolViolation(violation))
-            if let unreadable = violation.unreadable, machine.version != nil { handleUnreadable(unreadable, violation) }
+            if let unreadable = violation.unreadable, core.machine.version != nil { handleUnreadable(unreadable, violation) }
         case .success(.message(let message)):
             logger.trace("received", metadata: ["frame": "\(loggable(message))"])
             handle(message)
@@ -28,7 +28,7 @@ extension DDPClient {
     /// passed down by value is copied from frame to frame (~100 bytes, several `memcpy`s per frame on a flood).
     @inline(__always)
     private func handleSessionData(_ message: consuming IncomingMessage) {
-        guard machine.version != nil else {
+        guard core.machine.version != nil else {
             reportUnexpected(message.serverMessage, "data before the session was established")
             return
         }
@@ -38,13 +38,13 @@ extension DDPClient {
     private func handle(_ message: ServerMessage) {
         switch message {
         case .connected(let session):
-            let actions = machine.receivedConnected(session: session)
+            let actions = core.machine.receivedConnected(session: session)
             if actions.isEmpty {
                 reportUnexpected(message, "the session is already established or no connect was sent")
             }
             perform(actions)
         case .failed(let version):
-            let actions = machine.receivedFailed(version: version)
+            let actions = core.machine.receivedFailed(version: version)
             if actions.isEmpty {
                 reportUnexpected(message, "no connect is pending")
             }

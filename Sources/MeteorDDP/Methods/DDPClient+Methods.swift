@@ -109,7 +109,7 @@ extension DDPClient {
                 }
                 return nil
             }
-            let id = session.methods.makeMethodID()
+            let id = core.session.methods.makeMethodID()
             var stubValue: EJSONValue?
             var randomSeed: String?
             var stubOriginals: [(DocumentKey, EJSONObject?)] = []
@@ -127,7 +127,7 @@ extension DDPClient {
                 stubOriginals = originals
                 switch outcome {
                 case .success(let value):
-                    session.serverDocuments.stubWrote(methodID: id, originals: originals)
+                    core.session.serverDocuments.stubWrote(methodID: id, originals: originals)
                     stubValue = value
                     stubOutcome?(.success(value))
                 case .failure(let error):
@@ -140,7 +140,7 @@ extension DDPClient {
                     }
                     // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's
                     // writes, and the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
-                    session.serverDocuments.stubWrote(methodID: id, originals: originals)
+                    core.session.serverDocuments.stubWrote(methodID: id, originals: originals)
                     // Logged where an app sees it, as Meteor's client logs it (Meteor._debug).
                     logger.warning("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
                 }
@@ -157,7 +157,7 @@ extension DDPClient {
             )
             invocation.completesInline = completesInline
             persistCall(invocation, randomSeed: randomSeed, params: params, stubOriginals: stubOriginals)
-            sendInvocations(session.methods.enqueue(invocation))
+            sendInvocations(core.session.methods.enqueue(invocation))
             return options.returnStubValue ? stubValue : nil
         }
     }

@@ -102,8 +102,8 @@ extension DDPClient {
             self?.report(DDPError(.persistenceFailed, problem.description, persistenceError: problem))
         }
         queue.sync {
-            session.serverDocuments.trackChanges()
-            session.serverDocuments.restore(state.serverDocuments, methods: state.methods)
+            core.session.serverDocuments.trackChanges()
+            core.session.serverDocuments.restore(state.serverDocuments, methods: state.methods)
             let calls = persistence.restoredCalls
             for method in state.methods {
                 guard let call = persistence.restoredByID[method.id] else { continue }
@@ -129,7 +129,7 @@ extension DDPClient {
                     invocation.result = .failure(MethodError.invocationFailed(method.name))
                 case nil: break
                 }
-                session.methods.restore(invocation)
+                core.session.methods.restore(invocation)
                 persistence.persistedMethods.insert(method.id)
             }
             persistence.restoredStubEffects = Self.restoredStubEffects(state)
@@ -137,7 +137,7 @@ extension DDPClient {
             persistence.storedSubscriptions = state.subscriptions
             persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
             // Server versions no restored call claims were dropped: the store forgets them too.
-            persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+            persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
             persistence.writer.restored(state.methods)
         }
         let writer = persistence.writer
@@ -257,7 +257,7 @@ extension DDPClient {
         while let first = persistence.awaitingDurability.first, !persistence.notDurable.contains(first.id) {
             persistence.awaitingDurability.removeFirst()
             // A reset since then re-sends it through the blocks (or it completed meanwhile).
-            guard session.methods.isSent(first.id) else { continue }
+            guard core.session.methods.isSent(first.id) else { continue }
             transmit(first)
         }
     }
@@ -285,7 +285,7 @@ extension DDPClient {
     func persistCompletion(_ id: String) {
         noteRestoredCallServerVersions(id)
         guard let persistence, persistence.persistedMethods.remove(id) != nil else { return }
-        persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+        persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
         persistence.writer.methodRemoved(id)
     }
 
@@ -297,7 +297,7 @@ extension DDPClient {
     private func noteRestoredCallServerVersions(_ id: String) {
         guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
         let (match, missing) = judge(stub)
-        if !match, missing, session.subscriptions.hasPendingSubscriptions {
+        if !match, missing, core.session.subscriptions.hasPendingSubscriptions {
             persistence.awaitingServerData[id] = stub
             persistence.restoredCalls.awaitServerData(for: id)
             return
@@ -310,7 +310,7 @@ extension DDPClient {
         // A document another pending call's stub also wrote still shows that stub's value: its server version is the
         // copy kept aside.
         let server = Dictionary(stub.map { effect in
-            (effect.key, session.serverDocuments.contains(effect.key) ? session.serverDocuments.serverFields(effect.key) : database.document(effect.key)?.fields)
+            (effect.key, core.session.serverDocuments.contains(effect.key) ? core.session.serverDocuments.serverFields(effect.key) : database.document(effect.key)?.fields)
         }, uniquingKeysWith: { first, _ in first })
         let missing = stub.contains { effect in effect.set != nil && (server[effect.key] ?? nil) == nil }
         return (RestoredCalls.serverHasStubEffect(stub: stub, server: server), missing)
@@ -319,7 +319,7 @@ extension DDPClient {
     /// Subscriptions became ready or ended (their data flushed): restored calls that waited for the server's data
     /// are judged once none is pending (`force`: now, the client is closing).
     func judgeRestoredCallsAwaitingServerData(force: Bool = false) {
-        guard let persistence, !persistence.awaitingServerData.isEmpty, force || !session.subscriptions.hasPendingSubscriptions else { return }
+        guard let persistence, !persistence.awaitingServerData.isEmpty, force || !core.session.subscriptions.hasPendingSubscriptions else { return }
         let awaiting = persistence.awaitingServerData
         persistence.awaitingServerData = [:]
         for (id, stub) in awaiting.sorted(by: { (Int($0.key) ?? 0, $0.key) < (Int($1.key) ?? 0, $1.key) }) {
@@ -331,14 +331,14 @@ extension DDPClient {
     /// subscriptions (with those still awaited from the last run).
     func persistSessionChanges() {
         guard let persistence else { return }
-        persistence.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
+        persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
         // close() stopped the subscriptions here, not in the app: the store keeps those it had, for the next launch.
         guard !isClosed else { return }
-        let source = (membershipVersion: session.subscriptions.membershipVersion,
+        let source = (membershipVersion: core.session.subscriptions.membershipVersion,
                       restored: persistence.pendingReconciliation ? persistence.restoredSubscriptions.count : -1)
         guard persistence.storedSubscriptionsSource.map({ $0 != source }) ?? true else { return }
         persistence.storedSubscriptionsSource = source
-        var subscriptions = session.subscriptions.active
+        var subscriptions = core.session.subscriptions.active
         if persistence.pendingReconciliation {
             let made = Set(subscriptions)
             subscriptions += persistence.restoredSubscriptions.filter { !made.contains($0) }.sorted { $0.name < $1.name }
@@ -355,8 +355,8 @@ extension DDPClient {
     /// subscriptions (the app's, and the restored ones it may make again within the delay).
     func startReconciliationIfPending() -> Bool {
         guard let persistence, persistence.pendingReconciliation else { return false }
-        session.subscriptions.startRestoredRevival(persistence.restoredSubscriptions)
-        if !session.subscriptions.awaitingRestored.isEmpty {
+        core.session.subscriptions.startRestoredRevival(persistence.restoredSubscriptions)
+        if !core.session.subscriptions.awaitingRestored.isEmpty {
             schedule(.reconciliation, after: persistence.settings.reconciliationDelay)
         }
         return true
@@ -365,7 +365,7 @@ extension DDPClient {
     /// The reconciliation delay is over: restored subscriptions the app did not make again are no longer awaited.
     func reconciliationDelayElapsed() {
         persistence?.restoredSubscriptions = []
-        session.subscriptions.stopAwaitingRestored()
+        core.session.subscriptions.stopAwaitingRestored()
         endQuiescenceIfPossible()
         persistSessionChanges()
     }
@@ -391,7 +391,7 @@ extension DDPClient {
         persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: persistence.persistedMethods)
         persistence.storedSubscriptions = []
         persistence.restoredSubscriptions = []
-        persistence.storedSubscriptionsSource = (membershipVersion: session.subscriptions.membershipVersion,
+        persistence.storedSubscriptionsSource = (membershipVersion: core.session.subscriptions.membershipVersion,
                                                  restored: persistence.pendingReconciliation ? 0 : -1)
         persistSessionChanges()
         persistence.writer.whenWritten(erased)

@@ -10,7 +10,7 @@ extension DDPClient {
     func handleSessionMessage(_ message: consuming IncomingMessage) {
         if case .message(.result(let id, let result, let error)) = message {
             methodResultReceived(id, result: result, error: error)
-        } else if session.quiescence != nil {
+        } else if core.isHoldingForQuiescence {
             holdUntilQuiescence(message)
         } else {
             processDataMessage(message)
@@ -32,13 +32,13 @@ extension DDPClient {
         let routing: ServerDocumentBuffer.Routing
         switch message.kind {
         case .added:
-            guard admit(session.undeclaredCollections.added(message.key.collectionName, message.key.documentID), message.key.collectionName)
+            guard admit(core.session.undeclaredCollections.added(message.key.collectionName, message.key.documentID), message.key.collectionName)
             else { return }
-            routing = session.serverDocuments.serverAdded(message.key, fields: message.fields.fields)
+            routing = core.session.serverDocuments.serverAdded(message.key, fields: message.fields.fields)
         case .changed:
-            guard admit(session.undeclaredCollections.changed(message.key.collectionName, message.key.documentID), message.key.collectionName)
+            guard admit(core.session.undeclaredCollections.changed(message.key.collectionName, message.key.documentID), message.key.collectionName)
             else { return }
-            routing = session.serverDocuments.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
+            routing = core.session.serverDocuments.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
         }
         if case .keptAside(let anomaly) = routing { return logKeptAside(anomaly, key: message.key) }
         // The message's key, fields and cleared names move on into the update (no copy of them per frame).
@@ -57,8 +57,8 @@ extension DDPClient {
             processDocumentMessage(DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
         case .removed(let collection, let id):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            guard admit(session.undeclaredCollections.removed(collection, key.documentID), collection) else { return }
-            route(session.serverDocuments.serverRemoved(key), key: key) { .removed(key) }
+            guard admit(core.session.undeclaredCollections.removed(collection, key.documentID), collection) else { return }
+            route(core.session.serverDocuments.serverRemoved(key), key: key) { .removed(key) }
         case .ready(let ids):
             subscriptionsBecameReady(ids)
         case .nosub(let id, let error):
@@ -109,8 +109,8 @@ extension DDPClient {
     /// (LC `_runWhenAllServerDocsAreFlushed`).
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let waiting = session.serverDocuments.runWhenAllFlushed(
-            sentMethods: session.methods.sentIDs, sentGeneration: session.methods.sentGeneration
+        let waiting = core.session.serverDocuments.runWhenAllFlushed(
+            sentMethods: core.session.methods.sentIDs, sentGeneration: core.session.methods.sentGeneration
         ) {
             [weak self] in self?.runAfterUpdate(block)
         }
@@ -122,11 +122,11 @@ extension DDPClient {
     func runAfterUpdate(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
         let idle = store.isIdle
-        if idle, session.afterUpdate.isEmpty {
+        if idle, core.session.afterUpdate.isEmpty {
             block()
             return
         }
-        guard let ticket = session.afterUpdate.append(block, needsFlush: !idle) else { return }
+        guard let ticket = core.session.afterUpdate.append(block, needsFlush: !idle) else { return }
         store.performAfterFlush { [weak self] in
             guard let self else { return }
             self.queue.async { self.afterUpdateFlushed(ticket) }
@@ -134,8 +134,8 @@ extension DDPClient {
     }
 
     private func afterUpdateFlushed(_ ticket: Int) {
-        session.afterUpdate.flushed(ticket)
-        while let callback = session.afterUpdate.popDue() { callback() }
+        core.session.afterUpdate.flushed(ticket)
+        while let callback = core.session.afterUpdate.popDue() { callback() }
     }
 
     // MARK: - Methods
@@ -144,7 +144,7 @@ extension DDPClient {
     /// and the method's data is visible once that is applied.
     private func methodUpdated(_ id: String) {
         releaseDocumentsWritten(byMethod: id)
-        session.methodsBlockingQuiescence.remove(id)
+        core.methodUpdated(id)
         runWhenAllServerDocumentsAreFlushed { [weak self] in self?.methodDataBecameVisible(id) }
     }
 
@@ -154,9 +154,9 @@ extension DDPClient {
     /// store (``WriteBehind/hold(_:)``): the server's version may not have arrived yet, and a restart must find the
     /// stored call's effect. The server versions noted so far are handed over first, so that the disk keeps them too.
     func releaseDocumentsWritten(byMethod id: String) {
-        persistence?.writer.serverDocumentsChanged(session.serverDocuments.takeChanges())
-        let sent = session.methods.sentIDs
-        let (replacements, flushCallbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
+        persistence?.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
+        let sent = core.session.methods.sentIDs
+        let (replacements, flushCallbacks) = core.session.serverDocuments.methodUpdated(id, isSent: sent.contains)
         if let persistence, !replacements.isEmpty { persistence.writer.hold(replacements.map(\.key)) }
         for replacement in replacements {
             store.enqueue(.replaced(replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
@@ -166,7 +166,7 @@ extension DDPClient {
 
     func methodDataBecameVisible(_ id: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        handle(session.methods.dataBecameVisible(id: id), id: id, message: "updated")
+        handle(core.session.methods.dataBecameVisible(id: id), id: id, message: "updated")
     }
 
     /// A `result`, `updated`, `ready` or `nosub` that did not parse but names its ids (reported already): a call's
@@ -176,7 +176,7 @@ extension DDPClient {
     func handleUnreadable(_ unreadable: UnreadableFrame, _ violation: DDPProtocolViolation) {
         switch unreadable {
         case .result(let id):
-            guard let name = session.methods.name(of: id) else { return }
+            guard let name = core.session.methods.name(of: id) else { return }
             methodResultReceived(id, outcome: .failure(MethodError(methodName: name, kind: .protocolViolation, violation: violation)))
         case .updated(let ids):
             handleSessionMessage(.message(.updated(methodIDs: ids)))
@@ -188,7 +188,7 @@ extension DDPClient {
     }
 
     private func subscriptionFailed(_ id: String, _ violation: DDPProtocolViolation) {
-        guard let record = session.subscriptions.nosub(id) else { return }
+        guard let record = core.session.subscriptions.nosub(id) else { return }
         logger.debug("subscription failed: the server's frame for it did not parse", metadata: ["name": "\(record.name)"])
         let error = MeteorError(error: .string("protocol-violation"), reason: violation.description)
         record.shared.update(.failed(SubscriptionError(name: record.name, meteorError: error, violation: violation)))
@@ -199,7 +199,7 @@ extension DDPClient {
     }
 
     private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, any Error>) {
-        let handled = session.methods.receivedResult(id: id, outcome)
+        let handled = core.session.methods.receivedResult(id: id, outcome)
         if case .recorded(let invocation) = handled {
             persistResult(invocation)
             notifyResultReceived(invocation)
@@ -252,16 +252,13 @@ extension DDPClient {
     /// Puts one call on the wire.
     func transmit(_ invocation: MethodCoordinator.Invocation) {
         send(invocation.message)
-        if invocation.options.wait {
-            session.methodsBlockingQuiescence.insert(invocation.id)
-            beginQuiescence()
-        }
+        if invocation.options.wait { core.waitMethodSent(invocation.id) }
     }
 
     // MARK: - Subscriptions
 
     private func subscriptionsBecameReady(_ ids: [String]) {
-        let (known, unknown) = session.subscriptions.ready(ids)
+        let (known, unknown) = core.session.subscriptions.ready(ids)
         for id in unknown {
             logger.debug("ready for an unknown subscription ignored", metadata: ["id": "\(id)"])
         }
@@ -275,7 +272,7 @@ extension DDPClient {
     }
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
-        guard let record = session.subscriptions.nosub(id) else {
+        guard let record = core.session.subscriptions.nosub(id) else {
             logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
             return
         }

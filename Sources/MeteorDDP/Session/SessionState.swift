@@ -18,9 +18,9 @@ struct SessionState {
     var afterUpdate = AfterUpdateCallbacks()
     /// Documents cached for collections the app never declared, bounded. Confined to the client queue.
     var undeclaredCollections: UndeclaredCollections
-    /// The library's own hooks, run on the client queue on every new socket, before the app's hooks and before old
-    /// methods are re-sent (accounts' resume login). Confined to the client queue.
-    var reconnectHooks: [String: () -> Void] = [:]
+    /// The login token every new socket resumes first, before the app's hooks and before old methods are re-sent
+    /// (accounts-base's `onReconnect`). Confined to the client queue.
+    var resumeToken: String?
     /// The app's hooks (``DDPClient/onReconnect(_:_:)``), run on the callback queue by name. Confined to the client queue.
     var userReconnectHooks: [String: @Sendable () -> Void] = [:]
     /// While the app's hooks run for a new socket: that run's number (incoming messages are held meanwhile).

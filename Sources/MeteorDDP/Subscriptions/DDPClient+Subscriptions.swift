@@ -20,18 +20,18 @@ extension DDPClient {
     /// - Returns: A handle; keep it while you need the data and call ``Subscription/stop()`` (or drop it) after.
     public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180)) -> Subscription {
         let (record, isNew) = onClientQueue {
-            let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
+            let (record, isNew) = core.session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
                 randomGenerator.id()
             }
             if isClosed {
                 // A closed client subscribes to nothing: the handle is stopped at once, as close() stopped the others.
-                _ = session.subscriptions.nosub(record.id)
+                _ = core.session.subscriptions.nosub(record.id)
                 record.shared.update(.stopped)
                 return (record, false)
             }
-            if isNew, machine.isSocketOpen {
+            if isNew, core.machine.isSocketOpen {
                 send(.sub(id: record.id, name: name, params: params))
-                session.subscriptions.markSent(record.id)
+                core.session.subscriptions.markSent(record.id)
             }
             persistSessionChanges()
             return (record, isNew)
@@ -43,7 +43,7 @@ extension DDPClient {
     /// A handle let go of its subscription.
     func release(subscriptionID id: String) {
         queue.async {
-            guard let (delay, generation) = self.session.subscriptions.release(id) else { return }
+            guard let (delay, generation) = self.core.session.subscriptions.release(id) else { return }
             if delay <= .zero {
                 self.unsubscribeIfUnused(id, generation: generation)
             } else {
@@ -56,7 +56,7 @@ extension DDPClient {
     }
 
     private func unsubscribeIfUnused(_ id: String, generation: Int) {
-        guard let record = session.subscriptions.unsubscribeTimerFired(id, generation: generation) else { return }
+        guard let record = core.session.subscriptions.unsubscribeTimerFired(id, generation: generation) else { return }
         logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(id)"])
         send(.unsub(id: id))
         endQuiescenceIfPossible()

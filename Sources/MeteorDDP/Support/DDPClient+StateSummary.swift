@@ -3,17 +3,17 @@
 extension DDPClient {
     func stateSummary() -> String {
         queue.sync {
-            let methods = session.methods
+            let methods = core.session.methods
             let invocations = methods.invocations.values.sorted { MethodCoordinator.idOrder($0.id, $1.id) }.prefix(20).map {
                 "\($0.id) \($0.name) sent=\(methods.isSent($0.id)) result=\($0.result != nil) visible=\($0.dataVisible)"
             }
-            let quiescence = session.quiescence.map { "held \($0.messages.count) (resetting \($0.resetting))" } ?? "none"
+            let quiescence = core.session.quiescence.map { "held \($0.messages.count) (resetting \($0.resetting))" } ?? "none"
             return """
-                state \(machine.state); connection \(connection == nil ? "none" : "open") (generation \(connectionGeneration)); \
+                state \(core.machine.state); connection \(connection == nil ? "none" : "open") (generation \(core.connectionGeneration)); \
                 timers \(timers.keys.map { "\($0)" }.sorted()); inbox \(inbox.summary); \
-                quiescence \(quiescence), subscriptions reviving \(session.subscriptions.isReviving), \
-                methods blocking \(session.methodsBlockingQuiescence.sorted()); reconnect hooks running \(session.reconnectHooksRunning.map(String.init) ?? "no"); \
-                after-update \(session.afterUpdate.summary); store idle \(store.isIdle), buffer holding \(updateBuffer.isHolding); \
+                quiescence \(quiescence), subscriptions reviving \(core.session.subscriptions.isReviving), \
+                methods blocking \(core.session.methodsBlockingQuiescence.sorted()); reconnect hooks running \(core.session.reconnectHooksRunning.map(String.init) ?? "no"); \
+                after-update \(core.session.afterUpdate.summary); store idle \(store.isIdle), buffer holding \(updateBuffer.isHolding); \
                 user code \(userCode.summary); calls (\(methods.invocations.count)): \(invocations); blocks \(methods.blocks.map { "\($0.wait ? "wait " : "")\($0.methodIDs)" })
                 """
         }

@@ -130,7 +130,7 @@ final class ReconnectQuiescenceTests: XCTestCase {
         let clientGate = DispatchSemaphore(value: 0)
         harness.client.queue.async { clientGate.wait() }
         harness.client.queue.async {
-            let generation = harness.client.connectionGeneration
+            let generation = harness.client.core.connectionGeneration
             harness.client.handleIncoming(.success(.message(.updated(methodIDs: ["3"]))), generation: generation)
             harness.client.handleIncoming(.success(.message(.result(id: "3", result: nil, error: nil))), generation: generation)
         }

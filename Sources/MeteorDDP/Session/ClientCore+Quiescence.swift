@@ -1,0 +1,77 @@
+/// Quiescence as events of the core (LC `_livedata_connected`, `_livedata_data`, `_runAfterUpdateCallbacks`): after a
+/// reconnect, or while a `wait` method runs, data messages are held, in arrival order, until every revived
+/// subscription is ready again and every blocking method has its `updated`; then they are applied as one transaction.
+/// These functions decide; ``DDPClient`` applies what they hand back (`DDPClient+Session.swift`).
+extension ClientCore {
+    /// What the client does after a data message was held.
+    struct QuiescenceOutcome {
+        /// The hold reached ``ClientCore/maxMessagesHeldForQuiescence`` while still waiting for this many revived
+        /// subscriptions and blocking methods: they no longer count, and the client reports it.
+        var limitReached: (subscriptions: Int, methods: Int)?
+        /// Quiescence came: the held messages to apply now, in order, as one transaction.
+        var quiescent: QuiescenceHold?
+    }
+
+    /// Whether data messages are being held.
+    var isHoldingForQuiescence: Bool { session.quiescence != nil }
+
+    /// `connected` on a new socket. After a reconnect, or at the first connection of a client that restored a cache
+    /// (`reconciling`), the new session sends everything again: what it sends is held until quiescence and then
+    /// replaces the cache. Calls that had their result but not their data complete at quiescence; calls already sent
+    /// on this socket block it. Returns the hold when nothing is awaited (it is applied at once).
+    mutating func sessionConnected(isReconnect: Bool, reconciling: Bool) -> QuiescenceHold? {
+        guard isReconnect || reconciling else { return nil }
+        // What the abandoned session held is discarded.
+        var hold = QuiescenceHold(resetting: true)
+        session.afterUpdate.removeAll()
+        if !reconciling { _ = session.subscriptions.startRevival() }
+        let (visibleAtQuiescence, blocking) = session.methods.reconnectQuiescence()
+        session.methodsBlockingQuiescence = Set(blocking)
+        hold.methodsVisibleAtQuiescence = visibleAtQuiescence
+        session.quiescence = hold
+        return quiescenceIfReached()
+    }
+
+    /// A `wait` method went out: data is held until its `updated` (a hold already in place stays as it is).
+    mutating func waitMethodSent(_ id: String) {
+        session.methodsBlockingQuiescence.insert(id)
+        if session.quiescence == nil { session.quiescence = QuiescenceHold(resetting: false) }
+    }
+
+    /// A method's `updated` arrived with no hold in place.
+    mutating func methodUpdated(_ id: String) {
+        session.methodsBlockingQuiescence.remove(id)
+    }
+
+    /// Holds a data message, noting the subscriptions and methods it settles. Only while ``isHoldingForQuiescence``.
+    mutating func holdUntilQuiescence(_ message: consuming IncomingMessage) -> QuiescenceOutcome {
+        var outcome = QuiescenceOutcome()
+        switch message {
+        case .message(.ready(let ids)): session.subscriptions.stopReviving(ids)
+        case .message(.nosub(let id, _)): session.subscriptions.stopReviving([id])
+        case .message(.updated(let ids)): session.methodsBlockingQuiescence.subtract(ids)
+        default: break
+        }
+        session.quiescence!.messages.append(message)
+        if session.quiescence!.messages.count >= maxMessagesHeldForQuiescence, session.isWaitingForQuiescence {
+            let subscriptions = session.subscriptions.stopRevivingAll()
+            outcome.limitReached = (subscriptions.count, session.methodsBlockingQuiescence.count)
+            session.methodsBlockingQuiescence = []
+        }
+        outcome.quiescent = quiescenceIfReached()
+        return outcome
+    }
+
+    /// Ends the hold if nothing is awaited any more (also after a subscription was stopped, or restored subscriptions
+    /// are no longer awaited): returns the held messages to apply. Ending a resetting hold starts the new session's
+    /// server documents and undeclared collections afresh.
+    mutating func quiescenceIfReached() -> QuiescenceHold? {
+        guard let hold = session.quiescence, !session.isWaitingForQuiescence else { return nil }
+        session.quiescence = nil
+        if hold.resetting {
+            session.serverDocuments.sessionReset()
+            session.undeclaredCollections.reset()
+        }
+        return hold
+    }
+}

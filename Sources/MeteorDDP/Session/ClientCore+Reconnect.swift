@@ -1,0 +1,67 @@
+/// A new socket as events of the core (LC `onReset`, `_callOnReconnectAndSendAppropriateOutstandingMethods`;
+/// accounts-base's `onReconnect`): the login is resumed first, then the app's `onReconnect` hooks run, then unanswered
+/// methods go out again behind what the hooks called, then every subscription not yet sent.
+extension ClientCore {
+    /// What the client does on a new socket, in this order.
+    struct SocketReset {
+        /// Sent `noRetry` calls the reset failed (they complete at reconnect quiescence).
+        var failedCalls: [MethodCoordinator.Invocation]
+        /// The token to resume the login with, first on the new socket (the newest one the client has).
+        var resumeToken: String?
+        /// The app's hooks to run, in name order, as run `run`: incoming messages wait until
+        /// ``reconnectHooksFinished(run:)``. `nil`: no hooks; ``reconnectHooksRan()`` follows at once.
+        var userHooks: (run: Int, hooks: [@Sendable () -> Void])?
+    }
+
+    /// A new socket is open and `connect` was just sent.
+    mutating func socketReset() -> SocketReset {
+        let failed = session.methods.socketReset()
+        session.subscriptions.socketReset()
+        var reset = SocketReset(failedCalls: failed, resumeToken: session.resumeToken)
+        let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)
+        if !hooks.isEmpty {
+            session.reconnectHooksRuns += 1
+            session.reconnectHooksRunning = session.reconnectHooksRuns
+            reset.userHooks = (session.reconnectHooksRuns, hooks)
+        }
+        return reset
+    }
+
+    /// Whether the app's hooks are running (incoming messages wait meanwhile).
+    var reconnectHooksAreRunning: Bool { session.reconnectHooksRunning != nil }
+
+    /// The app's hooks of run `run` returned. Returns whether that run was still awaited (a later socket's run, or
+    /// the hold limit, may have moved on): then ``reconnectHooksRan()`` follows.
+    mutating func reconnectHooksFinished(run: Int) -> Bool {
+        guard session.reconnectHooksRunning == run else { return false }
+        session.reconnectHooksRunning = nil
+        return true
+    }
+
+    /// The messages held while the app's hooks ran reached the limit: the reset goes on without them. Returns whether
+    /// hooks were running (then the client reports it, and ``reconnectHooksRan()`` follows).
+    mutating func stopWaitingForReconnectHooks() -> Bool {
+        guard session.reconnectHooksRunning != nil else { return false }
+        session.reconnectHooksRunning = nil
+        return true
+    }
+
+    /// After the hooks: the calls to send now (the blocks set aside, behind what the hooks called) and the
+    /// subscriptions not sent on this socket yet, in subscription order (marked sent).
+    mutating func reconnectHooksRan() -> (calls: [MethodCoordinator.Invocation], subscriptions: [SubscriptionManager.Record]) {
+        let calls = session.methods.reconnectHooksRan()
+        let subscriptions = session.subscriptions.recordsNotSent()
+        for record in subscriptions { session.subscriptions.markSent(record.id) }
+        return (calls, subscriptions)
+    }
+
+    /// A login succeeded (or its result arrived): every new socket resumes with this token first.
+    mutating func resumeLogin(with token: String) {
+        session.resumeToken = token
+    }
+
+    /// Logged out: no resume on the next socket.
+    mutating func stopResumingLogin() {
+        session.resumeToken = nil
+    }
+}
