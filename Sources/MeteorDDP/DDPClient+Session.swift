@@ -94,15 +94,9 @@ extension DDPClient {
         if let hold = outcome.quiescent { applyQuiescence(hold) }
     }
 
-    /// Applies the held messages if nothing is awaited any more (a subscription stopped, restored subscriptions no
-    /// longer awaited).
-    func endQuiescenceIfPossible() {
-        if let hold = core.quiescenceIfReached() { applyQuiescence(hold) }
-    }
-
     /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
     /// reconnect), then queues the data-visible callbacks of methods that are not re-sent.
-    private func applyQuiescence(_ hold: QuiescenceHold) {
+    func applyQuiescence(_ hold: QuiescenceHold) {
         store.hold(resetting: hold.resetting)
         for id in hold.methodsVisibleAtQuiescence {
             runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }

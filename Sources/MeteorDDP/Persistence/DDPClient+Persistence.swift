@@ -365,8 +365,7 @@ extension DDPClient {
     /// The reconciliation delay is over: restored subscriptions the app did not make again are no longer awaited.
     func reconciliationDelayElapsed() {
         persistence?.restoredSubscriptions = []
-        core.session.subscriptions.stopAwaitingRestored()
-        endQuiescenceIfPossible()
+        if let quiescent = core.stopAwaitingRestoredSubscriptions() { applyQuiescence(quiescent) }
         persistSessionChanges()
     }
 

@@ -20,21 +20,19 @@ extension DDPClient {
     /// - Returns: A handle; keep it while you need the data and call ``Subscription/stop()`` (or drop it) after.
     public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180)) -> Subscription {
         let (record, isNew) = onClientQueue {
-            let (record, isNew) = core.session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
+            let subscribed = core.subscribe(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
                 randomGenerator.id()
             }
+            let record = subscribed.record
             if isClosed {
                 // A closed client subscribes to nothing: the handle is stopped at once, as close() stopped the others.
                 _ = core.session.subscriptions.nosub(record.id)
                 record.shared.update(.stopped)
                 return (record, false)
             }
-            if isNew, core.machine.isSocketOpen {
-                send(.sub(id: record.id, name: name, params: params))
-                core.session.subscriptions.markSent(record.id)
-            }
+            if subscribed.sendNow { send(.sub(id: record.id, name: name, params: params)) }
             persistSessionChanges()
-            return (record, isNew)
+            return (record, subscribed.isNew)
         }
         logger.debug(isNew ? "subscribed" : "joined subscription", metadata: ["name": "\(name)", "id": "\(record.id)"])
         return Subscription(name: name, params: params, id: record.id, shared: record.shared, client: self)
@@ -56,10 +54,10 @@ extension DDPClient {
     }
 
     private func unsubscribeIfUnused(_ id: String, generation: Int) {
-        guard let record = core.session.subscriptions.unsubscribeTimerFired(id, generation: generation) else { return }
+        guard let (record, quiescent) = core.unsubscribeIfUnused(id, generation: generation) else { return }
         logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(id)"])
         send(.unsub(id: id))
-        endQuiescenceIfPossible()
+        if let quiescent { applyQuiescence(quiescent) }
         persistSessionChanges()
     }
 

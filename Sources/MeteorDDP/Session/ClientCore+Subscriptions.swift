@@ -1,0 +1,38 @@
+import EJSON
+
+/// Subscriptions as events of the core (LC `subscribe`, the handle's `stop`, `_process_ready`, `_livedata_nosub`).
+extension ClientCore {
+    /// The app subscribes, or joins the subscription with the same name and parameters.
+    struct Subscribed {
+        /// The subscription (shared by every handle).
+        let record: SubscriptionManager.Record
+        /// Whether it was made now (not joined).
+        let isNew: Bool
+        /// Whether its `sub` goes out now: a new subscription on an open socket (marked sent; otherwise it goes out
+        /// after the next socket's reconnect hooks).
+        let sendNow: Bool
+    }
+
+    mutating func subscribe(
+        name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String
+    ) -> Subscribed {
+        let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode, makeID: makeID)
+        let sendNow = isNew && machine.isSocketOpen
+        if sendNow { session.subscriptions.markSent(record.id) }
+        return Subscribed(record: record, isNew: isNew, sendNow: sendNow)
+    }
+
+    /// An unused subscription's delay (`notInUseTimeout`) elapsed: the subscription to `unsub` (stopped), if no
+    /// handle took it up again meanwhile, and the held messages to apply when quiescence waited for it.
+    mutating func unsubscribeIfUnused(_ id: String, generation: Int) -> (record: SubscriptionManager.Record, quiescent: QuiescenceHold?)? {
+        guard let record = session.subscriptions.unsubscribeTimerFired(id, generation: generation) else { return nil }
+        return (record, quiescenceIfReached())
+    }
+
+    /// The first connection after a restart stops awaiting the restored subscriptions the app did not make again:
+    /// the held messages to apply when that was all quiescence waited for.
+    mutating func stopAwaitingRestoredSubscriptions() -> QuiescenceHold? {
+        session.subscriptions.stopAwaitingRestored()
+        return quiescenceIfReached()
+    }
+}

@@ -1,0 +1,63 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Subscriptions as event scripts for ``ClientCore``.
+final class ClientCoreSubscriptionTests: XCTestCase {
+    private let userCode = UserCodeQueue(label: "ClientCoreSubscriptionTests")
+
+    private func subscribe(_ core: inout ClientCore, _ name: String, timeout: Duration = .zero) -> ClientCore.Subscribed {
+        core.subscribe(name: name, params: ["a"], notInUseTimeout: timeout, userCode: userCode) { "id-\(name)" }
+    }
+
+    func testASubscriptionMadeOfflineGoesOutOnTheNextSocketAfterTheHooks() {
+        var core = ClientCore.scripted()
+        let offline = subscribe(&core, "todos")
+        XCTAssertTrue(offline.isNew)
+        XCTAssertFalse(offline.sendNow, "no socket: nothing goes out")
+        _ = core.machine.connectRequested()
+        _ = core.machine.transportOpened()
+        let reset = core.socketReset()
+        XCTAssertNil(reset.userHooks)
+        XCTAssertEqual(core.reconnectHooksRan().subscriptions.map(\.id), ["id-todos"])
+        let online = subscribe(&core, "lists")
+        XCTAssertTrue(online.sendNow, "a new subscription on an open socket goes out at once")
+        XCTAssertTrue(core.reconnectHooksRan().subscriptions.isEmpty, "each goes out once")
+    }
+
+    func testSubscribingAgainJoinsTheSubscriptionAndSendsNothing() {
+        var core = ClientCore.scripted()
+        _ = core.machine.connectRequested()
+        _ = core.machine.transportOpened()
+        let first = subscribe(&core, "todos")
+        let second = subscribe(&core, "todos")
+        XCTAssertFalse(second.isNew)
+        XCTAssertFalse(second.sendNow)
+        XCTAssertEqual(second.record.id, first.record.id)
+    }
+
+    /// A revived subscription the app stops before it is ready again no longer holds the new session's data back.
+    func testUnsubscribingASubscriptionQuiescenceWaitsForAppliesTheHold() throws {
+        var core = ClientCore.scripted()
+        let todos = subscribe(&core, "todos").record.id
+        _ = core.session.subscriptions.ready([todos])
+        XCTAssertNil(core.reconnect(), "todos must be ready again")
+        XCTAssertNil(core.holdUntilQuiescence(.message(.added(collection: "todos", id: "a", fields: [:]))).quiescent)
+        let (_, generation) = try XCTUnwrap(core.session.subscriptions.release(todos))
+        XCTAssertNil(core.unsubscribeIfUnused(todos, generation: generation - 1), "a stale timer changes nothing")
+        let unsubscribed = try XCTUnwrap(core.unsubscribeIfUnused(todos, generation: generation))
+        XCTAssertEqual(unsubscribed.record.id, todos)
+        XCTAssertEqual(unsubscribed.quiescent?.messages.count, 1, "the held message is applied")
+        XCTAssertFalse(core.isHoldingForQuiescence)
+    }
+
+    /// After a restart, the first connection waits for the restored subscriptions the app makes again; once the
+    /// delay for making them is over, the ones not made stop holding the data back.
+    func testRestoredSubscriptionsNoLongerAwaitedApplyTheHold() {
+        var core = ClientCore.scripted()
+        core.session.subscriptions.startRestoredRevival([StoredSubscription(name: "todos", params: ["a"])])
+        XCTAssertNil(core.sessionConnected(isReconnect: false, reconciling: true), "the restored subscription is awaited")
+        XCTAssertEqual(core.stopAwaitingRestoredSubscriptions()?.resetting, true)
+    }
+}
