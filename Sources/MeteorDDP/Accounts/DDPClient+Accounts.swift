@@ -142,7 +142,7 @@ extension DDPClient {
                 $0.loggingIn = true
             }
             accountBroadcaster.yield(stored)
-            queue.async { self.installResumeHook(token: stored.token) }
+            queue.async { self.core.setResumeToken(stored.token) }
         } catch {
             logger.debug("stored account unusable; starting logged out", metadata: ["error": "\(error)"])
             try? store.save(nil)
@@ -157,7 +157,7 @@ extension DDPClient {
         // As the result arrives (Meteor's onResultReceived): a reconnect before `updated` resumes with this token.
         options.onResultReceivedOnClientQueue = { [weak self] result in
             guard let self, case .success(let value) = result, let token = value?["token"]?.stringValue else { return }
-            self.installResumeHook(token: token)
+            self.core.setResumeToken(token)
         }
         do {
             try call(method, params: arguments, options: options) { [weak self] result in
@@ -181,9 +181,8 @@ extension DDPClient {
         case .success(let value):
             do {
                 let account = try Account(loginResult: value)
-                installResumeHook(token: account.token)
-                setAccount(account)
-                accountState.withLockedValue { $0.logoutReason = nil }
+                core.setResumeToken(account.token)
+                setAccount(account, clearingLogoutReason: true)
                 loginEventBroadcaster.yield(.loggedIn(account, type: value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown))
                 completion(.success(account))
             } catch {
@@ -206,12 +205,6 @@ extension DDPClient {
             }
             completion(.failure(error))
         }
-    }
-
-    /// Every new socket first resumes the login with the newest token (LC `onReconnect`, accounts_client.js).
-    func installResumeHook(token: String) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        core.resumeLogin(with: token)
     }
 
     /// A new socket's resume (``ClientCore/SocketReset/resumeToken``): with the stored login's token if there is one
@@ -241,9 +234,14 @@ extension DDPClient {
         loginEventBroadcaster.yield(.loggedOut(userID: userID, reason: reason))
     }
 
-    func setAccount(_ account: Account?) {
+    /// Publishes `account` (stored, broadcast, notified) when it differs from the current one; a successful login
+    /// also clears ``DDPClient/logoutReason`` in the same locked step.
+    func setAccount(_ account: Account?, clearingLogoutReason: Bool = false) {
         let changed: Bool = accountState.withLockedValue { state in
-            defer { state.account = account }
+            defer {
+                state.account = account
+                if clearingLogoutReason { state.logoutReason = nil }
+            }
             return state.account != account
         }
         guard changed else { return }

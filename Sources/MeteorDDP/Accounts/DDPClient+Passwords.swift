@@ -92,7 +92,7 @@ extension DDPClient {
         newToken.onResultReceivedOnClientQueue = { [weak self] result in
             guard let self, case .success(let value) = result, let account = try? Account(loginResult: value) else { return }
             guard account.userID == current.userID else { return }
-            self.installResumeHook(token: account.token)
+            self.core.setResumeToken(account.token)
             self.setAccount(account)
         }
         let removed = OneShot<EJSONValue?>()

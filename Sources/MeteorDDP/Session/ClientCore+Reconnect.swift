@@ -55,8 +55,9 @@ extension ClientCore {
         return (calls, subscriptions)
     }
 
-    /// A login succeeded (or its result arrived): every new socket resumes with this token first.
-    mutating func resumeLogin(with token: String) {
+    /// A login succeeded (or its result arrived): every new socket resumes with this token first (LC `onReconnect`,
+    /// accounts_client.js).
+    mutating func setResumeToken(_ token: String) {
         session.resumeToken = token
     }
 

@@ -10,7 +10,7 @@ final class ClientCoreReconnectTests: XCTestCase {
         var core = ClientCore.scripted()
         core.subscribe("todos")
         let old = core.call("todos.add")
-        core.resumeLogin(with: "tok")
+        core.setResumeToken("tok")
         core.session.userReconnectHooks["b"] = {}
         core.session.userReconnectHooks["a"] = {}
 
@@ -65,8 +65,8 @@ final class ClientCoreReconnectTests: XCTestCase {
 
     func testALogoutStopsTheResume() {
         var core = ClientCore.scripted()
-        core.resumeLogin(with: "tok1")
-        core.resumeLogin(with: "tok2")
+        core.setResumeToken("tok1")
+        core.setResumeToken("tok2")
         XCTAssertEqual(core.socketReset().resumeToken, "tok2", "the newest token")
         core.stopResumingLogin()
         XCTAssertNil(core.socketReset().resumeToken)
