@@ -13,7 +13,7 @@ let package = Package(
         .executable(name: "leaderboard", targets: ["Leaderboard"]),
         .executable(name: "getting-started", targets: ["GettingStarted"]),
         .executable(name: "meteor-ddp-benchmarks", targets: ["Benchmarks"]),
-        .executable(name: "ddp", targets: ["DDPTool"]),
+        .executable(name: "ddp", targets: ["DDPTool"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -28,14 +28,14 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // The offline store (`Persistence.sqlite(at:)`): SQLite in WAL mode, migrations.
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0")
     ],
     targets: [
         .target(
             name: "EJSON",
             dependencies: [
                 .product(name: "OrderedCollections", package: "swift-collections"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .target(
@@ -56,7 +56,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCompression", package: "swift-websocket"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift")
             ]
         ),
         .target(
@@ -64,7 +64,7 @@ let package = Package(
             dependencies: [
                 "EJSON",
                 "MeteorDDP",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ]
         ),
         .target(
@@ -84,7 +84,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]
         ),
         .target(
@@ -93,7 +93,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "DDPTool",
-            dependencies: ["DDPCommandLine", "MeteorDDP", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "DDPCommandLine", "MeteorDDP", .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ]
         ),
         .executableTarget(
             name: "Todos",
@@ -119,7 +121,7 @@ let package = Package(
                 "MeteorDDP", "EJSON", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ],
             path: "Tests/HostileTable"
         ),
@@ -136,12 +138,21 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "WSClient", package: "swift-websocket"), .product(name: "WSCompression", package: "swift-websocket"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "WSCompression", package: "swift-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
             path: "Benchmarks"
         ),
         .testTarget(
             name: "DocExampleTests",
-            dependencies: ["MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            dependencies: [
+                "MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON",
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl")
+            ],
             path: "Tests/DocExampleTests",
             exclude: ["update.sh"]
         ),
@@ -158,18 +169,19 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine", "OfflineProbe", "Todos", "GettingStarted", "HostileTable",
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "DDPTestServer", "EJSON", "DDPCommandLine",
+                "OfflineProbe", "Todos", "GettingStarted", "HostileTable",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ],
             path: "IntegrationTests",
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
-        ),
+        )
     ]
 )

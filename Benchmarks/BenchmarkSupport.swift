@@ -24,9 +24,12 @@ enum Bench {
     }
 
     /// Prints one figure: ours, the baseline measured in the same run, and ours / baseline.
-    static func report(_ name: String, ours: Double, baseline: Double, unit: String, baselineName: String, target: String? = nil) {
+    static func report(
+        _ name: String, ours: Double, baseline: Double, unit: String, baselineName: String, target: String? = nil
+    ) {
         let ratio = baseline == 0 ? .infinity : ours / baseline
-        var line = "\(name): \(format(ours)) \(unit) vs \(baselineName) \(format(baseline)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
+        var line =
+            "\(name): \(format(ours)) \(unit) vs \(baselineName) \(format(baseline)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
         if let target { line += "  (target \(target))" }
         print(line)
     }

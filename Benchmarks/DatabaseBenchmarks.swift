@@ -14,7 +14,9 @@ enum DatabaseBenchmarks {
         notificationsForABurst()
     }
 
-    static func key(_ i: Int) -> DocumentKey { DocumentKey(collectionName: BenchDocuments.collection, documentID: BenchDocuments.id(i)) }
+    static func key(_ i: Int) -> DocumentKey {
+        DocumentKey(collectionName: BenchDocuments.collection, documentID: BenchDocuments.id(i))
+    }
 
     /// (a) 100k adds then 900k two-field changes, in transactions of 1000, against the same into a Swift dictionary.
     static func applyThroughput() {
@@ -56,11 +58,15 @@ enum DatabaseBenchmarks {
             }
             if table.isEmpty { print("") }
         }
-        Bench.report("apply", ours: Double(all.count) / ours, baseline: Double(all.count) / baseline, unit: "updates/s",
-                     baselineName: "plain Swift dictionary", target: "≥ 1M updates/s; Meteor JS: 76k added/s, ~100k changed/s")
-        Bench.report("apply in batches of 10,000", ours: Double(all.count) / large, baseline: Double(all.count) / baseline, unit: "updates/s",
-                     baselineName: "plain Swift dictionary")
-        print(String(format: "apply vs Meteor's JS client anchor (76k docs/s): %.1fx", Double(all.count) / ours / 76_000))
+        Bench.report(
+            "apply", ours: Double(all.count) / ours, baseline: Double(all.count) / baseline, unit: "updates/s",
+            baselineName: "plain Swift dictionary", target: "≥ 1M updates/s; Meteor JS: 76k added/s, ~100k changed/s")
+        Bench.report(
+            "apply in batches of 10,000", ours: Double(all.count) / large, baseline: Double(all.count) / baseline,
+            unit: "updates/s",
+            baselineName: "plain Swift dictionary")
+        print(
+            String(format: "apply vs Meteor's JS client anchor (76k docs/s): %.1fx", Double(all.count) / ours / 76_000))
     }
 
     /// (b) Reads from 2 threads with a writer applying 20k updates/s, against the same reads with no writer.
@@ -78,7 +84,8 @@ enum DatabaseBenchmarks {
                         let start = DispatchTime.now()
                         database.performUpdates {
                             for _ in 0..<200 {
-                                database.apply(.changed(key(n % documentCount), BenchDocuments.changedFields(n), cleared: []))
+                                database.apply(
+                                    .changed(key(n % documentCount), BenchDocuments.changedFields(n), cleared: []))
                                 n += 1
                             }
                         }
@@ -118,9 +125,11 @@ enum DatabaseBenchmarks {
         }
         let idle = measure(withWriter: false)
         let loaded = measure(withWriter: true)
-        Bench.report("read p50 under write load", ours: loaded.p50, baseline: idle.p50, unit: "µs", baselineName: "no writer")
-        Bench.report("read p99 under write load", ours: loaded.p99, baseline: idle.p99, unit: "µs", baselineName: "no writer",
-                     target: "< 10 µs and within 2x of no writer")
+        Bench.report(
+            "read p50 under write load", ours: loaded.p50, baseline: idle.p50, unit: "µs", baselineName: "no writer")
+        Bench.report(
+            "read p99 under write load", ours: loaded.p99, baseline: idle.p99, unit: "µs", baselineName: "no writer",
+            target: "< 10 µs and within 2x of no writer")
     }
 
     /// (c) A 100k-update burst through the DataUpdateBuffer.
@@ -136,7 +145,9 @@ enum DatabaseBenchmarks {
         done.wait()
         database.notificationQueue.sync {}
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        Bench.figure("notifications posted", Double(counter.count), unit: "", note: "target ≤ 10; 100k updates in \(String(format: "%.3f", seconds)) s")
+        Bench.figure(
+            "notifications posted", Double(counter.count), unit: "",
+            note: "target ≤ 10; 100k updates in \(String(format: "%.3f", seconds)) s")
     }
 
     /// (d) Resident memory per document at 100k documents, against the documents' JSON size.
@@ -153,8 +164,10 @@ enum DatabaseBenchmarks {
         let jsonBytes = (0..<documentCount).reduce(0) { $0 + EJSON.serialize(.object(BenchDocuments.fields($1))).count }
         let perDocument = Double(after - before) / Double(documentCount)
         let jsonPerDocument = Double(jsonBytes) / Double(documentCount)
-        Bench.report("memory per document", ours: perDocument, baseline: jsonPerDocument, unit: "bytes", baselineName: "its JSON",
-                     target: "≤ 2x; Meteor JS: 3.65x")
+        Bench.report(
+            "memory per document", ours: perDocument, baseline: jsonPerDocument, unit: "bytes",
+            baselineName: "its JSON",
+            target: "≤ 2x; Meteor JS: 3.65x")
         withExtendedLifetime(database) {}
     }
 
@@ -170,7 +183,8 @@ enum DatabaseBenchmarks {
         if let run = environment["MDDP_LARGE_RUN"] {
             // One measurement, for the parent: its figures on one line.
             let parts = run.split(separator: ":")
-            guard parts.count == 2, ["ours", "dictionary"].contains(parts[0]), let count = Int(parts[1]), count >= 1000 else {
+            guard parts.count == 2, ["ours", "dictionary"].contains(parts[0]), let count = Int(parts[1]), count >= 1000
+            else {
                 return print("MDDP_LARGE_RUN=ours:N or dictionary:N (N ≥ 1000)")
             }
             if parts[0] == "dictionary" {
@@ -187,8 +201,9 @@ enum DatabaseBenchmarks {
             return
         }
         let rounds = max(1, environment["MDDP_LARGE_ROUNDS"].flatMap(Int.init) ?? 3)
-        Bench.section("Database (e): one collection of 1M documents vs 100k: apply rate, memory per document, read p99 "
-                      + "(each measured in a fresh process, \(rounds) rounds taking turns, medians)")
+        Bench.section(
+            "Database (e): one collection of 1M documents vs 100k: apply rate, memory per document, read p99 "
+                + "(each measured in a fresh process, \(rounds) rounds taking turns, medians)")
         let runs = ["ours:100000", "ours:1000000", "dictionary:100000", "dictionary:1000000"]
         var results: [String: [[Double]]] = [:]
         for _ in 0..<rounds {
@@ -203,18 +218,25 @@ enum DatabaseBenchmarks {
             return values[values.count / 2]
         }
         let rates = { (run: String) in results[run]!.map { Bench.format($0[0] / 1000) }.joined(separator: ", ") }
-        Bench.report("apply 1M added, batches of 1000", ours: median("ours:1000000", 0) / 1000, baseline: median("ours:100000", 0) / 1000,
-                     unit: "k docs/s", baselineName: "100k", target: ">= 0.9x")
+        Bench.report(
+            "apply 1M added, batches of 1000", ours: median("ours:1000000", 0) / 1000,
+            baseline: median("ours:100000", 0) / 1000,
+            unit: "k docs/s", baselineName: "100k", target: ">= 0.9x")
         print("  each round, k docs/s: 100k \(rates("ours:100000")); 1M \(rates("ours:1000000"))")
-        Bench.report("reference: plain Swift dictionary, 1M packed documents", ours: median("dictionary:1000000", 0) / 1000,
-                     baseline: median("dictionary:100000", 0) / 1000, unit: "k docs/s", baselineName: "100k")
+        Bench.report(
+            "reference: plain Swift dictionary, 1M packed documents", ours: median("dictionary:1000000", 0) / 1000,
+            baseline: median("dictionary:100000", 0) / 1000, unit: "k docs/s", baselineName: "100k")
         print("  each round, k docs/s: 100k \(rates("dictionary:100000")); 1M \(rates("dictionary:1000000"))")
-        Bench.report("apply at 1M", ours: median("ours:1000000", 0) / 1000, baseline: median("dictionary:1000000", 0) / 1000,
-                     unit: "k docs/s", baselineName: "the plain dictionary at 1M")
-        Bench.report("memory per document at 1M", ours: median("ours:1000000", 1), baseline: median("ours:100000", 1), unit: "bytes",
-                     baselineName: "at 100k", target: "<= 1.1x")
-        Bench.report("read by id p99 at 1M", ours: median("ours:1000000", 2), baseline: median("ours:100000", 2), unit: "µs",
-                     baselineName: "at 100k")
+        Bench.report(
+            "apply at 1M", ours: median("ours:1000000", 0) / 1000, baseline: median("dictionary:1000000", 0) / 1000,
+            unit: "k docs/s", baselineName: "the plain dictionary at 1M")
+        Bench.report(
+            "memory per document at 1M", ours: median("ours:1000000", 1), baseline: median("ours:100000", 1),
+            unit: "bytes",
+            baselineName: "at 100k", target: "<= 1.1x")
+        Bench.report(
+            "read by id p99 at 1M", ours: median("ours:1000000", 2), baseline: median("ours:100000", 2), unit: "µs",
+            baselineName: "at 100k")
     }
 
     /// Runs this executable's `large` section for one measurement (`MDDP_LARGE_RUN`) and returns its figures (rate,
@@ -236,8 +258,8 @@ enum DatabaseBenchmarks {
     }
 
     /// `count` documents added to a fresh `Database` in batches of 1,000: the apply rate (only the applying is timed:
-    /// each batch's updates are made before the clock starts and freed after it stops), the resident memory per document, and
-    /// the p99 of reading a random document by id.
+    /// each batch's updates are made before the clock starts and freed after it stops), the resident memory per
+    /// document, and the p99 of reading a random document by id.
     private static func measure(_ count: Int) -> (rate: Double, bytesPerDocument: Double, readP99: Double) {
         let before = residentBytes()
         let database = Database()
@@ -256,7 +278,7 @@ enum DatabaseBenchmarks {
         var samples: [Double] = []
         var state: UInt64 = 42
         for _ in 0..<100_000 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             let i = Int(state >> 33) % count
             let t = Bench.now()
             let document = database.document(key(i))
@@ -275,7 +297,9 @@ enum DatabaseBenchmarks {
         var dictionary: [DocumentKey: Document] = [:]
         var nanoseconds: UInt64 = 0
         for batch in stride(from: 0, to: count, by: 1000) {
-            let updates: [(DocumentKey, EJSONObject)] = (batch..<(batch + 1000)).map { (key($0), BenchDocuments.fields($0)) }
+            let updates: [(DocumentKey, EJSONObject)] = (batch..<(batch + 1000)).map {
+                (key($0), BenchDocuments.fields($0))
+            }
             withExtendedLifetime(updates) {
                 let start = Bench.now()
                 for (key, fields) in updates { dictionary[key] = Document(id: key.documentID, fields: fields) }
@@ -312,7 +336,8 @@ final class NotificationCount: @unchecked Sendable {
     private var counted = 0
     private var observer: (any NSObjectProtocol)?
     init(database: Database) {
-        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) { [weak self] _ in
+        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) {
+            [weak self] _ in
             self?.lock.withLock { self?.counted += 1 }
         }
     }

@@ -9,7 +9,10 @@ enum EJSONBenchmarks {
             switch i % 10 {
             case 0..<6: return Array(BenchDocuments.addedFrame(i).utf8)
             case 6..<8: return Array(BenchDocuments.changedFrame(i).utf8)
-            case 8: return Array(#"{"msg":"result","id":"\#(i)","result":{"_id":"\#(BenchDocuments.id(i))","count":\#(i),"at":{"$date":1700000000000}}}"#.utf8)
+            case 8:
+                return Array(
+                    #"{"msg":"result","id":"\#(i)","result":{"_id":"\#(BenchDocuments.id(i))","count":\#(i),"at":{"$date":1700000000000}}}"#
+                        .utf8)
             default: return Array(#"{"msg":"ping","id":"p\#(i)"}"#.utf8)
             }
         }
@@ -34,16 +37,18 @@ enum EJSONBenchmarks {
                 if let o = object as? [String: Any] { sink &+= o.count }
             }
         }
-        Bench.report("EJSON.parse(bytes:)", ours: Double(frames.count) / ours, baseline: Double(frames.count) / foundation,
-                     unit: "msgs/s", baselineName: "JSONSerialization", target: "≥ 2x")
+        Bench.report(
+            "EJSON.parse(bytes:)", ours: Double(frames.count) / ours, baseline: Double(frames.count) / foundation,
+            unit: "msgs/s", baselineName: "JSONSerialization", target: "≥ 2x")
         let strings = frames.map { String(decoding: $0, as: UTF8.self) }
         let fromString = Bench.medianSeconds {
             for frame in strings {
                 if case .object(let o) = try! EJSON.parse(frame) { sink &+= o.count }
             }
         }
-        Bench.report("EJSON.parse(String) (frames arrive as Strings)", ours: Double(frames.count) / fromString,
-                     baseline: Double(frames.count) / foundation, unit: "msgs/s", baselineName: "JSONSerialization")
+        Bench.report(
+            "EJSON.parse(String) (frames arrive as Strings)", ours: Double(frames.count) / fromString,
+            baseline: Double(frames.count) / foundation, unit: "msgs/s", baselineName: "JSONSerialization")
 
         Bench.section("EJSON: serialise the same messages")
         let values = frames.map { try! EJSON.parse(bytes: $0) }
@@ -54,8 +59,10 @@ enum EJSONBenchmarks {
         let foundationSerialize = Bench.medianSeconds {
             for object in objects { sink &+= (try! JSONSerialization.data(withJSONObject: object)).count }
         }
-        Bench.report("EJSON.serialize", ours: Double(values.count) / serialize, baseline: Double(values.count) / foundationSerialize,
-                     unit: "msgs/s", baselineName: "JSONSerialization.data")
+        Bench.report(
+            "EJSON.serialize", ours: Double(values.count) / serialize,
+            baseline: Double(values.count) / foundationSerialize,
+            unit: "msgs/s", baselineName: "JSONSerialization.data")
         if sink == 42 { print("") }
     }
 }

@@ -8,9 +8,12 @@ import MeteorDDP
 /// subscribed to a 10-document publication.
 enum ManyClientsBenchmarks {
     /// With `deflate`, the server accepts the clients' permessage-deflate offer, so each client holds zlib state.
-    static func run(count: Int = ProcessInfo.processInfo.environment["MDDP_CLIENTS"].flatMap(Int.init) ?? 1_000, deflate: Bool) async throws {
+    static func run(
+        count: Int = ProcessInfo.processInfo.environment["MDDP_CLIENTS"].flatMap(Int.init) ?? 1_000, deflate: Bool
+    ) async throws {
         let mode = deflate ? "permessage-deflate on" : "permessage-deflate off"
-        Bench.section("Many clients (\(mode)): \(count) clients in one process, each subscribed to a 10-document publication")
+        Bench.section(
+            "Many clients (\(mode)): \(count) clients in one process, each subscribed to a 10-document publication")
         // The server runs in a process of its own, so that this one's memory and CPU are the clients' alone.
         let server = Process()
         server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -23,7 +26,7 @@ enum ManyClientsBenchmarks {
         var serverEnded = false
         defer {
             if !serverEnded {
-                try? stdinPipe.fileHandleForWriting.close()  // the server ends when its input does
+                try? stdinPipe.fileHandleForWriting.close() // the server ends when its input does
                 server.waitUntilExit()
             }
         }
@@ -36,7 +39,8 @@ enum ManyClientsBenchmarks {
         configuration.heartbeatInterval = .seconds(15)
         let clients = (0..<count).map { _ in DDPClient(url: url, configuration: configuration) }
         if ProcessInfo.processInfo.environment["MDDP_STAGES"] != nil {
-            print("created: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client")
+            print(
+                "created: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client")
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for client in clients {
                     group.addTask {
@@ -46,7 +50,9 @@ enum ManyClientsBenchmarks {
                 }
                 try await group.waitForAll()
             }
-            print("connected: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client")
+            print(
+                "connected: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client"
+            )
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for client in clients {
@@ -67,16 +73,21 @@ enum ManyClientsBenchmarks {
         Bench.figure("all connected and ready", seconds, unit: "s", note: "target within 5 s")
         // Memory: each client holds its 10 documents too (measured apart below).
         let documentsOnly = try await documentBytes(count: count)
-        Bench.figure("resident memory per client (the server in another process; its 10 documents excluded)",
-                     Double(after - before - documentsOnly) / Double(count) / 1024, unit: "KB",
-                     note: deflate ? "\(mode): zlib state per socket; printed" : "\(mode): target <= 64 KB")
+        Bench.figure(
+            "resident memory per client (the server in another process; its 10 documents excluded)",
+            Double(after - before - documentsOnly) / Double(count) / 1024, unit: "KB",
+            note: deflate ? "\(mode): zlib state per socket; printed" : "\(mode): target <= 64 KB")
         // Idle CPU: heartbeats only.
         let cpuBefore = cpuSeconds()
         let idleStart = Bench.now()
         try await Task.sleep(for: .seconds(5))
         let idleSeconds = Double(Bench.now() - idleStart) / 1e9
-        Bench.figure("CPU while idle (heartbeats every 15 s)", (cpuSeconds() - cpuBefore) / idleSeconds * 100, unit: "% of one core")
-        Bench.figure("threads in the process, idle", Double(threadCount()), unit: "", note: "\(count) clients; the server in another process")
+        Bench.figure(
+            "CPU while idle (heartbeats every 15 s)", (cpuSeconds() - cpuBefore) / idleSeconds * 100,
+            unit: "% of one core")
+        Bench.figure(
+            "threads in the process, idle", Double(threadCount()), unit: "",
+            note: "\(count) clients; the server in another process")
         for client in clients { client.close() }
         // What the server compressed (its last line, printed as it ends): proof the mode was what it says.
         try? stdinPipe.fileHandleForWriting.close()
@@ -85,7 +96,9 @@ enum ManyClientsBenchmarks {
         serverEnded = true
         let statistics = rest.split(separator: "\n").last.map(String.init) ?? ""
         print("server: \(statistics)")
-        precondition(statistics.hasPrefix("permessage-deflate connections \(deflate ? count : 0) "), "permessage-deflate was not as asked")
+        precondition(
+            statistics.hasPrefix("permessage-deflate connections \(deflate ? count : 0) "),
+            "permessage-deflate was not as asked")
     }
 
     /// A document of the "ten" publication.
@@ -108,8 +121,10 @@ enum ManyClientsBenchmarks {
         _ = FileHandle.standardInput.readDataToEndOfFile()
         try await server.stop()
         let statistics = server.perMessageDeflateStatistics
-        FileHandle.standardOutput.write(Data(("permessage-deflate connections \(statistics.connections) messages deflated "
-            + "\(statistics.messagesDeflated) inflated \(statistics.messagesInflated)\n").utf8))
+        FileHandle.standardOutput.write(
+            Data(
+                ("permessage-deflate connections \(statistics.connections) messages deflated "
+                    + "\(statistics.messagesDeflated) inflated \(statistics.messagesInflated)\n").utf8))
     }
 
     /// The port line the server process prints first.
@@ -120,7 +135,8 @@ enum ManyClientsBenchmarks {
             guard !chunk.isEmpty else { break }
             line.append(chunk)
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             throw CocoaError(.fileReadCorruptFile)
         }
         return port
@@ -131,7 +147,8 @@ enum ManyClientsBenchmarks {
         let before = DatabaseBenchmarks.residentBytes()
         let databases = (0..<count).map { _ in Database() }
         for database in databases {
-            database.apply((0..<10).map { i in .added(DocumentKey(collectionName: "items", documentID: "i\(i)"), tenFields(i)) })
+            database.apply(
+                (0..<10).map { i in .added(DocumentKey(collectionName: "items", documentID: "i\(i)"), tenFields(i)) })
         }
         let after = DatabaseBenchmarks.residentBytes()
         withExtendedLifetime(databases) {}
@@ -154,6 +171,7 @@ enum ManyClientsBenchmarks {
     static func cpuSeconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }

@@ -30,7 +30,9 @@ enum MethodBenchmarks {
         // its own wake-up is not part of the figure.
         let delivered = DispatchSemaphore(value: 0)
         let deliveredAt = ManagedTimestamp()
-        let observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) { _ in
+        let observer = NotificationCenter.default.addObserver(
+            forName: .databaseDidChange, object: client.database, queue: nil
+        ) { _ in
             deliveredAt.set(DispatchTime.now().uptimeNanoseconds)
             delivered.signal()
         }
@@ -59,7 +61,9 @@ enum MethodBenchmarks {
     /// block of 1,000: each `updated` waits for every document the block's stubs wrote (Meteor's rule), and that must
     /// not cost the block's size per completion. `MDDP_BLOCK=N` sets the large block's size.
     static func completionsWithBacklog() {
-        Bench.section("Methods: completions with 10,000 stub calls queued behind a wait call, and in one block of 10,000 (in process)")
+        Bench.section(
+            "Methods: completions with 10,000 stub calls queued behind a wait call, and in one block of 10,000 (in process)"
+        )
         /// Completions per second of the first `block` calls, all sent at once, with `backlog` calls queued behind a
         /// wait call.
         func completionsPerSecond(block: Int, backlog: Int) -> Double {
@@ -81,7 +85,9 @@ enum MethodBenchmarks {
                 return nil
             }
             precondition(sent.count == block, "the first block is on the wire, the backlog is not")
-            let frames = sent.flatMap { [#"{"msg":"updated","methods":["\#($0)"]}"#, #"{"msg":"result","id":"\#($0)","result":null}"#] }
+            let frames = sent.flatMap {
+                [#"{"msg":"updated","methods":["\#($0)"]}"#, #"{"msg":"result","id":"\#($0)","result":null}"#]
+            }
             let start = Bench.now()
             for frame in frames { transport.receive(frame) }
             completed.wait()
@@ -89,19 +95,23 @@ enum MethodBenchmarks {
             client.close()
             return Double(block) / seconds
         }
-        var with: [Double] = [], without: [Double] = []
+        var with: [Double] = []
+        var without: [Double] = []
         for _ in 0..<3 {
             without.append(completionsPerSecond(block: 1_000, backlog: 0))
             with.append(completionsPerSecond(block: 1_000, backlog: 10_000))
         }
-        Bench.report("completions with 10,000 calls queued", ours: with.sorted()[1], baseline: without.sorted()[1], unit: "calls/s",
-                     baselineName: "with none queued", target: "≥ 0.5x; 0.04x when each completion scanned the backlog")
+        Bench.report(
+            "completions with 10,000 calls queued", ours: with.sorted()[1], baseline: without.sorted()[1],
+            unit: "calls/s",
+            baselineName: "with none queued", target: "≥ 0.5x; 0.04x when each completion scanned the backlog")
         let large = ProcessInfo.processInfo.environment["MDDP_BLOCK"].flatMap(Int.init) ?? 10_000
         var largeBlock: [Double] = []
         for _ in 0..<3 { largeBlock.append(completionsPerSecond(block: large, backlog: 0)) }
-        Bench.report("completions in one block of \(large) calls", ours: largeBlock.sorted()[1], baseline: without.sorted()[1],
-                     unit: "calls/s", baselineName: "a block of 1,000",
-                     target: "≥ 0.5x (a waiter per document per `updated`, as Meteor's client keeps them, is quadratic)")
+        Bench.report(
+            "completions in one block of \(large) calls", ours: largeBlock.sorted()[1], baseline: without.sorted()[1],
+            unit: "calls/s", baselineName: "a block of 1,000",
+            target: "≥ 0.5x (a waiter per document per `updated`, as Meteor's client keeps them, is quadratic)")
     }
 
     /// `call` until completion (result and updated, data visible) against a raw WebSocket echo (ping → pong) on the
@@ -109,57 +119,74 @@ enum MethodBenchmarks {
     /// machine's speed during the run affects both alike.
     static func callRoundTrip() {
         Bench.section("Methods: call → completion over loopback vs a raw WebSocket round trip (interleaved rounds)")
-        guard let (ours, raw, rawMethod) = withEchoServer({ url, client in
-            try await interleavedRoundTrips(url: url, client: client, rounds: 20, perRound: 150)
-        }) else { return }
-        Bench.report("call → completion p50", ours: ours, baseline: raw, unit: "µs", baselineName: "raw WebSocket ping → pong p50",
-                     target: "within 1.5x")
+        guard
+            let (ours, raw, rawMethod) = withEchoServer({ url, client in
+                try await interleavedRoundTrips(url: url, client: client, rounds: 20, perRound: 150)
+            })
+        else { return }
+        Bench.report(
+            "call → completion p50", ours: ours, baseline: raw, unit: "µs",
+            baselineName: "raw WebSocket ping → pong p50",
+            target: "within 1.5x")
         // What the server's method run adds to a round trip: the same `method` frame from the bare client, until its
         // `result` and `updated` are both back.
-        Bench.report("reference: raw WebSocket, the same method frame → result and updated p50", ours: rawMethod, baseline: raw,
-                     unit: "µs", baselineName: "raw WebSocket ping → pong p50")
-        Bench.report("call → completion p50", ours: ours, baseline: rawMethod, unit: "µs",
-                     baselineName: "raw WebSocket, the same method frame p50")
+        Bench.report(
+            "reference: raw WebSocket, the same method frame → result and updated p50", ours: rawMethod, baseline: raw,
+            unit: "µs", baselineName: "raw WebSocket ping → pong p50")
+        Bench.report(
+            "call → completion p50", ours: ours, baseline: rawMethod, unit: "µs",
+            baselineName: "raw WebSocket, the same method frame p50")
     }
 
     /// 1,000 `echo` calls made at once, until every one has completed (its result received and its data visible),
     /// against a bare swift-websocket client sending the same 1,000 `method` frames at once and reading until every
     /// `result` and `updated` came back, on the same server; five rounds each, alternating, medians compared.
     static func pipelinedCalls(calls: Int = 1_000, rounds: Int = 5) {
-        Bench.section("Methods: \(calls) calls in flight over loopback, until all completed, vs a raw WebSocket client sending the same frames")
+        Bench.section(
+            "Methods: \(calls) calls in flight over loopback, until all completed, vs a raw WebSocket client sending the same frames"
+        )
         let onLoop = ValueBox<Double>()
-        guard let (ours, raw) = withEchoServer({ (url, client) async throws -> (ours: Double, raw: Double) in
-            var ours: [Double] = []
-            var raw: [Double] = []
-            if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] == "raw" {
-                // Only the raw client, many rounds, for a profiler.
-                for round in 0..<40 { raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round)) }
-                return (1, Double(calls) / raw.sorted()[raw.count / 2])
-            }
-            if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] == "rawloop" {
-                // Only the raw client with its tasks on the event loop, many rounds, for a profiler.
-                for round in 0..<40 { raw.append(try await rawPipelinedOnEventLoopSeconds(url: url, calls: calls, round: round)) }
-                return (1, Double(calls) / raw.sorted()[raw.count / 2])
-            }
-            if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] != nil {
-                // Only our side, many rounds, for a profiler.
-                for _ in 0..<40 { ours.append(try await pipelinedSeconds(client: client, calls: calls)) }
-                return (Double(calls) / ours.sorted()[ours.count / 2], 1)
-            }
-            var rawOnLoop: [Double] = []
-            for round in 0..<rounds {
-                raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round))
-                ours.append(try await pipelinedSeconds(client: client, calls: calls))
-                rawOnLoop.append(try await rawPipelinedOnEventLoopSeconds(url: url, calls: calls, round: round))
-            }
-            onLoop.set(Double(calls) / rawOnLoop.sorted()[rounds / 2])
-            return (Double(calls) / ours.sorted()[rounds / 2], Double(calls) / raw.sorted()[rounds / 2])
-        }) else { return }
-        Bench.report("\(calls) pipelined calls", ours: ours, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames",
-                     target: "≥ 0.8x")
+        guard
+            let (ours, raw) = withEchoServer({ (url, client) async throws -> (ours: Double, raw: Double) in
+                var ours: [Double] = []
+                var raw: [Double] = []
+                if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] == "raw" {
+                    // Only the raw client, many rounds, for a profiler.
+                    for round in 0..<40 {
+                        raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round))
+                    }
+                    return (1, Double(calls) / raw.sorted()[raw.count / 2])
+                }
+                if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] == "rawloop" {
+                    // Only the raw client with its tasks on the event loop, many rounds, for a profiler.
+                    for round in 0..<40 {
+                        raw.append(try await rawPipelinedOnEventLoopSeconds(url: url, calls: calls, round: round))
+                    }
+                    return (1, Double(calls) / raw.sorted()[raw.count / 2])
+                }
+                if ProcessInfo.processInfo.environment["MDDP_PROFILE_PIPELINED"] != nil {
+                    // Only our side, many rounds, for a profiler.
+                    for _ in 0..<40 { ours.append(try await pipelinedSeconds(client: client, calls: calls)) }
+                    return (Double(calls) / ours.sorted()[ours.count / 2], 1)
+                }
+                var rawOnLoop: [Double] = []
+                for round in 0..<rounds {
+                    raw.append(try await rawPipelinedSeconds(url: url, calls: calls, round: round))
+                    ours.append(try await pipelinedSeconds(client: client, calls: calls))
+                    rawOnLoop.append(try await rawPipelinedOnEventLoopSeconds(url: url, calls: calls, round: round))
+                }
+                onLoop.set(Double(calls) / rawOnLoop.sorted()[rounds / 2])
+                return (Double(calls) / ours.sorted()[rounds / 2], Double(calls) / raw.sorted()[rounds / 2])
+            })
+        else { return }
+        Bench.report(
+            "\(calls) pipelined calls", ours: ours, baseline: raw, unit: "calls/s",
+            baselineName: "raw WebSocket, the same frames",
+            target: "≥ 0.8x")
         if let loop = onLoop.value {
-            Bench.report("reference: raw WebSocket, writer and reader tasks on the event loop (the client's transport, no DDP)",
-                         ours: loop, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames")
+            Bench.report(
+                "reference: raw WebSocket, writer and reader tasks on the event loop (the client's transport, no DDP)",
+                ours: loop, baseline: raw, unit: "calls/s", baselineName: "raw WebSocket, the same frames")
         }
     }
 
@@ -172,16 +199,18 @@ enum MethodBenchmarks {
             var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
             configuration.validateUTF8 = true
             try await WebSocketClient.connect(
-                url: url.absoluteString, configuration: configuration, eventLoopGroup: eventLoop, logger: Logger(label: "raw")
+                url: url.absoluteString, configuration: configuration, eventLoopGroup: eventLoop,
+                logger: Logger(label: "raw")
             ) { inbound, outbound, _ in
                 var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
                 try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
-                _ = try await iterator.next()  // connected
+                _ = try await iterator.next() // connected
                 let start = DispatchTime.now().uptimeNanoseconds
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for n in 0..<calls {
-                            try await outbound.write(.text(#"{"msg":"method","id":"l\#(round)-\#(n)","method":"echo","params":[\#(n)]}"#))
+                            try await outbound.write(
+                                .text(#"{"msg":"method","id":"l\#(round)-\#(n)","method":"echo","params":[\#(n)]}"#))
                         }
                     }
                     for _ in 0..<(2 * calls) { _ = try await iterator.next() }
@@ -198,7 +227,9 @@ enum MethodBenchmarks {
     /// Runs `measure` (from a task; the calling thread waits) with the URL of a test server answering `echo` and a
     /// client connected to it; returns what it measured, `nil` if it failed. The server runs on a loop of its own: no
     /// client connection ever shares its thread, whichever loop it gets.
-    static func withEchoServer<Figures: Sendable>(_ measure: @escaping @Sendable (URL, DDPClient) async throws -> Figures) -> Figures? {
+    static func withEchoServer<Figures: Sendable>(
+        _ measure: @escaping @Sendable (URL, DDPClient) async throws -> Figures
+    ) -> Figures? {
         let group = DispatchGroup()
         group.enter()
         let box = ValueBox<Figures>()
@@ -248,13 +279,16 @@ enum MethodBenchmarks {
         let box = ValueBox<Double>()
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
         configuration.validateUTF8 = true
-        try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
+        try await WebSocketClient.connect(
+            url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")
+        ) { inbound, outbound, _ in
             var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
             try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
-            _ = try await iterator.next()  // connected
+            _ = try await iterator.next() // connected
             let start = DispatchTime.now().uptimeNanoseconds
             for n in 0..<calls {
-                try await outbound.write(.text(#"{"msg":"method","id":"r\#(round)-\#(n)","method":"echo","params":[\#(n)]}"#))
+                try await outbound.write(
+                    .text(#"{"msg":"method","id":"r\#(round)-\#(n)","method":"echo","params":[\#(n)]}"#))
             }
             // Each call answers with `result` and `updated`.
             for _ in 0..<(2 * calls) { _ = try await iterator.next() }
@@ -273,10 +307,12 @@ enum MethodBenchmarks {
         let box = ValueBox<(ours: Double, raw: Double, rawMethod: Double)>()
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
         configuration.validateUTF8 = true
-        try await WebSocketClient.connect(url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")) { inbound, outbound, _ in
+        try await WebSocketClient.connect(
+            url: url.absoluteString, configuration: configuration, logger: Logger(label: "raw")
+        ) { inbound, outbound, _ in
             var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
             try await outbound.write(.text(#"{"msg":"connect","version":"1","support":["1"]}"#))
-            _ = try await iterator.next()  // connected
+            _ = try await iterator.next() // connected
             var raw: [Double] = []
             var rawMethod: [Double] = []
             var ours: [Double] = []
@@ -285,10 +321,12 @@ enum MethodBenchmarks {
                 try await outbound.write(.text(#"{"msg":"method","method":"echo","params":[\#(n)],"id":"r\#(id)"}"#))
                 var waiting = 2
                 while waiting > 0, let frame = try await iterator.next() {
-                    if case .text(let text) = frame, text.contains(#""result""#) || text.contains(#""updated""#) { waiting -= 1 }
+                    if case .text(let text) = frame, text.contains(#""result""#) || text.contains(#""updated""#) {
+                        waiting -= 1
+                    }
                 }
             }
-            let only = ProcessInfo.processInfo.environment["MDDP_PROFILE_ROUNDTRIP"]  // "ours" or "raw": that side alone
+            let only = ProcessInfo.processInfo.environment["MDDP_PROFILE_ROUNDTRIP"] // "ours" or "raw": that side alone
             for round in 0..<rounds {
                 if only == "ours" {
                     for n in 0..<perRound { _ = try await client.call("echo", params: [.number(Double(n))]) }
@@ -315,7 +353,7 @@ enum MethodBenchmarks {
                     ours.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
                 }
             }
-            if only != nil { (raw, rawMethod, ours) = ([1], [1], [1]) }  // a profiler's run: nothing measured
+            if only != nil { (raw, rawMethod, ours) = ([1], [1], [1]) } // a profiler's run: nothing measured
             func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
             box.set((median(ours), median(raw), median(rawMethod)))
             try await outbound.close(.normalClosure, reason: nil)
@@ -331,7 +369,12 @@ final class ManagedTimestamp: @unchecked Sendable {
     func set(_ value: UInt64) { lock.withLock { stored = value } }
     var value: UInt64 { lock.withLock { stored } }
     /// Subtracts one and returns the new value (a countdown).
-    func decrement() -> UInt64 { lock.withLock { stored -= 1; return stored } }
+    func decrement() -> UInt64 {
+        lock.withLock {
+            stored -= 1
+            return stored
+        }
+    }
 }
 
 final class ValueBox<Value: Sendable>: @unchecked Sendable {

@@ -11,7 +11,8 @@ enum OfflineBenchmarks {
     static let count = 100_000
 
     static func run() async {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mddp-offline-bench-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "mddp-offline-bench-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = await writeBehind(directory)
@@ -40,24 +41,35 @@ enum OfflineBenchmarks {
             client.close()
         }
         let off = without.sorted()[2]
-        Bench.report("added → ready, store on", ours: Double(count) / with.sorted()[2], baseline: Double(count) / off, unit: "docs/s",
-                     baselineName: "store off", target: "≥ 0.8x")
-        Bench.report("added → ready and on disk", ours: Double(count) / onDisk.sorted()[2], baseline: Double(count) / off, unit: "docs/s",
-                     baselineName: "store off (ready)")
+        Bench.report(
+            "added → ready, store on", ours: Double(count) / with.sorted()[2], baseline: Double(count) / off,
+            unit: "docs/s",
+            baselineName: "store off", target: "≥ 0.8x")
+        Bench.report(
+            "added → ready and on disk", ours: Double(count) / onDisk.sorted()[2], baseline: Double(count) / off,
+            unit: "docs/s",
+            baselineName: "store off (ready)")
         let stored = (try? SQLiteStore(fileURL: file).load().documents.count) ?? -1
         print("documents in the file at the end: \(stored) of \(count)")
         precondition(stored == count, "the store's file is incomplete once the client said everything was on disk")
         let bytes = ["", "-wal"].reduce(0) { sum, suffix in
-            sum + ((try? FileManager.default.attributesOfItem(atPath: file.path + suffix)[.size] as? NSNumber)?.intValue ?? 0)
+            sum
+                + ((try? FileManager.default.attributesOfItem(atPath: file.path + suffix)[.size] as? NSNumber)?.intValue
+                    ?? 0)
         }
-        let json = (0..<1_000).map { EJSON.stringify(.object(BenchDocuments.fields($0))).utf8.count }.reduce(0, +) / 1_000
-        Bench.figure("file size per document (file + WAL)", Double(bytes) / Double(count), unit: "bytes",
-                     note: String(format: "its fields as JSON: %d bytes (%.2fx)", json, Double(bytes) / Double(count) / Double(json)))
+        let json =
+            (0..<1_000).map { EJSON.stringify(.object(BenchDocuments.fields($0))).utf8.count }.reduce(0, +) / 1_000
+        Bench.figure(
+            "file size per document (file + WAL)", Double(bytes) / Double(count), unit: "bytes",
+            note: String(
+                format: "its fields as JSON: %d bytes (%.2fx)", json, Double(bytes) / Double(count) / Double(json)))
         return file
     }
 
     /// One ingest; `ready` is measured from the first frame to readiness.
-    static func ingest(_ frames: [String], persistence: Persistence?) -> (ready: (start: UInt64, seconds: Double), client: DDPClient) {
+    static func ingest(_ frames: [String], persistence: Persistence?) -> (
+        ready: (start: UInt64, seconds: Double), client: DDPClient
+    ) {
         var configuration = DDPClient.Configuration()
         configuration.persistence = persistence
         let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
@@ -73,7 +85,9 @@ enum OfflineBenchmarks {
     static func restore(_ file: URL) {
         Bench.section("Offline: restore 100k documents from disk into the cache (before connecting)")
         let documents = (0..<count).map { n in
-            DataUpdate.added(DocumentKey(collectionName: BenchDocuments.collection, documentID: BenchDocuments.id(n)), BenchDocuments.fields(n))
+            DataUpdate.added(
+                DocumentKey(collectionName: BenchDocuments.collection, documentID: BenchDocuments.id(n)),
+                BenchDocuments.fields(n))
         }
         var restores: [Double] = []
         var applies: [Double] = []
@@ -83,7 +97,9 @@ enum OfflineBenchmarks {
             configuration.persistence = .sqlite(at: file)
             let client = DDPClient(transport: InMemoryTransport(), configuration: configuration)
             restores.append(Double(Bench.now() - start) / 1e9)
-            precondition(client.database.collection(BenchDocuments.collection).count == count, "restored \(client.restoreReport)")
+            precondition(
+                client.database.collection(BenchDocuments.collection).count == count, "restored \(client.restoreReport)"
+            )
             client.close()
             let database = Database()
             let applyStart = Bench.now()
@@ -92,11 +108,14 @@ enum OfflineBenchmarks {
         }
         let loadStart = Bench.now()
         let loaded = (try? SQLiteStore(fileURL: file).load().documents.count) ?? 0
-        Bench.figure("of which reading and parsing the file", Double(Bench.now() - loadStart) / 1e6, unit: "ms", note: "\(loaded) documents")
+        Bench.figure(
+            "of which reading and parsing the file", Double(Bench.now() - loadStart) / 1e6, unit: "ms",
+            note: "\(loaded) documents")
         let restore = restores.sorted()[1]
         Bench.figure("restore 100k documents", restore * 1000, unit: "ms", note: "target ≤ 500 ms")
-        Bench.report("restore", ours: Double(count) / restore, baseline: Double(count) / applies.sorted()[1], unit: "docs/s",
-                     baselineName: "applying them from memory")
+        Bench.report(
+            "restore", ours: Double(count) / restore, baseline: Double(count) / applies.sorted()[1], unit: "docs/s",
+            baselineName: "applying them from memory")
     }
 
     /// Stub → notification with the store on (the disk write is behind), and call → frame sent (a call goes out
@@ -116,7 +135,9 @@ enum OfflineBenchmarks {
         transport.inner.receive(#"{"msg":"connected","session":"bench"}"#)
         let delivered = DispatchSemaphore(value: 0)
         let deliveredAt = NIOLockedValueBox<UInt64>(0)
-        let observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) { _ in
+        let observer = NotificationCenter.default.addObserver(
+            forName: .databaseDidChange, object: client.database, queue: nil
+        ) { _ in
             deliveredAt.withLockedValue { $0 = Bench.now() }
             delivered.signal()
         }
@@ -134,15 +155,18 @@ enum OfflineBenchmarks {
         notification.sort()
         toDisk.sort()
         Bench.figure("stub → notification p50, store on", notification[notification.count / 2], unit: "µs")
-        Bench.figure("stub → notification p99, store on", notification[notification.count * 99 / 100], unit: "µs", note: "target < 200 µs")
+        Bench.figure(
+            "stub → notification p99, store on", notification[notification.count * 99 / 100], unit: "µs",
+            note: "target < 200 µs")
         Bench.figure("call → on disk and sent p50", toDisk[toDisk.count / 2], unit: "µs")
         Bench.figure("call → on disk and sent p99", toDisk[toDisk.count * 99 / 100], unit: "µs")
         let burstStart = Bench.now()
         for n in 0..<1_000 { _ = try? client.call("add", params: [.number(Double(n))]) { _ in } }
         for _ in 0..<1_000 { transport.sent.wait() }
         let burst = Double(Bench.now() - burstStart) / 1e9
-        Bench.figure("burst of 1,000 calls until all on disk and sent", burst * 1000, unit: "ms",
-                     note: String(format: "%.0f calls/s (group commit)", 1_000 / burst))
+        Bench.figure(
+            "burst of 1,000 calls until all on disk and sent", burst * 1000, unit: "ms",
+            note: String(format: "%.0f calls/s (group commit)", 1_000 / burst))
         client.close()
     }
 }

@@ -10,21 +10,32 @@ let package = Package(
     dependencies: [.package(name: "MeteorDDP", path: "..")],
     targets: [
         .target(name: "FuzzSupport"),
-        .executableTarget(name: "FuzzEJSONParse", dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP")]),
+        .executableTarget(
+            name: "FuzzEJSONParse", dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP")]),
         .executableTarget(
             name: "FuzzServerMessage",
-            dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
+            dependencies: [
+                "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"),
+                .product(name: "MeteorDDP", package: "MeteorDDP")
+            ]),
         .executableTarget(
             name: "FuzzQueries",
-            dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
+            dependencies: [
+                "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"),
+                .product(name: "MeteorDDP", package: "MeteorDDP")
+            ]),
         .executableTarget(
             name: "FuzzStoredDocument",
-            dependencies: ["FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP")]),
+            dependencies: [
+                "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"),
+                .product(name: "MeteorDDP", package: "MeteorDDP")
+            ]),
         .executableTarget(
             name: "FuzzClientSession",
             dependencies: [
-                "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"), .product(name: "MeteorDDP", package: "MeteorDDP"),
-                .product(name: "MeteorDDPTesting", package: "MeteorDDP"),
-            ]),
+                "FuzzSupport", .product(name: "EJSON", package: "MeteorDDP"),
+                .product(name: "MeteorDDP", package: "MeteorDDP"),
+                .product(name: "MeteorDDPTesting", package: "MeteorDDP")
+            ])
     ]
 )

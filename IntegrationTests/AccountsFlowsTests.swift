@@ -19,7 +19,9 @@ final class AccountsFlowsTests: XCTestCase {
         try await server.stop()
     }
 
-    private func loggedInClient(_ store: (any AccountStore)? = nil, password: String = "correct horse") async throws -> DDPClient {
+    private func loggedInClient(_ store: (any AccountStore)? = nil, password: String = "correct horse") async throws
+        -> DDPClient
+    {
         var configuration = DDPClient.Configuration()
         configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 200)
         configuration.accountStore = store
@@ -44,13 +46,19 @@ final class AccountsFlowsTests: XCTestCase {
         XCTAssertEqual(wrong?.error, 403)
         XCTAssertEqual(wrong?.reason, "Incorrect password")
         let token = phone.account?.token
-        try await withTimeout(10, "change") { try await phone.changePassword(old: "correct horse", new: "battery staple") }
+        try await withTimeout(10, "change") {
+            try await phone.changePassword(old: "correct horse", new: "battery staple")
+        }
         try await loggedOut(laptop)
         XCTAssertEqual(phone.account?.token, token, "this connection keeps its login")
         XCTAssertEqual(server.loginTokenCount, 1)
-        let old = try await serverRefusal { _ = try await laptop.login(email: "ada@example.com", password: "correct horse") }
+        let old = try await serverRefusal {
+            _ = try await laptop.login(email: "ada@example.com", password: "correct horse")
+        }
         XCTAssertEqual(old?.reason, "Incorrect password")
-        _ = try await withTimeout(10, "new password") { try await laptop.login(email: "ada@example.com", password: "battery staple") }
+        _ = try await withTimeout(10, "new password") {
+            try await laptop.login(email: "ada@example.com", password: "battery staple")
+        }
         phone.close()
         laptop.close()
     }
@@ -64,10 +72,14 @@ final class AccountsFlowsTests: XCTestCase {
         let events = client.loginEvents
         try await client.connect(timeout: .seconds(10))
         _ = try await serverRefusal { _ = try await client.login(email: "ada@example.com", password: "wrong") }
-        try await withTimeout(10, "login") { _ = try await client.login(email: "ada@example.com", password: "correct horse") }
+        try await withTimeout(10, "login") {
+            _ = try await client.login(email: "ada@example.com", password: "correct horse")
+        }
         server.dropAllConnections()
         var received = try await next(3, of: events)
-        guard case .loginFailed(let wrong as MeteorError, isResume: false) = received[0] else { return XCTFail("\(received[0])") }
+        guard case .loginFailed(let wrong as MeteorError, isResume: false) = received[0] else {
+            return XCTFail("\(received[0])")
+        }
         XCTAssertEqual(wrong.reason, "Incorrect password")
         guard case .loggedIn(let account, type: .password) = received[1] else { return XCTFail("\(received[1])") }
         XCTAssertEqual(account.userID, userID)
@@ -77,7 +89,9 @@ final class AccountsFlowsTests: XCTestCase {
         server.dropAllConnections()
         received = try await next(2, of: events)
         guard case .loginFailed(_, isResume: true) = received[0] else { return XCTFail("\(received[0])") }
-        guard case .loggedOut(userID: userID, reason: .tokenExpired(let expired?)) = received[1] else { return XCTFail("\(received[1])") }
+        guard case .loggedOut(userID: userID, reason: .tokenExpired(let expired?)) = received[1] else {
+            return XCTFail("\(received[1])")
+        }
         XCTAssertEqual(expired.reason, "Your session has expired. Please log in again.")
         XCTAssertNil(client.account)
         client.close()
@@ -98,7 +112,13 @@ final class AccountsFlowsTests: XCTestCase {
     func testForgottenPasswordResetByTheEmailsTokenLogsInAndReplacesTheStoredLogin() async throws {
         let store = InMemoryAccountStore()
         let other = try await loggedInClient()
-        let client = DDPClient(url: server.url, configuration: { var c = DDPClient.Configuration(); c.accountStore = store; return c }())
+        let client = DDPClient(
+            url: server.url,
+            configuration: {
+                var c = DDPClient.Configuration()
+                c.accountStore = store
+                return c
+            }())
         try await client.connect(timeout: .seconds(10))
         let unknown = try await serverRefusal { try await client.forgotPassword(email: "nobody@example.com") }
         XCTAssertEqual(unknown?.reason, "User not found")
@@ -107,17 +127,25 @@ final class AccountsFlowsTests: XCTestCase {
         XCTAssertEqual(email.kind, .resetPassword)
         XCTAssertEqual(email.to, "ada@example.com")
         XCTAssertTrue(email.url.hasSuffix("/#/reset-password/\(email.token)"), email.url)
-        let bad = try await serverRefusal { _ = try await client.resetPassword(token: "not-a-token", newPassword: "battery staple") }
+        let bad = try await serverRefusal {
+            _ = try await client.resetPassword(token: "not-a-token", newPassword: "battery staple")
+        }
         XCTAssertEqual(bad?.reason, "Token expired")
-        let account = try await withTimeout(10, "reset") { try await client.resetPassword(token: email.token, newPassword: "battery staple") }
+        let account = try await withTimeout(10, "reset") {
+            try await client.resetPassword(token: email.token, newPassword: "battery staple")
+        }
         XCTAssertEqual(account.userID, userID)
         XCTAssertEqual(client.account, account)
         XCTAssertEqual(try store.load(), account, "the stored login is the new one (resumed on reconnect)")
         XCTAssertTrue(server.isEmailVerified(userID: userID, email: "ada@example.com"), "the link proved the address")
         try await loggedOut(other)
-        let reused = try await serverRefusal { _ = try await client.resetPassword(token: email.token, newPassword: "again") }
+        let reused = try await serverRefusal {
+            _ = try await client.resetPassword(token: email.token, newPassword: "again")
+        }
         XCTAssertEqual(reused?.reason, "Token expired")
-        _ = try await withTimeout(10, "new password") { try await other.login(email: "ada@example.com", password: "battery staple") }
+        _ = try await withTimeout(10, "new password") {
+            try await other.login(email: "ada@example.com", password: "battery staple")
+        }
         client.close()
         other.close()
     }
@@ -128,7 +156,9 @@ final class AccountsFlowsTests: XCTestCase {
         try await withTimeout(10, "forgot") { try await client.forgotPassword(email: "ada@example.com") }
         let token = try XCTUnwrap(server.sentEmails.last?.token)
         server.ageEmailTokens(by: 4 * 24 * 3600)
-        let expired = try await serverRefusal { _ = try await client.resetPassword(token: token, newPassword: "battery staple") }
+        let expired = try await serverRefusal {
+            _ = try await client.resetPassword(token: token, newPassword: "battery staple")
+        }
         XCTAssertEqual(expired?.error, 403)
         XCTAssertEqual(expired?.reason, "Token expired")
         XCTAssertNil(client.account)
@@ -141,7 +171,9 @@ final class AccountsFlowsTests: XCTestCase {
         XCTAssertEqual(server.sentEmails.last?.kind, .enrollAccount)
         let client = DDPClient(url: server.url)
         try await client.connect(timeout: .seconds(10))
-        let account = try await withTimeout(10, "enroll") { try await client.resetPassword(token: token, newPassword: "cobol") }
+        let account = try await withTimeout(10, "enroll") {
+            try await client.resetPassword(token: token, newPassword: "cobol")
+        }
         XCTAssertEqual(account.userID, newcomer)
         try await withTimeout(10, "logout") { try await client.logout() }
         _ = try await withTimeout(10, "login") { try await client.login(email: "grace@example.com", password: "cobol") }
@@ -171,10 +203,14 @@ final class AccountsFlowsTests: XCTestCase {
         try await loggedOut(laptop)
         // The laptop says why: its resume was refused, the server no longer knowing its token.
         let events = try await next(2, of: laptopEvents)
-        guard case .loginFailed(let refusal as MeteorError, isResume: true) = events[0] else { return XCTFail("\(events[0])") }
+        guard case .loginFailed(let refusal as MeteorError, isResume: true) = events[0] else {
+            return XCTFail("\(events[0])")
+        }
         XCTAssertEqual(refusal.reason, "You've been logged out by the server. Please log in again.")
         guard case .loggedOut(userID: userID, reason: .tokenRevoked) = events[1] else { return XCTFail("\(events[1])") }
-        guard case .tokenRevoked? = laptop.logoutReason else { return XCTFail("\(String(describing: laptop.logoutReason))") }
+        guard case .tokenRevoked? = laptop.logoutReason else {
+            return XCTFail("\(String(describing: laptop.logoutReason))")
+        }
         let newToken = try XCTUnwrap(phone.account?.token)
         XCTAssertNotEqual(newToken, oldToken)
         XCTAssertEqual(try store.load()?.token, newToken, "the new token is stored")

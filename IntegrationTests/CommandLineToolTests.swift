@@ -29,7 +29,9 @@ final class CommandLineToolTests: XCTestCase {
         let lines = Locked<[EJSONObject]>([])
         let sawAdded = expectation(description: "the watcher printed the added player")
         let output = CommandOutput(style: .json) { line in
-            guard case .object(let object)? = try? EJSON.parse(line) else { return XCTFail("not a JSON object: \(line)") }
+            guard case .object(let object)? = try? EJSON.parse(line) else {
+                return XCTFail("not a JSON object: \(line)")
+            }
             lines.mutate { $0.append(object) }
             if object["event"] == "added" { sawAdded.fulfill() }
         }
@@ -79,15 +81,21 @@ final class CommandLineToolTests: XCTestCase {
     }
 
     func testTokensAndArguments() throws {
-        XCTAssertEqual(try CommandTokenizer.words(#"call  add 1 "two words" '{"a": 1}' it\'s"#), ["call", "add", "1", "two words", #"{"a": 1}"#, "it's"])
+        XCTAssertEqual(
+            try CommandTokenizer.words(#"call  add 1 "two words" '{"a": 1}' it\'s"#),
+            ["call", "add", "1", "two words", #"{"a": 1}"#, "it's"])
         XCTAssertEqual(try CommandTokenizer.argument("1"), 1)
         XCTAssertEqual(try CommandTokenizer.argument("true"), true)
         XCTAssertEqual(try CommandTokenizer.argument(#"{"a":1}"#), ["a": 1])
         XCTAssertEqual(try CommandTokenizer.argument("plain"), "plain")
         XCTAssertThrowsError(try CommandTokenizer.words(#"call "open"#))
         // JSON typed as is stays JSON: its double quotes and spaces are kept up to the closing bracket.
-        XCTAssertEqual(try CommandTokenizer.words(#"list players {"score":{"$gte":30}}"#), ["list", "players", #"{"score":{"$gte":30}}"#])
-        XCTAssertEqual(try CommandTokenizer.words(#"call echo {"a": 1, "b": ["x ]", 2]} [1, 2] 3"#), ["call", "echo", #"{"a": 1, "b": ["x ]", 2]}"#, "[1, 2]", "3"])
+        XCTAssertEqual(
+            try CommandTokenizer.words(#"list players {"score":{"$gte":30}}"#),
+            ["list", "players", #"{"score":{"$gte":30}}"#])
+        XCTAssertEqual(
+            try CommandTokenizer.words(#"call echo {"a": 1, "b": ["x ]", 2]} [1, 2] 3"#),
+            ["call", "echo", #"{"a": 1, "b": ["x ]", 2]}"#, "[1, 2]", "3"])
         XCTAssertThrowsError(try CommandTokenizer.argument(#"{score:{"$gte":30}}"#)) { error in
             XCTAssertTrue("\(error)".hasPrefix("not valid JSON: {score:"), "\(error)")
         }
@@ -97,7 +105,8 @@ final class CommandLineToolTests: XCTestCase {
     func testJSONTypedWithoutQuotesSelectsWhatItSays() async throws {
         server.perform {
             for (name, score) in [("Ada", 40), ("Grace", 35), ("Alan", 30), ("Edsger", 10)] {
-                try! server.collection("players").insert(["name": .string(name), "score": .number(Double(score))], id: name.lowercased())
+                try! server.collection("players").insert(
+                    ["name": .string(name), "score": .number(Double(score))], id: name.lowercased())
             }
         }
         let lines = Locked<[EJSONObject]>([])
@@ -113,7 +122,9 @@ final class CommandLineToolTests: XCTestCase {
         _ = await session.run(#"list players {score:{"$gte":30}}"#)
         session.close()
         let events = lines.value
-        XCTAssertEqual(events.filter { $0["event"] == "count" }.map { $0["count"] }, [3], "three players match; the typo printed no count")
+        XCTAssertEqual(
+            events.filter { $0["event"] == "count" }.map { $0["count"] }, [3],
+            "three players match; the typo printed no count")
         let error = events.first { $0["event"] == "error" }?["message"]?.stringValue ?? ""
         XCTAssertTrue(error.hasPrefix("not valid JSON: {score:"), error)
     }
@@ -127,12 +138,16 @@ final class CommandLineToolTests: XCTestCase {
         let client = DDPClient(url: server.url)
         client.connect()
         try await client.waitUntilConnected()
-        let jsonSession = CommandLineSession(client: client, output: CommandOutput(style: .json) { line in
-            if case .object(let object)? = try? EJSON.parse(line) { json.mutate { $0.append(object) } }
-        })
+        let jsonSession = CommandLineSession(
+            client: client,
+            output: CommandOutput(style: .json) { line in
+                if case .object(let object)? = try? EJSON.parse(line) { json.mutate { $0.append(object) } }
+            })
         _ = await jsonSession.run("sub things")
         _ = await jsonSession.run(#"list things {"_id": {"$type": "oid", "$value": "5f1d7a3c9e1b2a0012345678"}}"#)
-        let textSession = CommandLineSession(client: client, output: CommandOutput(style: .text(colour: false)) { line in text.mutate { $0.append(line) } })
+        let textSession = CommandLineSession(
+            client: client,
+            output: CommandOutput(style: .text(colour: false)) { line in text.mutate { $0.append(line) } })
         _ = await textSession.run("list things")
         jsonSession.close()
         XCTAssertEqual(json.value.first { $0["event"] == "document" }?["document"]?["_id"], id.ejsonValue)
@@ -151,10 +166,12 @@ final class CommandLineToolTests: XCTestCase {
             LineEditor.Key.decode(bytes).keys.map { editor.handle($0) }
         }
         // "sub plyers", left ×4, insert "a" → "sub players"; Enter.
-        _ = type(Array("sub plyers".utf8) + [0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44] + Array("a".utf8))
+        _ = type(
+            Array("sub plyers".utf8) + [0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44, 0x1B, 0x5B, 0x44]
+                + Array("a".utf8))
         XCTAssertEqual(editor.line, "sub players")
         XCTAssertEqual(type([0x0D]).last, .line("sub players"))
-        _ = type(Array("call x".utf8) + [0x7F])  // backspace
+        _ = type(Array("call x".utf8) + [0x7F]) // backspace
         XCTAssertEqual(type([0x0D]).last, .line("call "))
         // Up recalls the latest line, up again the one before, down comes back, down again the draft.
         _ = type(Array("dra".utf8))
@@ -164,7 +181,7 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(editor.line, "sub players")
         _ = type([0x1B, 0x5B, 0x42, 0x1B, 0x5B, 0x42])
         XCTAssertEqual(editor.line, "dra")
-        _ = type([0x15])  // Ctrl-U clears
+        _ = type([0x15]) // Ctrl-U clears
         XCTAssertEqual(editor.line, "")
         XCTAssertEqual(type([0x04]).last, .endOfInput, "Ctrl-D on an empty line ends input")
         // A multi-byte character and an escape sequence split across reads.

@@ -1,13 +1,16 @@
 import DDPTestServer
 import EJSON
 import Foundation
-@testable import MeteorDDP
 import NIOSSL
 import XCTest
 
+@testable import MeteorDDP
+
 /// The client against DDPTestServer over real WebSockets on 127.0.0.1.
 final class ConnectionIntegrationTests: XCTestCase {
-    private func startServer(_ configure: (inout DDPTestServer.Configuration) -> Void = { _ in }) async throws -> DDPTestServer {
+    private func startServer(_ configure: (inout DDPTestServer.Configuration) -> Void = { _ in }) async throws
+        -> DDPTestServer
+    {
         var configuration = DDPTestServer.Configuration()
         configure(&configuration)
         let server = DDPTestServer(configuration: configuration)
@@ -17,7 +20,8 @@ final class ConnectionIntegrationTests: XCTestCase {
 
     private func fastRetry() -> DDPClient.Configuration {
         var configuration = DDPClient.Configuration()
-        configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 200, minTimeout: 10, minCount: 2, fuzz: 0.5)
+        configuration.retryStrategy = RetryStrategy(
+            baseTimeout: 20, exponent: 2, maxTimeout: 200, minTimeout: 10, minCount: 2, fuzz: 0.5)
         return configuration
     }
 
@@ -27,7 +31,8 @@ final class ConnectionIntegrationTests: XCTestCase {
         client.connect()
         try await client.waitUntilConnected()
         XCTAssertEqual(client.negotiatedVersion, .v1)
-        XCTAssertEqual(server.receivedMessages.first, .connect(session: nil, version: .v1, support: DDPVersion.supported))
+        XCTAssertEqual(
+            server.receivedMessages.first, .connect(session: nil, version: .v1, support: DDPVersion.supported))
         client.close()
         try await server.stop()
     }
@@ -46,7 +51,7 @@ final class ConnectionIntegrationTests: XCTestCase {
         // ws:// URLs are used as typed: this one lacks /websocket, and the server answers 404.
         let server = try await startServer()
         var configuration = DDPClient.Configuration()
-        configuration.connectTimeout = .seconds(600)  // failing within waitForStatus's 10 s is not the timeout's doing
+        configuration.connectTimeout = .seconds(600) // failing within waitForStatus's 10 s is not the timeout's doing
         let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(server.port)/")!, configuration: configuration)
         client.connect()
         let status = try await client.waitForStatus("failed") { $0.state == .failed }
@@ -65,7 +70,8 @@ final class ConnectionIntegrationTests: XCTestCase {
         try await client.waitUntilConnected()
         XCTAssertEqual(client.negotiatedVersion, .pre1)
         XCTAssertEqual(server.acceptedConnections, 2, "failed, then a second connection proposing pre1")
-        XCTAssertEqual(server.receivedMessages.last, .connect(session: nil, version: .pre1, support: DDPVersion.supported))
+        XCTAssertEqual(
+            server.receivedMessages.last, .connect(session: nil, version: .pre1, support: DDPVersion.supported))
         client.close()
         try await server.stop()
     }
@@ -109,7 +115,9 @@ final class ConnectionIntegrationTests: XCTestCase {
         // Taken before the stop, so the log starts at `connected` however soon the client sees the loss.
         let updates = client.statusUpdates
         try await server.stop()
-        let waiting = try await client.waitForStatus("waiting", seen: log, from: updates) { $0.state == .waiting && $0.retryCount >= 2 }
+        let waiting = try await client.waitForStatus("waiting", seen: log, from: updates) {
+            $0.state == .waiting && $0.retryCount >= 2
+        }
         XCTAssertNotNil(waiting.retryTime)
         XCTAssertEqual(waiting.reason?.code, .connectionLost)
         try await server.start()
@@ -117,7 +125,9 @@ final class ConnectionIntegrationTests: XCTestCase {
         XCTAssertEqual(Array(log.states.prefix(3)), [.connected, .waiting, .connecting])
         XCTAssertEqual(log.states.last, .connected)
         let connects = server.receivedMessages.filter { if case .connect = $0 { true } else { false } }
-        guard case .connect(let session?, _, _) = connects.last else { return XCTFail("reconnect carried no session: \(connects)") }
+        guard case .connect(let session?, _, _) = connects.last else {
+            return XCTFail("reconnect carried no session: \(connects)")
+        }
         XCTAssertEqual(session.count, 17)
         client.close()
         try await server.stop()
@@ -158,7 +168,6 @@ final class ConnectionIntegrationTests: XCTestCase {
         try await server.stop()
     }
 
-
     func testMalformedServerFrameIsReportedAndTheConnectionSurvives() async throws {
         let server = try await startServer()
         let client = DDPClient(url: server.url)
@@ -193,14 +202,15 @@ final class ConnectionIntegrationTests: XCTestCase {
     func testPermessageDeflateCompressesBothWaysWhenTheServerAcceptsIt() async throws {
         let server = try await startServer { $0.permessageDeflate = true }
         server.publishBenchDocuments(count: 500)
-        let client = DDPClient(url: server.url)  // compression is on by default
+        let client = DDPClient(url: server.url) // compression is on by default
         client.connect()
         try await client.waitUntilConnected()
         _ = client.collection(BenchDocuments.collection)
         try await withTimeout(20, "ready") { try await client.subscribe("bench").ready() }
         XCTAssertEqual(client.database.collection(BenchDocuments.collection).count, 500)
-        XCTAssertEqual(client.database.collection(BenchDocuments.collection).document(id: BenchDocuments.id(7))?.fields,
-                       server.perform { server.collection(BenchDocuments.collection).document(BenchDocuments.id(7)) })
+        XCTAssertEqual(
+            client.database.collection(BenchDocuments.collection).document(id: BenchDocuments.id(7))?.fields,
+            server.perform { server.collection(BenchDocuments.collection).document(BenchDocuments.id(7)) })
         let bigID = String(repeating: "x", count: 1 << 20)
         server.broadcast(.ping(id: bigID))
         try await withTimeout(20, "pong with a 1 MiB id") { await server.waitForMessage { $0 == .pong(id: bigID) } }

@@ -27,14 +27,18 @@ final class EndToEndSessionTests: XCTestCase {
         let completions = CompletionLog()
         var localIDs: [String] = []
         for n in 0..<5 {
-            let id = try todos.insert(["text": .string("before \(n)")]) { result in completions.record("before \(n)", result) }
+            let id = try todos.insert(["text": .string("before \(n)")]) { result in
+                completions.record("before \(n)", result)
+            }
             localIDs.append(id)
             XCTAssertNotNil(todos.document(id: id), "visible locally at once")
         }
         try await server.stop()
         try await client.waitForStatus("waiting") { $0.state == .waiting }
         for n in 0..<5 {
-            let id = try todos.insert(["text": .string("during \(n)")]) { result in completions.record("during \(n)", result) }
+            let id = try todos.insert(["text": .string("during \(n)")]) { result in
+                completions.record("during \(n)", result)
+            }
             localIDs.append(id)
         }
         try await server.start()
@@ -47,8 +51,12 @@ final class EndToEndSessionTests: XCTestCase {
         XCTAssertEqual(completions.duplicates, [], "no completion ran twice")
         // DDP re-sends unanswered calls after a reconnect (at least once, as Meteor does): an insert the server ran
         // just before it went down may come back as a duplicate key, and only such an insert.
-        XCTAssertTrue(completions.failures.allSatisfy { $0.hasPrefix("before") && $0.contains("Duplicate key") }, "\(completions.failures)")
-        let serverDocuments = server.perform { server.collection("todos").find().map { ($0.id, EJSONValue.object($0.fields)) } }
+        XCTAssertTrue(
+            completions.failures.allSatisfy { $0.hasPrefix("before") && $0.contains("Duplicate key") },
+            "\(completions.failures)")
+        let serverDocuments = server.perform {
+            server.collection("todos").find().map { ($0.id, EJSONValue.object($0.fields)) }
+        }
         let cached = Dictionary(uniqueKeysWithValues: todos.documents.map { ($0.id, EJSONValue.object($0.fields)) })
         XCTAssertEqual(Set(serverDocuments.map(\.0)), Set(localIDs), "the server made the ids the client made")
         XCTAssertEqual(cached.count, serverDocuments.count)

@@ -10,7 +10,9 @@ final class GettingStartedTests: XCTestCase {
     func testTheWalkThroughRunsAgainstTheEmbeddedServer() async throws {
         let server = try await DemoServer.start()
         try await withTimeout(30, "the walk-through") { try await walkthrough(url: server.url) }
-        let added = server.perform { server.collection("players").find { _, fields in fields["name"] == "Grace Hopper" }.count }
+        let added = server.perform {
+            server.collection("players").find { _, fields in fields["name"] == "Grace Hopper" }.count
+        }
         XCTAssertEqual(added, 1, "players.add ran once on the server")
         try await server.stop()
     }

@@ -1,10 +1,10 @@
 import DDPTestServer
 import Foundation
 import MeteorDDP
-import NIOSSL
-import XCTest
-@_exported import TestSupport
 @_exported import MeteorDDPTesting
+import NIOSSL
+@_exported import TestSupport
+import XCTest
 
 extension DDPClient {
     /// Waits for the first status (current one included) that satisfies `predicate`; records every status seen.

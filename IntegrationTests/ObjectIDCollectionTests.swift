@@ -82,18 +82,22 @@ final class ObjectIDCollectionTests: XCTestCase {
 
         // A stub's insert: its ObjectID comes from the call's random stream, as the server's does.
         client.defineStub("things.add") { context in
-            context.collection("things").insert(["name": context.params.first ?? .null]).flatMap { ObjectID($0)?.ejsonValue }
+            context.collection("things").insert(["name": context.params.first ?? .null]).flatMap {
+                ObjectID($0)?.ejsonValue
+            }
         }
         let answered = expectation(description: "things.add answered")
         let answer = Locked<Result<EJSONValue?, any Error>?>(nil)
-        let stubValue = try client.call("things.add", params: ["rug"], options: MethodOptions(returnStubValue: true)) { result in
+        let stubValue = try client.call("things.add", params: ["rug"], options: MethodOptions(returnStubValue: true)) {
+            result in
             answer.withLock { $0 = result }
             answered.fulfill()
         }
         await fulfillment(of: [answered], timeout: 10)
         let rug = try XCTUnwrap(try answer.value?.get()?.objectIDValue)
         XCTAssertEqual(stubValue, rug.ejsonValue, "the stub made the server's id")
-        XCTAssertEqual(try things.find(["name": "rug"]).map(\.id), [rug.hexString], "one document: the stub's became the server's")
+        XCTAssertEqual(
+            try things.find(["name": "rug"]).map(\.id), [rug.hexString], "one document: the stub's became the server's")
 
         // Removing by ObjectID.
         let removed = try await things.remove(chair)

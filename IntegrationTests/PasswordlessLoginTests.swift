@@ -27,20 +27,26 @@ final class PasswordlessLoginTests: XCTestCase {
         let userID = server.createUser(email: "ada@example.com", password: "unused")
         let client = try await connected()
         let events = client.loginEvents
-        let created = try await withTimeout(10, "request") { try await client.requestLoginToken(for: "ada@example.com") }
+        let created = try await withTimeout(10, "request") {
+            try await client.requestLoginToken(for: "ada@example.com")
+        }
         XCTAssertFalse(created)
         let email = try XCTUnwrap(server.sentEmails.last)
         XCTAssertEqual(email.kind, .loginToken)
         XCTAssertEqual(email.token.count, 6)
         let wrong = try await serverRefusal { _ = try await client.login(selector: "ada@example.com", token: "000000") }
         XCTAssertEqual(wrong?.reason, "Email or token mismatch")
-        let account = try await withTimeout(10, "login") { try await client.login(selector: "ada@example.com", token: email.token.lowercased()) }
+        let account = try await withTimeout(10, "login") {
+            try await client.login(selector: "ada@example.com", token: email.token.lowercased())
+        }
         XCTAssertEqual(account.userID, userID)
         XCTAssertEqual(client.account, account)
         let received = try await next(2, of: events)
         guard case .loggedIn(_, type: .passwordless) = received[1] else { return XCTFail("\(received[1])") }
         XCTAssertTrue(server.isEmailVerified(userID: userID, email: "ada@example.com"))
-        let again = try await serverRefusal { _ = try await client.login(selector: "ada@example.com", token: email.token) }
+        let again = try await serverRefusal {
+            _ = try await client.login(selector: "ada@example.com", token: email.token)
+        }
         XCTAssertEqual(again?.reason, "User has no token set", "a code logs in once")
         client.close()
     }
@@ -52,11 +58,14 @@ final class PasswordlessLoginTests: XCTestCase {
         }
         XCTAssertEqual(refused?.reason, "User not found")
         let created = try await withTimeout(10, "request") {
-            try await client.requestLoginToken(for: .email("grace@example.com"), userData: ["email": "grace@example.com"])
+            try await client.requestLoginToken(
+                for: .email("grace@example.com"), userData: ["email": "grace@example.com"])
         }
         XCTAssertTrue(created)
         let code = try XCTUnwrap(server.sentEmails.last?.token)
-        _ = try await withTimeout(10, "login") { try await client.login(selector: .email("grace@example.com"), token: code) }
+        _ = try await withTimeout(10, "login") {
+            try await client.login(selector: .email("grace@example.com"), token: code)
+        }
         client.close()
     }
 

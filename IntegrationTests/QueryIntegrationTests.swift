@@ -13,7 +13,10 @@ final class QueryIntegrationTests: XCTestCase {
         server = DDPTestServer()
         try await server.start()
         server.publish("openTodos") { context in
-            [try Cursor(collection: "todos", selector: ["listId": context.params.first ?? .null, "checked": ["$ne": true]])]
+            [
+                try Cursor(
+                    collection: "todos", selector: ["listId": context.params.first ?? .null, "checked": ["$ne": true]])
+            ]
         }
         server.perform {
             let todos = server.collection("todos")
@@ -43,20 +46,26 @@ final class QueryIntegrationTests: XCTestCase {
         XCTAssertEqual(try todos.find([:], FindOptions(sort: ["text": 1])).map(\.id), ["t1"])
 
         // The server unchecks t2: it enters the publication.
-        server.perform { _ = try! server.collection("todos").update(selector: "t2", ["$set": ["checked": false]]) { "unused" } }
+        server.perform {
+            _ = try! server.collection("todos").update(selector: "t2", ["$set": ["checked": false]]) { "unused" }
+        }
         try await withTimeout(10, "t2 published") {
-            for await snapshot in todos.observe(Query(sort: [.ascending("text")])).snapshots where snapshot.documents.count == 2 { break }
+            for await snapshot in todos.observe(Query(sort: [.ascending("text")])).snapshots
+            where snapshot.documents.count == 2 { break }
         }
 
         // A modifier from the client: the stub and the server make the same document.
-        let changed = try await todos.update("t1", ["$addToSet": ["tags": ["$each": ["shop", "dairy"]]], "$inc": ["count": 2], "$currentDate": ["at": true]])
+        let changed = try await todos.update(
+            "t1",
+            ["$addToSet": ["tags": ["$each": ["shop", "dairy"]]], "$inc": ["count": 2], "$currentDate": ["at": true]])
         XCTAssertEqual(changed, 1)
         let serverCopy = server.perform { server.collection("todos").document("t1") }
         let clientCopy = todos.document(id: "t1")
         XCTAssertEqual(clientCopy?["tags"], ["shop", "dairy"])
         XCTAssertEqual(clientCopy?["tags"], serverCopy?["tags"])
         XCTAssertEqual(clientCopy?["count"], 2)
-        XCTAssertEqual(clientCopy?["at"], serverCopy?["at"], "after the server's updated, the cache holds the server's date")
+        XCTAssertEqual(
+            clientCopy?["at"], serverCopy?["at"], "after the server's updated, the cache holds the server's date")
 
         // Checking t1 takes it out of the publication.
         _ = try await todos.update("t1", ["$set": ["checked": true]])
@@ -79,7 +88,8 @@ final class QueryIntegrationTests: XCTestCase {
         let client = try await connectedClient()
         defer { client.close() }
         let todos = client.collection("todos")
-        let changed = try await todos.update("t9", ["$set": ["text": "new"], "$setOnInsert": ["listId": "L1"]], options: UpdateOptions(upsert: true))
+        let changed = try await todos.update(
+            "t9", ["$set": ["text": "new"], "$setOnInsert": ["listId": "L1"]], options: UpdateOptions(upsert: true))
         XCTAssertEqual(changed, 1)
         let stored = server.perform { server.collection("todos").document("t9") }
         XCTAssertEqual(stored.map { EJSONValue.object($0) }, ["text": "new", "listId": "L1"])

@@ -29,21 +29,27 @@ final class RateLimitTests: XCTestCase {
             XCTAssertTrue(error.reason?.contains("too many requests") ?? false)
         }
         do {
-            _ = try await withTimeout(10, "first login") { try await client.login(email: "ada@example.com", password: "wrong") }
+            _ = try await withTimeout(10, "first login") {
+                try await client.login(email: "ada@example.com", password: "wrong")
+            }
             XCTFail("wrong password")
         } catch let error as MeteorError {
             XCTAssertEqual(error.reason, "Incorrect password")
             XCTAssertNil(error.retryAfter)
         }
         do {
-            _ = try await withTimeout(10, "second login") { try await client.login(email: "ada@example.com", password: "correct horse") }
+            _ = try await withTimeout(10, "second login") {
+                try await client.login(email: "ada@example.com", password: "correct horse")
+            }
             XCTFail("the second login is over the limit")
         } catch let error as MeteorError where error.isRateLimited {
             XCTAssertNotNil(error.retryAfter)
         }
         try await withTimeout(10, "first subscription") { try await client.subscribe("messages", params: [1]).ready() }
         do {
-            try await withTimeout(10, "second subscription") { try await client.subscribe("messages", params: [2]).ready() }
+            try await withTimeout(10, "second subscription") {
+                try await client.subscribe("messages", params: [2]).ready()
+            }
             XCTFail("the second subscription is over the limit")
         } catch let error as MeteorError where error.isRateLimited {
             XCTAssertNotNil(error.retryAfter)

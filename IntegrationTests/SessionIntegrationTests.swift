@@ -30,7 +30,9 @@ final class SessionIntegrationTests: XCTestCase {
         try await server.stop()
     }
 
-    private func connectedClient(_ configure: (inout DDPClient.Configuration) -> Void = { _ in }) async throws -> DDPClient {
+    private func connectedClient(_ configure: (inout DDPClient.Configuration) -> Void = { _ in }) async throws
+        -> DDPClient
+    {
         var configuration = DDPClient.Configuration()
         configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 200)
         configure(&configuration)
@@ -62,7 +64,9 @@ final class SessionIntegrationTests: XCTestCase {
         a.stop()
         b.stop()
         let server = self.server!
-        let unsub = try await withTimeout(10, "unsub") { await server.waitForMessage { if case .unsub = $0 { true } else { false } } }
+        let unsub = try await withTimeout(10, "unsub") {
+            await server.waitForMessage { if case .unsub = $0 { true } else { false } }
+        }
         XCTAssertEqual(unsub, .unsub(id: a.id))
         XCTAssertEqual(server.receivedMessages.filter { if case .sub = $0 { true } else { false } }.count, 1)
         client.close()
@@ -137,7 +141,8 @@ final class SessionIntegrationTests: XCTestCase {
         // A call sent after the reconnect completes only once its data is visible, which is after the revived
         // subscription's documents were applied (same socket, in order): then every notification has been posted.
         _ = try await withTimeout(10, "noop") { try await client.call("noop") }
-        client.database.notificationQueue.sync {}; client.database.observerQueue.sync {}
+        client.database.notificationQueue.sync {}
+        client.database.observerQueue.sync {}
         XCTAssertEqual(notifications.count, 0, "unchanged data after a reconnect posts nothing")
         XCTAssertEqual(sub.status, .ready)
         XCTAssertEqual(client.database.collection("players").count, 100)
@@ -148,12 +153,16 @@ final class SessionIntegrationTests: XCTestCase {
         server.createUser(username: "ada", email: "ada@example.com", password: "correct horse")
         let client = try await connectedClient()
         do {
-            _ = try await withTimeout(10, "wrong password") { try await client.login(email: "ada@example.com", password: "wrong") }
+            _ = try await withTimeout(10, "wrong password") {
+                try await client.login(email: "ada@example.com", password: "wrong")
+            }
             XCTFail("must fail")
         } catch let error as MeteorError {
             XCTAssertEqual(error.error, 403)
         }
-        let account = try await withTimeout(10, "login") { try await client.login(email: "ada@example.com", password: "correct horse") }
+        let account = try await withTimeout(10, "login") {
+            try await client.login(email: "ada@example.com", password: "correct horse")
+        }
         XCTAssertEqual(client.database.collection("users").document(id: account.userID)?["username"], "ada")
         XCTAssertEqual(server.loginTokenCount, 1)
         try await withTimeout(10, "logout") { try await client.logout() }
@@ -176,7 +185,9 @@ final class SessionIntegrationTests: XCTestCase {
         try await server.start()
         _ = try await withTimeout(10, "pending call") { try await pending.value }
         let methods = server.receivedMessages.compactMap { message -> String? in
-            if case .method(_, let name, let params, _) = message { return name == "login" ? (params.first?["resume"] != nil ? "resume" : "login") : name }
+            if case .method(_, let name, let params, _) = message {
+                return name == "login" ? (params.first?["resume"] != nil ? "resume" : "login") : name
+            }
             return nil
         }
         XCTAssertEqual(methods, ["login", "resume", "addPlayer"])
@@ -210,16 +221,16 @@ final class SessionIntegrationTests: XCTestCase {
     }
 }
 
-
-
 final class NotificationCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var counted = 0
     private var observer: (any NSObjectProtocol)?
 
     init(database: Database) {
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
-        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) { [weak self] _ in
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
+        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) {
+            [weak self] _ in
             self?.lock.withLock { self?.counted += 1 }
         }
     }
@@ -234,7 +245,9 @@ final class PublicationIntegrationTests: XCTestCase {
     func testTwoPublicationsOfOneDocumentMergeFieldsAndClearOnStop() async throws {
         let server = DDPTestServer()
         try await server.start()
-        server.perform { try! server.collection("players").insert(["name": "Ada", "score": 25, "secret": "x"], id: "ada") }
+        server.perform {
+            try! server.collection("players").insert(["name": "Ada", "score": 25, "secret": "x"], id: "ada")
+        }
         server.publish("names") { context in
             context.added("players", id: "ada", fields: ["name": "Ada"])
             context.ready()
@@ -254,14 +267,20 @@ final class PublicationIntegrationTests: XCTestCase {
             try await names.ready()
             try await scores.ready()
         }
-        XCTAssertEqual(client.database.collection("players").document(id: "ada").map { EJSONValue.object($0.fields) }, ["name": "Ada", "score": 25])
+        XCTAssertEqual(
+            client.database.collection("players").document(id: "ada").map { EJSONValue.object($0.fields) },
+            ["name": "Ada", "score": 25])
         let added = server.receivedMessages.count
         scores.stop()
-        _ = try await withTimeout(10, "unsub") { await server.waitForMessage { if case .unsub = $0 { true } else { false } } }
+        _ = try await withTimeout(10, "unsub") {
+            await server.waitForMessage { if case .unsub = $0 { true } else { false } }
+        }
         _ = try await withTimeout(10, "sync") { try await client.call("/players/remove", params: [["_id": "nobody"]]) }
         XCTAssertGreaterThan(server.receivedMessages.count, added)
-        XCTAssertEqual(client.database.collection("players").document(id: "ada").map { EJSONValue.object($0.fields) }, ["name": "Ada"],
-                       "the score went with its publication; the document stays for the other one")
+        XCTAssertEqual(
+            client.database.collection("players").document(id: "ada").map { EJSONValue.object($0.fields) },
+            ["name": "Ada"],
+            "the score went with its publication; the document stays for the other one")
         client.close()
         try await server.stop()
     }
@@ -281,7 +300,8 @@ final class PublicationIntegrationTests: XCTestCase {
         _ = client.subscribe("myNotes")
         XCTAssertNil(client.database.collection("notes").document(id: "n1"))
         _ = try await withTimeout(10, "login") { try await client.login(username: "ada", password: "pw") }
-        XCTAssertEqual(client.database.collection("notes").document(id: "n1")?["text"], "mine", "visible once the login completes")
+        XCTAssertEqual(
+            client.database.collection("notes").document(id: "n1")?["text"], "mine", "visible once the login completes")
         try await withTimeout(10, "logout") { try await client.logout() }
         XCTAssertNil(client.database.collection("notes").document(id: "n1"), "gone once the logout completes")
         client.close()

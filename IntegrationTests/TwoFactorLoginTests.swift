@@ -23,13 +23,20 @@ final class TwoFactorLoginTests: XCTestCase {
         server.createUser(email: "ada@example.com", password: "correct horse")
         let client = DDPClient(url: server.url)
         try await client.connect(timeout: .seconds(10))
-        _ = try await withTimeout(10, "login") { try await client.login(email: "ada@example.com", password: "correct horse") }
+        _ = try await withTimeout(10, "login") {
+            try await client.login(email: "ada@example.com", password: "correct horse")
+        }
         let enabledBefore = try await client.has2faEnabled()
         XCTAssertFalse(enabledBefore)
-        let activation = try await withTimeout(10, "QR code") { try await client.generate2faActivationQRCode(appName: "Todos") }
-        XCTAssertTrue(activation.uri.hasPrefix("otpauth://totp/Todos:ada@example.com?secret=\(activation.secret)"), activation.uri)
+        let activation = try await withTimeout(10, "QR code") {
+            try await client.generate2faActivationQRCode(appName: "Todos")
+        }
+        XCTAssertTrue(
+            activation.uri.hasPrefix("otpauth://totp/Todos:ada@example.com?secret=\(activation.secret)"), activation.uri
+        )
         do {
-            try await client.enable2fa(code: "000000" == TOTP.code(secret: activation.secret, at: now) ? "111111" : "000000")
+            try await client.enable2fa(
+                code: "000000" == TOTP.code(secret: activation.secret, at: now) ? "111111" : "000000")
             XCTFail("a wrong code")
         } catch let error as MeteorError {
             XCTAssertTrue(error.isTwoFactorCodeInvalid, "\(error)")
@@ -40,7 +47,9 @@ final class TwoFactorLoginTests: XCTestCase {
         XCTAssertTrue(enabledAfter)
         try await withTimeout(10, "logout") { try await client.logout() }
         do {
-            _ = try await withTimeout(10, "password only") { try await client.login(email: "ada@example.com", password: "correct horse") }
+            _ = try await withTimeout(10, "password only") {
+                try await client.login(email: "ada@example.com", password: "correct horse")
+            }
             XCTFail("2FA is on")
         } catch let error as MeteorError where error.isTwoFactorCodeRequired {
             XCTAssertEqual(error.reason, "2FA code must be informed")
@@ -48,7 +57,9 @@ final class TwoFactorLoginTests: XCTestCase {
         XCTAssertNil(client.account)
         // A code from 4 minutes ago is still accepted (10 steps of 30 s either side, as node-2fa checks).
         let late = try XCTUnwrap(TOTP.code(secret: activation.secret, at: now.addingTimeInterval(-240)))
-        let account = try await withTimeout(10, "with a code") { try await client.login(email: "ada@example.com", password: "correct horse", code: late) }
+        let account = try await withTimeout(10, "with a code") {
+            try await client.login(email: "ada@example.com", password: "correct horse", code: late)
+        }
         XCTAssertEqual(client.account, account)
         do {
             _ = try await client.generate2faActivationQRCode(appName: "Todos")

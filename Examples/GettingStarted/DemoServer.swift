@@ -19,11 +19,14 @@ enum DemoServer {
         }
         server.publish("players") { _ in [Cursor(collection: "players")] }
         server.method("players.add") { context in
-            guard let name = context.params.first?.stringValue, case .number(let score)? = context.params.dropFirst().first else {
+            guard let name = context.params.first?.stringValue,
+                case .number(let score)? = context.params.dropFirst().first
+            else {
                 throw MeteorError(error: .number(400), reason: "Match failed")
             }
             let id = context.randomID(forSequence: "/collection/players")
-            return .string(try context.collection("players").insert(["name": .string(name), "score": .number(score)], id: id))
+            return .string(
+                try context.collection("players").insert(["name": .string(name), "score": .number(score)], id: id))
         }
         server.method("players.reset") { _ in
             throw MeteorError(error: .string("not-allowed"), reason: "Only an admin may reset the scores")

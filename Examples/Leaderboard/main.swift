@@ -10,7 +10,9 @@ let server = DDPTestServer()
 try await server.start()
 server.perform {
     let players = server.collection("players")
-    for (index, name) in ["Ada Lovelace", "Grace Hopper", "Marie Curie", "Carl Gauss", "Nikola Tesla", "Claude Shannon"].enumerated() {
+    for (index, name) in ["Ada Lovelace", "Grace Hopper", "Marie Curie", "Carl Gauss", "Nikola Tesla", "Claude Shannon"]
+        .enumerated()
+    {
         _ = try? players.insert(["name": .string(name), "score": .number(Double(5 * index))], id: "p\(index)")
     }
 }
@@ -41,7 +43,9 @@ let printer = Task {
         print("top 3: " + board.joined(separator: "  ") + "  [decoded so far: \(leaders.decodeCount)]")
         if !snapshot.diff.isEmpty {
             let moves = snapshot.diff.moved.map { "\($0.from)→\($0.to)" }
-            print("  diff: inserted \(snapshot.diff.inserted) removed \(snapshot.diff.removed) moved \(moves) updated \(snapshot.diff.updated)")
+            print(
+                "  diff: inserted \(snapshot.diff.inserted) removed \(snapshot.diff.removed) moved \(moves) updated \(snapshot.diff.updated)"
+            )
         }
     }
 }

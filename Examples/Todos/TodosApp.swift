@@ -101,7 +101,10 @@ final class TodosApp: @unchecked Sendable {
             case "forgot-password":
                 guard words.count == 2 else { return usage("forgot-password <email>") }
                 try await client.forgotPassword(email: words[1])
-                log("reset e-mail sent" + (server?.sentEmails.last.map { " (its link: \($0.url); reset-password \($0.token) <new>)" } ?? ""))
+                log(
+                    "reset e-mail sent"
+                        + (server?.sentEmails.last.map { " (its link: \($0.url); reset-password \($0.token) <new>)" }
+                            ?? ""))
             case "reset-password":
                 guard words.count == 3 else { return usage("reset-password <token> <new>") }
                 let account = try await client.resetPassword(token: words[1], newPassword: words[2])
@@ -126,7 +129,9 @@ final class TodosApp: @unchecked Sendable {
     func showLists() {
         for list in (try? client.collection("lists").find([:], FindOptions(sort: ["name": 1]))) ?? [] {
             let owner = list["userId"] == nil ? "public" : "private"
-            log("list \(list.id): \(list["name"]?.stringValue ?? "?") (\(owner), \(list["incompleteCount"]?.intValue ?? 0) open)")
+            log(
+                "list \(list.id): \(list["name"]?.stringValue ?? "?") (\(owner), \(list["incompleteCount"]?.intValue ?? 0) open)"
+            )
         }
     }
 
@@ -143,7 +148,8 @@ final class TodosApp: @unchecked Sendable {
         try await subscribeToList(listID)
         // The queries a Meteor app writes in JavaScript, as Mongo selectors; documents decoded as `Todo`s.
         let todos = client.collection("todos", as: Todo.self)
-        let open = try todos.find(["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
+        let open = try todos.find(
+            ["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
         for todo in open {
             log("  [ ] \(todo._id ?? "?"): \(todo.text)")
         }
@@ -163,7 +169,10 @@ final class TodosApp: @unchecked Sendable {
         let call = client.callAsync(method, params: params)
         let local = try? await call.stubValue
         let localMicros = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1000
-        log(String(format: "local:  %@ applied by its stub in %.0f µs (returned %@)", method, localMicros, local?.description ?? "nothing"))
+        log(
+            String(
+                format: "local:  %@ applied by its stub in %.0f µs (returned %@)", method, localMicros,
+                local?.description ?? "nothing"))
         if offline {
             log("offline: \(method) is queued (on disk with --store) and goes to the server once connected")
             return
@@ -171,10 +180,16 @@ final class TodosApp: @unchecked Sendable {
         do {
             let value = try await call.value
             let millis = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
-            log(String(format: "server: %@ confirmed after %.1f ms (result %@)", method, millis, value == .null ? "none" : value.description))
+            log(
+                String(
+                    format: "server: %@ confirmed after %.1f ms (result %@)", method, millis,
+                    value == .null ? "none" : value.description))
         } catch let error as MeteorError {
             let millis = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
-            log(String(format: "server: %@ refused after %.1f ms: %@ (the stub's change was rolled back)", method, millis, String(describing: error)))
+            log(
+                String(
+                    format: "server: %@ refused after %.1f ms: %@ (the stub's change was rolled back)", method, millis,
+                    String(describing: error)))
         }
     }
 }

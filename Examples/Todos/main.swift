@@ -3,7 +3,8 @@ import EJSON
 import Foundation
 import MeteorDDP
 
-// swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS] [--interactive] [--store PATH [--offline]]
+// swift run todos [--url ws://host:port/websocket] [--script FILE] [--latency MS] [--interactive]
+//                  [--store PATH [--offline]]
 // swift run todos --serve [--port N]    (only the embedded server, for other clients such as `swift run ddp URL`)
 //
 // With no URL, an embedded DDP server (DDPTestServer) starts on 127.0.0.1 with Meteor's Todos app, and the client
@@ -24,14 +25,20 @@ let latency = Duration.milliseconds(Int(option("--latency") ?? "") ?? 150)
 
 if CommandLine.arguments.contains("--serve") {
     let server = try await TodosServer.start(latency: latency, port: Int(option("--port") ?? "") ?? 0)
-    FileHandle.standardOutput.write(Data("serving Meteor's Todos app on \(server.url) (user: ada@example.com, password: password); stop with Ctrl-C\n".utf8))
+    FileHandle.standardOutput.write(
+        Data(
+            "serving Meteor's Todos app on \(server.url) (user: ada@example.com, password: password); stop with Ctrl-C\n"
+                .utf8))
     while true { try await Task.sleep(for: .seconds(3600)) }
 }
 
 let storePath = option("--store")
 let offline = CommandLine.arguments.contains("--offline")
 let server: DDPTestServer? = urlArgument == nil && !offline ? try await TodosServer.start(latency: latency) : nil
-guard let url = urlArgument.flatMap(URL.init(string:)) ?? server?.url ?? (offline ? URL(string: "ws://127.0.0.1:9/websocket") : nil) else {
+guard
+    let url = urlArgument.flatMap(URL.init(string:)) ?? server?.url
+        ?? (offline ? URL(string: "ws://127.0.0.1:9/websocket") : nil)
+else {
     print("not a URL: \(urlArgument ?? "")")
     exit(2)
 }
@@ -46,10 +53,13 @@ TodosStubs.define(on: client)
 let app = TodosApp(client: client, offline: offline, server: server)
 if let storePath {
     let report = client.restoreReport
-    app.log("store \(storePath): restored \(report.documents) documents and \(report.methods) unanswered calls"
-        + (report.problem.map { " (\($0))" } ?? ""))
+    app.log(
+        "store \(storePath): restored \(report.documents) documents and \(report.methods) unanswered calls"
+            + (report.problem.map { " (\($0))" } ?? ""))
     if report.documents > 0 { app.showLists() }
-    for call in client.restoredCalls.calls { app.log("queued from the last run: \(call.name) \(EJSON.stringify(.array(call.params)))") }
+    for call in client.restoredCalls.calls {
+        app.log("queued from the last run: \(call.name) \(EJSON.stringify(.array(call.params)))")
+    }
 }
 // What happens to the calls restored from the last run (their completion handlers ended with it).
 let restoredOutcomes = Task { [client, app] in

@@ -80,7 +80,10 @@ final class ChaosLedger: @unchecked Sendable {
         let waiter = Locked<CheckedContinuation<Void, Never>?>(nil)
         let resume: @Sendable () -> Void = {
             var continuation: CheckedContinuation<Void, Never>?
-            waiter.mutate { continuation = $0; $0 = nil }
+            waiter.mutate {
+                continuation = $0
+                $0 = nil
+            }
             continuation?.resume()
         }
         await withTaskCancellationHandler {
@@ -101,7 +104,8 @@ final class ChaosLedger: @unchecked Sendable {
     /// The calls that have not completed, for a report.
     var pendingDescription: String {
         lock.withLock {
-            calls.enumerated().filter { $0.element.outcomes.isEmpty }.map { "#\($0.offset) \($0.element.name)" }.joined(separator: ", ")
+            calls.enumerated().filter { $0.element.outcomes.isEmpty }.map { "#\($0.offset) \($0.element.name)" }.joined(
+                separator: ", ")
         }
     }
 
@@ -127,14 +131,18 @@ final class ChaosLedger: @unchecked Sendable {
             verdict.notHanging = pendingCalls == 0
             for (index, call) in calls.enumerated() {
                 for outcome in call.outcomes { verdict.outcomes["\(call.name): \(outcome)", default: 0] += 1 }
-                if call.outcomes.count > 1 { verdict.completedTwice.append("call \(index) (\(call.name)): \(call.outcomes)") }
+                if call.outcomes.count > 1 {
+                    verdict.completedTwice.append("call \(index) (\(call.name)): \(call.outcomes)")
+                }
             }
             verdict.notifications = notifications.count
             var shownServerState: [String: Int] = [:]
             for (number, entry) in notifications.enumerated() {
                 let history = serverStates[entry.id] ?? [nil]
                 let from = shownServerState[entry.id] ?? 0
-                let describe = { "#\(number) \(collection)/\(entry.id): \(entry.before ?? "absent") -> \(entry.after ?? "absent")" }
+                let describe = {
+                    "#\(number) \(collection)/\(entry.id): \(entry.before ?? "absent") -> \(entry.after ?? "absent")"
+                }
                 if entry.before == entry.after {
                     verdict.wrongNotifications.append("not a change: " + describe())
                 } else if let after = entry.after, stubStates[entry.id]?.contains(after) == true {

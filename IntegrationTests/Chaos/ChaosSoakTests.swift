@@ -3,9 +3,10 @@ import Dispatch
 import EJSON
 import Foundation
 import Logging
-@testable import MeteorDDP
 import TestSupport
 import XCTest
+
+@testable import MeteorDDP
 
 /// The chaos soak: a fault-injecting proxy between the client and DDPTestServer drops connections (sometimes cutting a
 /// frame mid-way), refuses them for a while and delays chunks, while the client makes a steady mix of stub inserts,
@@ -41,7 +42,9 @@ final class ChaosSoakTests: XCTestCase {
         }
         let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(proxyPort)/websocket")!, configuration: configuration)
         defineStubs(client, ledger: ledger)
-        let observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) {
+        let observer = NotificationCenter.default.addObserver(
+            forName: .databaseDidChange, object: client.database, queue: nil
+        ) {
             [collection] notification in
             guard let changes = notification.userInfo?[DatabaseChanges.userInfoKey] as? DatabaseChanges else { return }
             ledger.notified(changes, collection: collection)
@@ -51,7 +54,9 @@ final class ChaosSoakTests: XCTestCase {
         let errorTask = Task { for await error in errors { ledger.reported(error) } }
         let reconnects = Locked(0)
         let statuses = client.statusUpdates
-        let statusTask = Task { for await status in statuses where status.isConnected { reconnects.mutate { $0 += 1 } } }
+        let statusTask = Task {
+            for await status in statuses where status.isConnected { reconnects.mutate { $0 += 1 } }
+        }
 
         client.connect()
         let subscription = client.subscribe(collection)
@@ -67,11 +72,15 @@ final class ChaosSoakTests: XCTestCase {
         proxy.faultsEnabled = false
 
         // Quiescence: every call completes, then one more call proves everything before it is in the cache.
-        let diagnosis = { "client: \(client.stateSummary().prefix(3000))\nserver: \(self.serverEvidence(server, client))\nproxy: \(proxy.figures)" }
+        let diagnosis = {
+            "client: \(client.stateSummary().prefix(3000))\nserver: \(self.serverEvidence(server, client))\nproxy: \(proxy.figures)"
+        }
         do {
             try await withTimeout(60, "every call to complete") { await ledger.waitUntilEveryCallCompleted() }
         } catch {
-            XCTFail("calls hang after the faults stopped (seed \(seed)): \(ledger.pendingDescription.prefix(300))\n\(diagnosis())")
+            XCTFail(
+                "calls hang after the faults stopped (seed \(seed)): \(ledger.pendingDescription.prefix(300))\n\(diagnosis())"
+            )
             throw error
         }
         do {
@@ -82,15 +91,21 @@ final class ChaosSoakTests: XCTestCase {
             throw error
         }
 
-        let cache = Dictionary(uniqueKeysWithValues: client.database.collection(collection).documents.map { ($0.id, ChaosLedger.canonical($0.fields)) })
+        let cache = Dictionary(
+            uniqueKeysWithValues: client.database.collection(collection).documents.map {
+                ($0.id, ChaosLedger.canonical($0.fields))
+            })
         let (onServer, texts): ([String: String?], [String]) = server.perform {
             let documents = server.collection(collection).documents
-            return (Dictionary(uniqueKeysWithValues: documents.map { ($0.key, ChaosLedger.canonical($0.value)) }),
-                    documents.values.compactMap { $0["text"]?.stringValue })
+            return (
+                Dictionary(uniqueKeysWithValues: documents.map { ($0.key, ChaosLedger.canonical($0.value)) }),
+                documents.values.compactMap { $0["text"]?.stringValue }
+            )
         }
         // Each client insert carries its call's label: a label twice would be one call inserted twice.
         let duplicates = Dictionary(grouping: texts, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
-        client.database.notificationQueue.sync {}; client.database.observerQueue.sync {}
+        client.database.notificationQueue.sync {}
+        client.database.observerQueue.sync {}
         let verdict = ledger.verdict(collection: collection)
         let figures = proxy.figures
         client.close()
@@ -100,7 +115,8 @@ final class ChaosSoakTests: XCTestCase {
         try await server.stop()
 
         let differing = Set(cache.keys).union(onServer.keys).filter { cache[$0] != onServer[$0] }.sorted()
-        print("""
+        print(
+            """
             chaos soak (seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; proxy: \(figures); \
             sessions established: \(reconnects.value)
             outcomes: \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -110,9 +126,13 @@ final class ChaosSoakTests: XCTestCase {
             """)
         XCTAssertTrue(verdict.notHanging, "every call completed")
         XCTAssertEqual(verdict.completedTwice, [], "no call completed twice")
-        XCTAssertEqual(differing.prefix(10).map { "\($0): cache \(cache[$0].map { $0 ?? "?" } ?? "absent") server \(onServer[$0].map { $0 ?? "?" } ?? "absent")" }, [], "cache == server")
+        XCTAssertEqual(
+            differing.prefix(10).map {
+                "\($0): cache \(cache[$0].map { $0 ?? "?" } ?? "absent") server \(onServer[$0].map { $0 ?? "?" } ?? "absent")"
+            }, [], "cache == server")
         XCTAssertEqual(duplicates, [], "no insert made twice on the server")
-        XCTAssertEqual(Array(verdict.wrongNotifications.prefix(10)), [], "\(verdict.wrongNotifications.count) wrong notifications")
+        XCTAssertEqual(
+            Array(verdict.wrongNotifications.prefix(10)), [], "\(verdict.wrongNotifications.count) wrong notifications")
         XCTAssertEqual(Array(verdict.unexpectedErrors.prefix(10)), [], "no error the faults did not cause")
         XCTAssertGreaterThan(figures.drops, 0, "the faults happened")
     }
@@ -126,7 +146,8 @@ final class ChaosSoakTests: XCTestCase {
             return nil
         }
         let connects = received.filter { if case .connect = $0 { return true } else { return false } }.count
-        return "messages \(received.count), connects \(connects), methods \(methods.count), last method ids \(methods.suffix(5)); "
+        return
+            "messages \(received.count), connects \(connects), methods \(methods.count), last method ids \(methods.suffix(5)); "
             + "the first pending call \(head ?? "none") received \(head.map { id in methods.filter { $0 == id }.count } ?? 0) times"
     }
 
@@ -139,16 +160,21 @@ final class ChaosSoakTests: XCTestCase {
         server.publish(collection) { [collection] _ in [Cursor(collection: collection)] }
         server.method("items.add") { [collection] context in
             let id = context.randomID(forSequence: "/collection/\(collection)")
-            return .string(try context.collection(collection).insert(["text": context.params.first ?? .null, "n": 0], id: id))
+            return .string(
+                try context.collection(collection).insert(["text": context.params.first ?? .null, "n": 0], id: id))
         }
         server.method("items.bump") { [collection] context in
-            guard let id = context.params.first?.stringValue else { throw MeteorError(error: .number(400), reason: "Match failed") }
-            let changed = try context.collection(collection).update(id, ["$inc": ["n": 1], "$set": ["by": context.params[1]]])
+            guard let id = context.params.first?.stringValue else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
+            let changed = try context.collection(collection).update(
+                id, ["$inc": ["n": 1], "$set": ["by": context.params[1]]])
             return .number(Double(changed))
         }
         server.method("items.touch") { [collection] context in
             guard let id = context.params.first?.stringValue else { return nil }
-            return .number(Double(try context.collection(collection).update(id, ["$set": ["touched": context.params[1]]])))
+            return .number(
+                Double(try context.collection(collection).update(id, ["$set": ["touched": context.params[1]]])))
         }
         server.method("sync") { _ in nil }
     }
@@ -216,7 +242,9 @@ private final class LoadGenerator: @unchecked Sendable {
         let options = MethodOptions(wait: flavour < 0.05, noRetry: flavour >= 0.05 && flavour < 0.15)
         let call = ledger.callStarted(name)
         do {
-            try client.call(name, params: params, options: options) { [ledger] outcome in ledger.completed(call, outcome) }
+            try client.call(name, params: params, options: options) { [ledger] outcome in
+                ledger.completed(call, outcome)
+            }
         } catch {
             ledger.completed(call, .failure(error))
         }

@@ -53,7 +53,10 @@ final class FaultInjectingProxy: @unchecked Sendable {
     private let state: NIOLockedValueBox<State>
     private var serverChannel: (any Channel)?
 
-    init(upstreamPort: Int, faults: Faults = Faults(), seed: UInt64, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    init(
+        upstreamPort: Int, faults: Faults = Faults(), seed: UInt64,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
         self.upstreamPort = upstreamPort
         self.faults = faults
         self.group = group
@@ -79,10 +82,16 @@ final class FaultInjectingProxy: @unchecked Sendable {
         for link in state.withLockedValue({ Array($0.links.values) }) { link.loop.execute { link.close() } }
     }
 
-    /// Stops (or resumes) injecting faults: connections then live until closed by an end, nothing is delayed or refused.
+    /// Stops (or resumes) injecting faults: connections then live until closed by an end, nothing is delayed or
+    /// refused.
     var faultsEnabled: Bool {
         get { state.withLockedValue { $0.faultsEnabled } }
-        set { state.withLockedValue { $0.faultsEnabled = newValue; if !newValue { $0.refuseUntil = nil } } }
+        set {
+            state.withLockedValue {
+                $0.faultsEnabled = newValue
+                if !newValue { $0.refuseUntil = nil }
+            }
+        }
     }
 
     var figures: Figures { state.withLockedValue { $0.figures } }

@@ -19,7 +19,9 @@ struct TraceFileLogHandler: LogHandler {
 
     /// A handler writing to `path` (created or truncated), or `nil` if it cannot be opened.
     static func factory(path: String) -> (@Sendable (String) -> any LogHandler)? {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else { return nil }
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { return nil }
         let sink = Sink(handle: handle)
         return { _ in TraceFileLogHandler(sink: sink) }
     }

@@ -17,11 +17,17 @@ final class HostileServerTests: XCTestCase {
     func testDeepNestingIsAMalformedFrame() async throws { try await check(.deepNesting) }
     func testInvalidUTF8ClosesWith1007AtOnce() async throws { try await check(.invalidUTF8) }
     func testAPingFloodIsAnsweredQuickly() async throws { try await check(.pingFlood) }
-    func testAPingFloodWhileNotReadingHitsTheSendBufferLimit() async throws { try await check(.pingFloodWhileNotReading) }
+    func testAPingFloodWhileNotReadingHitsTheSendBufferLimit() async throws {
+        try await check(.pingFloodWhileNotReading)
+    }
     func testUnknownResultsAndUpdatedAreCheap() async throws { try await check(.unknownResultsAndUpdated) }
     func testAnUnreadableResultFailsThePendingCall() async throws { try await check(.unreadableResultForAPendingCall) }
-    func testAFloodOfAnUndeclaredCollectionStopsAtItsLimit() async throws { try await check(.undeclaredCollectionFlood) }
-    func testReadyNeverSentAfterAReconnectIsBoundedByTheHoldLimit() async throws { try await check(.readyNeverSentAfterAReconnect) }
+    func testAFloodOfAnUndeclaredCollectionStopsAtItsLimit() async throws {
+        try await check(.undeclaredCollectionFlood)
+    }
+    func testReadyNeverSentAfterAReconnectIsBoundedByTheHoldLimit() async throws {
+        try await check(.readyNeverSentAfterAReconnect)
+    }
     func testHalfAFrameThenSilenceIsEndedByTheHeartbeat() async throws { try await check(.halfAFrameThenSilence) }
     func testGarbageAfterTheHandshakeClosesTheConnection() async throws { try await check(.garbageAfterTheHandshake) }
 }

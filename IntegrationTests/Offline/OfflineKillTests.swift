@@ -45,10 +45,15 @@ final class OfflineKillTests: XCTestCase {
         var tally: [String: Int] = [:]
         for round in 0..<rounds {
             // Offline, online, and every fifth round a logout killed at once.
-            let seen = round % 5 == 4 ? try await killAfterLogout(round: round) : try await killAndVerify(round: round, online: round % 2 == 1)
+            let seen =
+                round % 5 == 4
+                ? try await killAfterLogout(round: round)
+                : try await killAndVerify(round: round, online: round % 2 == 1)
             for (key, count) in seen { tally[key, default: 0] += count }
         }
-        print("OfflineKillTests: \(rounds) rounds: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        print(
+            "OfflineKillTests: \(rounds) rounds: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
+        )
     }
 
     private func startServer() async throws -> DDPTestServer {
@@ -64,7 +69,9 @@ final class OfflineKillTests: XCTestCase {
             return .string(id)
         }
         server.method("bump") { context in
-            guard let id = context.params.first?.stringValue else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard let id = context.params.first?.stringValue else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
             return .number(Double(try context.collection("items").update(id, ["$inc": ["c": 1]])))
         }
         server.perform { _ = server.collection("items") }
@@ -83,7 +90,9 @@ final class OfflineKillTests: XCTestCase {
         writer.kill()
         try await server.stop()
         let stored = try SQLiteStore(fileURL: store).load()
-        XCTAssertEqual(stored.documents.filter { $0.key.collectionName == "items" }.map(\.key), [], "\(label): the user's items are erased")
+        XCTAssertEqual(
+            stored.documents.filter { $0.key.collectionName == "items" }.map(\.key), [],
+            "\(label): the user's items are erased")
         XCTAssertEqual(stored.subscriptions, [], "\(label): and the subscriptions")
         XCTAssertEqual(stored.methods.map(\.name), [], "\(label): and the calls (all completed)")
         return ["logouts killed at once, nothing of the user's left": 1]
@@ -101,7 +110,8 @@ final class OfflineKillTests: XCTestCase {
         // Calls made before the subscription: its data comes 0–60 ms after their `updated` (a slow publication), the
         // window in which the cache shows the server's version (none) of what their stubs inserted.
         let subscriptionLatency = early ? Int.random(in: 0...60, using: &generator) : 0
-        let label = "round \(round) (\(mode)\(early ? ", data \(subscriptionLatency) ms late" : ""), killed \(delayMicroseconds) µs after call \(killAfter)\(round % 3 == 2 ? ", then while restoring" : ""))"
+        let label =
+            "round \(round) (\(mode)\(early ? ", data \(subscriptionLatency) ms late" : ""), killed \(delayMicroseconds) µs after call \(killAfter)\(round % 3 == 2 ? ", then while restoring" : ""))"
         print("OfflineKillTests: \(label)")
 
         let server = try await startServer()
@@ -149,22 +159,26 @@ final class OfflineKillTests: XCTestCase {
 
         let restored = try XCTUnwrap(json(lines, "restored "), label)
         // Restored calls: [id, name, first parameter] (addItem's n, bump's item id).
-        let restoredCalls = (restored["calls"]?.arrayValue ?? []).compactMap { entry -> (id: String, name: String, param: EJSONValue)? in
+        let restoredCalls = (restored["calls"]?.arrayValue ?? []).compactMap {
+            entry -> (id: String, name: String, param: EJSONValue)? in
             guard let id = entry[0]?.stringValue, let name = entry[1]?.stringValue else { return nil }
             return (id, name, entry[2] ?? .null)
         }
-        let restoredDocs = Dictionary(uniqueKeysWithValues: (restored["docs"]?.arrayValue ?? []).compactMap { doc in
-            doc["_id"]?.stringValue.map { ($0, doc["n"]?.doubleValue ?? -1) }
-        })
+        let restoredDocs = Dictionary(
+            uniqueKeysWithValues: (restored["docs"]?.arrayValue ?? []).compactMap { doc in
+                doc["_id"]?.stringValue.map { ($0, doc["n"]?.doubleValue ?? -1) }
+            })
         let restoredIDs = restoredCalls.compactMap { Int($0.id) }
         XCTAssertEqual(restoredIDs, restoredIDs.sorted(), "\(label): restored in call order")
         let restoredNs = restoredCalls.filter { $0.name == "addItem" }.compactMap { $0.param.doubleValue }
         XCTAssertTrue(restoredNs.allSatisfy { $0 >= 1 && $0 <= Double(calls) }, label)
         for n in restoredNs {
-            XCTAssertTrue(restoredDocs.values.contains(n), "\(label): call \(n)'s stub effect is there at the first read")
+            XCTAssertTrue(
+                restoredDocs.values.contains(n), "\(label): call \(n)'s stub effect is there at the first read")
         }
         // Nothing durable lost: what the probe saw flushed, and every call before a restored one.
-        let flushed = writer.lines.compactMap { $0.hasPrefix("durable ") ? Int($0.dropFirst("durable ".count)) : nil }.max() ?? 0
+        let flushed =
+            writer.lines.compactMap { $0.hasPrefix("durable ") ? Int($0.dropFirst("durable ".count)) : nil }.max() ?? 0
         let accountedFor = Set(restoredNs).union(before.values)
         let mustBeThere = max(flushed, Int(restoredNs.max() ?? 0))
         let lost = (0..<mustBeThere).map { Double($0 + 1) }.filter { !accountedFor.contains($0) }
@@ -173,52 +187,68 @@ final class OfflineKillTests: XCTestCase {
         // Each restored call: its true outcome, and how it was decided. An addItem is applied on the server exactly
         // when it ran before the kill (the server then has the n its stub set): alreadyApplied if sent again (a
         // duplicate), succeeded if its answer was on disk. A bump always succeeds: its item was inserted before it.
-        let outcomes = Dictionary(uniqueKeysWithValues: lines.filter { $0.hasPrefix("outcome ") }.map { line -> (String, (kind: String, source: String)) in
-            let parts = line.split(separator: " ").map(String.init)
-            return (parts[1], (parts.count > 2 ? parts[2] : "", parts.count > 3 ? parts[3] : ""))
-        })
+        let outcomes = Dictionary(
+            uniqueKeysWithValues: lines.filter { $0.hasPrefix("outcome ") }.map {
+                line -> (String, (kind: String, source: String)) in
+                let parts = line.split(separator: " ").map(String.init)
+                return (parts[1], (parts.count > 2 ? parts[2] : "", parts.count > 3 ? parts[3] : ""))
+            })
         XCTAssertEqual(Set(outcomes.keys), Set(restoredCalls.map(\.id)), "\(label): every restored call has an outcome")
-        var seen = ["calls made before the kill": lines.isEmpty ? 0 : writer.lines.filter { $0.hasPrefix("called ") }.count,
-                    "calls seen flushed before the kill": flushed]
+        var seen = [
+            "calls made before the kill": lines.isEmpty ? 0 : writer.lines.filter { $0.hasPrefix("called ") }.count,
+            "calls seen flushed before the kill": flushed
+        ]
         for call in restoredCalls {
             guard let outcome = outcomes[call.id] else { continue }
             if call.name == "addItem", let n = call.param.doubleValue, before.values.contains(n) {
                 // Sent again: refused as a duplicate, and recognised. From a saved answer: the answer of the run that
                 // had sent it, a success, or (killed twice) the refusal of a re-send, recognised too.
                 let expected = outcome.source == "savedAnswer" ? ["succeeded", "alreadyApplied"] : ["alreadyApplied"]
-                XCTAssertTrue(expected.contains(outcome.kind), "\(label): addItem \(n) ran before the kill: \(outcome.kind) (\(outcome.source))")
+                XCTAssertTrue(
+                    expected.contains(outcome.kind),
+                    "\(label): addItem \(n) ran before the kill: \(outcome.kind) (\(outcome.source))")
             } else {
                 XCTAssertEqual(outcome.kind, "succeeded", "\(label): \(call.name) \(call.id) (\(outcome.source))")
             }
             seen["restored \(call.name), \(outcome.kind) (\(outcome.source))", default: 0] += 1
         }
 
-        // Exactly once on the server (addItem; a bump may run twice: DDP re-sends at least once); the cache equal to it.
+        // Exactly once on the server (addItem; a bump may run twice: DDP re-sends at least once); the cache equal to
+        // it.
         XCTAssertEqual(after.values.count, Set(after.values).count, "\(label): no addItem ran twice")
-        XCTAssertEqual(Set(after.values), Set(before.values).union(restoredNs), "\(label): what ran before, and the restored calls")
+        XCTAssertEqual(
+            Set(after.values), Set(before.values).union(restoredNs), "\(label): what ran before, and the restored calls"
+        )
         let cache = try XCTUnwrap(json(lines, "cache "), label)
-        let cached = Dictionary(uniqueKeysWithValues: (cache.arrayValue ?? []).compactMap { doc in
-            doc["_id"]?.stringValue.map { ($0, doc["n"]?.doubleValue ?? -1) }
-        })
+        let cached = Dictionary(
+            uniqueKeysWithValues: (cache.arrayValue ?? []).compactMap { doc in
+                doc["_id"]?.stringValue.map { ($0, doc["n"]?.doubleValue ?? -1) }
+            })
         XCTAssertEqual(cached, after, "\(label): the cache equals the server")
-        let cachedBumps = Dictionary(uniqueKeysWithValues: (cache.arrayValue ?? []).compactMap { doc in
-            doc["_id"]?.stringValue.map { ($0, doc["c"]?.doubleValue ?? -1) }
-        })
+        let cachedBumps = Dictionary(
+            uniqueKeysWithValues: (cache.arrayValue ?? []).compactMap { doc in
+                doc["_id"]?.stringValue.map { ($0, doc["c"]?.doubleValue ?? -1) }
+            })
         XCTAssertEqual(cachedBumps, afterBumps, "\(label): the cache's bump counts equal the server's")
 
         // Notifications only for stub effects rolled back, and for items a re-sent bump changed once more on the
         // server (it had run before the kill: a real change of the server's state).
         let notified = (try XCTUnwrap(json(lines, "notified "), label).arrayValue ?? []).compactMap(\.stringValue)
         let rolledBack = Set(restoredDocs.keys).subtracting(after.keys)
-        let restoredBumps = Dictionary(uniqueKeysWithValues: (restored["docs"]?.arrayValue ?? []).compactMap { doc in
-            doc["_id"]?.stringValue.map { ($0, doc["c"]?.doubleValue ?? -1) }
-        })
-        let bumpedAgain = Set(restoredBumps.keys.filter { key in afterBumps[key].map { $0 > restoredBumps[key]! } ?? false })
+        let restoredBumps = Dictionary(
+            uniqueKeysWithValues: (restored["docs"]?.arrayValue ?? []).compactMap { doc in
+                doc["_id"]?.stringValue.map { ($0, doc["c"]?.doubleValue ?? -1) }
+            })
+        let bumpedAgain = Set(
+            restoredBumps.keys.filter { key in afterBumps[key].map { $0 > restoredBumps[key]! } ?? false })
         // A bump whose stub's write reached the disk in the batch before its call's record, then the kill: its effect
         // is restored without the call, and rolled back to the server's count.
-        let bumpRolledBack = Set(restoredBumps.keys.filter { key in afterBumps[key].map { $0 < restoredBumps[key]! } ?? false })
-        XCTAssertTrue(Set(notified).isSubset(of: rolledBack.union(bumpRolledBack).union(bumpedAgain)),
-                      "\(label): notified \(notified), rolled back \(rolledBack.union(bumpRolledBack)), bumped again on the server \(bumpedAgain)")
+        let bumpRolledBack = Set(
+            restoredBumps.keys.filter { key in afterBumps[key].map { $0 < restoredBumps[key]! } ?? false })
+        XCTAssertTrue(
+            Set(notified).isSubset(of: rolledBack.union(bumpRolledBack).union(bumpedAgain)),
+            "\(label): notified \(notified), rolled back \(rolledBack.union(bumpRolledBack)), bumped again on the server \(bumpedAgain)"
+        )
         seen["stub effects rolled back"] = rolledBack.count + bumpRolledBack.count
         if killedTwice { seen["rounds killed a second time while restoring"] = 1 }
         if early {
@@ -226,7 +256,8 @@ final class OfflineKillTests: XCTestCase {
             // The calls made before the probe said the subscription was ready (all of them if it never was).
             let writerLines = writer.lines
             let subscribedAt = writerLines.firstIndex(of: "subscribed") ?? writerLines.endIndex
-            seen["calls made before their subscription was ready"] = writerLines[..<subscribedAt].filter { $0.hasPrefix("called ") }.count
+            seen["calls made before their subscription was ready"] =
+                writerLines[..<subscribedAt].filter { $0.hasPrefix("called ") }.count
         }
         seen["items a re-sent bump ran on again (at least once)"] = bumpedAgain.count
         return seen
@@ -234,13 +265,19 @@ final class OfflineKillTests: XCTestCase {
 
     private func bumps(_ server: DDPTestServer) -> [String: Double] {
         server.perform {
-            Dictionary(uniqueKeysWithValues: server.collection("items").find().map { ($0.id, $0.fields["c"]?.doubleValue ?? -1) })
+            Dictionary(
+                uniqueKeysWithValues: server.collection("items").find().map {
+                    ($0.id, $0.fields["c"]?.doubleValue ?? -1)
+                })
         }
     }
 
     private func items(_ server: DDPTestServer) -> [String: Double] {
         server.perform {
-            Dictionary(uniqueKeysWithValues: server.collection("items").find().map { ($0.id, $0.fields["n"]?.doubleValue ?? -1) })
+            Dictionary(
+                uniqueKeysWithValues: server.collection("items").find().map {
+                    ($0.id, $0.fields["n"]?.doubleValue ?? -1)
+                })
         }
     }
 
@@ -263,7 +300,8 @@ final class ProbeProcess: @unchecked Sendable {
 
     /// The probe next to the test bundle (SwiftPM builds it because IntegrationTests depends on it).
     static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("OfflineProbe")
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "OfflineProbe")
     }
 
     init(_ arguments: [String]) throws {
@@ -305,7 +343,8 @@ final class ProbeProcess: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            let complete = output.split(separator: "\n", omittingEmptySubsequences: true).dropLast(output.hasSuffix("\n") ? 0 : 1)
+            let complete = output.split(separator: "\n", omittingEmptySubsequences: true).dropLast(
+                output.hasSuffix("\n") ? 0 : 1)
             if complete.contains(where: { predicate(String($0)) }) { return }
             if finished { throw TimedOut(what: "the probe ended without the line; it printed: \(output)") }
             if !condition.wait(until: deadline) { throw TimedOut(what: "a line from the probe; it printed: \(output)") }

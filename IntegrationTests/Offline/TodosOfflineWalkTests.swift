@@ -20,11 +20,13 @@ final class TodosOfflineWalkTests: XCTestCase {
     private var todos: URL {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let product = folder.appendingPathComponent("todos")
-        return FileManager.default.isExecutableFile(atPath: product.path) ? product : folder.appendingPathComponent("Todos")
+        return FileManager.default.isExecutableFile(atPath: product.path)
+            ? product : folder.appendingPathComponent("Todos")
     }
 
     private var scripts: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Examples/Todos/offline")
     }
 
@@ -51,12 +53,18 @@ final class TodosOfflineWalkTests: XCTestCase {
         XCTAssertTrue(first.contains("restored 0 documents and 0 unanswered calls"), first)
         XCTAssertTrue(first.contains("list1-todo2: Groceries: second thing"), first)
 
-        let second = try run(["--store", store, "--offline", "--script", scripts.appendingPathComponent("2-offline.txt").path])
-        XCTAssertTrue(second.contains("restored 4 documents and 0 unanswered calls"), "list1's cached todos and the two lists: \(second)")
+        let second = try run([
+            "--store", store, "--offline", "--script", scripts.appendingPathComponent("2-offline.txt").path
+        ])
+        XCTAssertTrue(
+            second.contains("restored 4 documents and 0 unanswered calls"),
+            "list1's cached todos and the two lists: \(second)")
         XCTAssertFalse(second.contains("connected to"), second)
         // The ids the stubs gave the two todos.
         let stubIDs = second.split(separator: "\n").compactMap { line -> String? in
-            guard line.contains("todos.insert applied by its stub"), let quote = line.range(of: "(returned \"") else { return nil }
+            guard line.contains("todos.insert applied by its stub"), let quote = line.range(of: "(returned \"") else {
+                return nil
+            }
             return String(line[quote.upperBound...].prefix { $0 != "\"" })
         }
         XCTAssertEqual(stubIDs.count, 2, second)
@@ -65,10 +73,13 @@ final class TodosOfflineWalkTests: XCTestCase {
         XCTAssertTrue(third.contains("restored 6 documents and 2 unanswered calls"), third)
         let connected = try XCTUnwrap(third.range(of: "connected to"), third)
         let beforeConnecting = third[..<connected.lowerBound]
-        XCTAssertTrue(beforeConnecting.contains("list list1: Groceries (public, 4 open)"), "shown at once, before connecting: \(third)")
+        XCTAssertTrue(
+            beforeConnecting.contains("list list1: Groceries (public, 4 open)"),
+            "shown at once, before connecting: \(third)")
         for (index, id) in stubIDs.enumerated() {
-            XCTAssertTrue(third.contains("server: restored call todos.insert (id \(index + 1)) confirmed (result \"\(id)\")"),
-                          "sent with its id and seed: the server made the stub's id \(id): \(third)")
+            XCTAssertTrue(
+                third.contains("server: restored call todos.insert (id \(index + 1)) confirmed (result \"\(id)\")"),
+                "sent with its id and seed: the server made the stub's id \(id): \(third)")
             XCTAssertTrue(third.contains("[ ] \(id): "), third)
         }
         XCTAssertTrue(third.contains("every restored call has its outcome (2 in all)"), third)

@@ -1,11 +1,12 @@
 import CompressNIO
-@testable import DDPTestServer
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import NIOWebSocket
 import XCTest
+
+@testable import DDPTestServer
 
 /// DDPTestServer's permessage-deflate: which offers it takes, and the frames its handler reads and writes (on an
 /// embedded channel, so fragments and final blocks, which swift-websocket's client never sends, are covered too).
@@ -17,23 +18,32 @@ final class PerMessageDeflateTests: XCTestCase {
     func testTheFirstOfferTheServerCanHonourIsTaken() {
         XCTAssertEqual(agreement("permessage-deflate")?.responseHeader, "permessage-deflate")
         XCTAssertEqual(agreement("permessage-deflate; client_max_window_bits")?.responseHeader, "permessage-deflate")
-        XCTAssertEqual(agreement("permessage-deflate; server_no_context_takeover; client_max_window_bits=10")?.responseHeader,
-                       "permessage-deflate; server_no_context_takeover")
-        XCTAssertEqual(agreement("permessage-deflate; server_max_window_bits=8, permessage-deflate; server_max_window_bits=12")?.responseHeader,
-                       "permessage-deflate; server_max_window_bits=12", "zlib cannot deflate with 8 bits: the second offer")
+        XCTAssertEqual(
+            agreement("permessage-deflate; server_no_context_takeover; client_max_window_bits=10")?.responseHeader,
+            "permessage-deflate; server_no_context_takeover")
+        XCTAssertEqual(
+            agreement("permessage-deflate; server_max_window_bits=8, permessage-deflate; server_max_window_bits=12")?
+                .responseHeader,
+            "permessage-deflate; server_max_window_bits=12", "zlib cannot deflate with 8 bits: the second offer")
         XCTAssertEqual(agreement("permessage-deflate; client_no_context_takeover")?.clientNoContextTakeover, true)
-        for declined in ["x-webkit-deflate-frame", "permessage-deflate; foo", "permessage-deflate; server_max_window_bits=16",
-                         "permessage-deflate; server_max_window_bits", "permessage-deflate; ;client_max_window_bits",
-                         "permessage-deflate; client_max_window_bits=x", "permessage-deflate; =3"] {
+        for declined in [
+            "x-webkit-deflate-frame", "permessage-deflate; foo", "permessage-deflate; server_max_window_bits=16",
+            "permessage-deflate; server_max_window_bits", "permessage-deflate; ;client_max_window_bits",
+            "permessage-deflate; client_max_window_bits=x", "permessage-deflate; =3"
+        ] {
             XCTAssertNil(agreement(declined), declined)
         }
     }
 
-    private func channel(_ agreement: PerMessageDeflateAgreement = PerMessageDeflateAgreement(requestHeaders: HTTPHeaders([("Sec-WebSocket-Extensions", "permessage-deflate")]))!,
-                         maxMessageSize: Int = 1 << 20) throws -> (EmbeddedChannel, NIOLockedValueBox<PerMessageDeflateStatistics>) {
+    private func channel(
+        _ agreement: PerMessageDeflateAgreement = PerMessageDeflateAgreement(
+            requestHeaders: HTTPHeaders([("Sec-WebSocket-Extensions", "permessage-deflate")]))!,
+        maxMessageSize: Int = 1 << 20
+    ) throws -> (EmbeddedChannel, NIOLockedValueBox<PerMessageDeflateStatistics>) {
         let statistics = NIOLockedValueBox(PerMessageDeflateStatistics())
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(PerMessageDeflateHandler(agreement: agreement, maxMessageSize: maxMessageSize, statistics: statistics))
+        try channel.pipeline.syncOperations.addHandler(
+            PerMessageDeflateHandler(agreement: agreement, maxMessageSize: maxMessageSize, statistics: statistics))
         return (channel, statistics)
     }
 
@@ -47,7 +57,10 @@ final class PerMessageDeflateTests: XCTestCase {
 
     private func text(_ frames: [WebSocketFrame]) -> String {
         var all = ByteBuffer()
-        for frame in frames { var data = frame.data; all.writeBuffer(&data) }
+        for frame in frames {
+            var data = frame.data
+            all.writeBuffer(&data)
+        }
         return String(buffer: all)
     }
 
@@ -78,7 +91,10 @@ final class PerMessageDeflateTests: XCTestCase {
         let ended = try plain.compressStream(with: ZlibCompressor(algorithm: .deflate), flush: .finish)
         try channel.writeInbound(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: ended))
         let second = String(repeating: "next message ", count: 30)
-        try channel.writeInbound(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: try deflated(second, with: ZlibCompressor(algorithm: .deflate))))
+        try channel.writeInbound(
+            WebSocketFrame(
+                fin: true, rsv1: true, opcode: .text,
+                data: try deflated(second, with: ZlibCompressor(algorithm: .deflate))))
         let frames = try readInbound(channel)
         XCTAssertEqual(frames.map { text([$0]) }, [String(repeating: "final block ", count: 30), second])
     }
@@ -89,17 +105,21 @@ final class PerMessageDeflateTests: XCTestCase {
         try channel.writeInbound(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer(string: "p")))
         XCTAssertEqual(try readInbound(channel).map { text([$0]) }, ["plain", "p"])
         try channel.writeOutbound(WebSocketFrame(fin: true, opcode: .pong, data: ByteBuffer(string: "p")))
-        XCTAssertEqual(try channel.readOutbound(as: WebSocketFrame.self)?.rsv1, false, "control frames are never compressed")
+        XCTAssertEqual(
+            try channel.readOutbound(as: WebSocketFrame.self)?.rsv1, false, "control frames are never compressed")
         XCTAssertEqual(statistics.withLockedValue { [$0.messagesInflated, $0.messagesDeflated] }, [0, 0])
     }
 
     func testMessagesAreSentCompressedWithoutTheTailHoweverShort() throws {
         let (channel, _) = try channel()
-        try channel.writeOutbound(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: #"{"msg":"ping"}"#)))
+        try channel.writeOutbound(
+            WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: #"{"msg":"ping"}"#)))
         var short = try XCTUnwrap(try channel.readOutbound(as: WebSocketFrame.self))
         XCTAssertTrue(short.rsv1)
         short.data.writeBytes([0x00, 0x00, 0xFF, 0xFF])
-        XCTAssertEqual(String(buffer: try short.data.decompressStream(with: ZlibDecompressor(algorithm: .deflate))), #"{"msg":"ping"}"#)
+        XCTAssertEqual(
+            String(buffer: try short.data.decompressStream(with: ZlibDecompressor(algorithm: .deflate))),
+            #"{"msg":"ping"}"#)
     }
 
     func testLongMessagesAreSentCompressedWithoutTheTail() throws {
@@ -120,9 +140,15 @@ final class PerMessageDeflateTests: XCTestCase {
         let limit = 4_096
         let (channel, _) = try channel(maxMessageSize: limit)
         let compressor = try ZlibCompressor(algorithm: .deflate)
-        try channel.writeInbound(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: try deflated(String(repeating: "a", count: limit), with: compressor)))
+        try channel.writeInbound(
+            WebSocketFrame(
+                fin: true, rsv1: true, opcode: .text,
+                data: try deflated(String(repeating: "a", count: limit), with: compressor)))
         XCTAssertEqual(try readInbound(channel).first?.data.readableBytes, limit)
-        XCTAssertThrowsError(try channel.writeInbound(WebSocketFrame(fin: true, rsv1: true, opcode: .text,
-                                                                     data: try deflated(String(repeating: "a", count: limit + 1), with: compressor))))
+        XCTAssertThrowsError(
+            try channel.writeInbound(
+                WebSocketFrame(
+                    fin: true, rsv1: true, opcode: .text,
+                    data: try deflated(String(repeating: "a", count: limit + 1), with: compressor))))
     }
 }

@@ -70,17 +70,27 @@ public final class CommandLineSession: @unchecked Sendable {
                 try await client.logout()
                 output.event("logout", text: "logged out")
             case "change-password":
-                guard arguments.count == 2 else { fail("usage: change-password OLD NEW"); return true }
+                guard arguments.count == 2 else {
+                    fail("usage: change-password OLD NEW")
+                    return true
+                }
                 try await client.changePassword(old: arguments[0], new: arguments[1])
                 output.event("password", text: "password changed; other sessions logged out")
             case "forgot-password":
-                guard arguments.count == 1 else { fail("usage: forgot-password EMAIL"); return true }
+                guard arguments.count == 1 else {
+                    fail("usage: forgot-password EMAIL")
+                    return true
+                }
                 try await client.forgotPassword(email: arguments[0])
                 output.event("password", text: "reset e-mail sent to \(arguments[0])")
             case "reset-password":
-                guard arguments.count == 2 else { fail("usage: reset-password TOKEN NEW"); return true }
+                guard arguments.count == 2 else {
+                    fail("usage: reset-password TOKEN NEW")
+                    return true
+                }
                 let account = try await client.resetPassword(token: arguments[0], newPassword: arguments[1])
-                output.event("login", ["userID": .string(account.userID)], text: "password set; logged in as \(account.userID)")
+                output.event(
+                    "login", ["userID": .string(account.userID)], text: "password set; logged in as \(account.userID)")
             case "logout-others":
                 try await client.logoutOtherClients()
                 output.event("logout", text: "every other session logged out")
@@ -108,7 +118,9 @@ public final class CommandLineSession: @unchecked Sendable {
 
     private func printStatus() {
         let status = client.status
-        output.event("status", ["status": .string("\(status.state)"), "connected": .bool(status.isConnected)], text: "status: \(status)")
+        output.event(
+            "status", ["status": .string("\(status.state)"), "connected": .bool(status.isConnected)],
+            text: "status: \(status)")
     }
 
     private func subscribe(_ arguments: [String]) async throws {
@@ -118,7 +130,9 @@ public final class CommandLineSession: @unchecked Sendable {
         subscriptions[name]?.stop()
         subscriptions[name] = subscription
         try await subscription.ready()
-        output.event("ready", ["name": .string(name), "id": .string(subscription.id)], text: output.coloured("ready", .green) + " \(name)")
+        output.event(
+            "ready", ["name": .string(name), "id": .string(subscription.id)],
+            text: output.coloured("ready", .green) + " \(name)")
     }
 
     private func unsubscribe(_ arguments: [String]) {
@@ -133,8 +147,9 @@ public final class CommandLineSession: @unchecked Sendable {
         guard let name = arguments.first else { return fail("usage: call NAME [ARGS…]") }
         let params = try arguments.dropFirst().map(CommandTokenizer.argument)
         let result = try await client.call(name, params: Array(params))
-        output.event("result", ["method": .string(name), "result": result ?? .null],
-                     text: output.coloured("result", .green) + " \(name): \(result.map { EJSON.stringify($0) } ?? "undefined")")
+        output.event(
+            "result", ["method": .string(name), "result": result ?? .null],
+            text: output.coloured("result", .green) + " \(name): \(result.map { EJSON.stringify($0) } ?? "undefined")")
     }
 
     private func login(_ arguments: [String]) async throws {
@@ -144,7 +159,9 @@ public final class CommandLineSession: @unchecked Sendable {
             options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
             index += 2
         }
-        guard let password = options["password"] else { return fail("usage: login --email E --password P | --username U --password P") }
+        guard let password = options["password"] else {
+            return fail("usage: login --email E --password P | --username U --password P")
+        }
         let account: Account
         if let email = options["email"] {
             account = try await client.login(email: email, password: password)
@@ -189,14 +206,22 @@ public final class CommandLineSession: @unchecked Sendable {
         var fields: EJSONObject = [:]
         var parts: [String] = []
         for name in details.changedFields.keys.sorted() {
-            let old = before[name], new = after[name]
+            let old = before[name]
+            let new = after[name]
             fields[name] = ["before": old ?? .null, "after": new ?? .null]
-            let oldText = old.map { EJSON.stringify($0) } ?? "—", newText = new.map { EJSON.stringify($0) } ?? "—"
+            let oldText = old.map { EJSON.stringify($0) } ?? "—"
+            let newText = new.map { EJSON.stringify($0) } ?? "—"
             parts.append("\(name): " + output.coloured(oldText, .red) + " → " + output.coloured(newText, .green))
         }
         let colour: CommandOutput.Colour = kind == "added" ? .green : kind == "removed" ? .red : .yellow
-        output.event(kind, ["collection": .string(details.key.collectionName), "id": .string(details.key.documentID), "fields": .object(fields)],
-                     text: output.coloured(kind, colour) + " \(details.key.collectionName)/\(details.key.documentID) " + parts.joined(separator: ", "))
+        output.event(
+            kind,
+            [
+                "collection": .string(details.key.collectionName), "id": .string(details.key.documentID),
+                "fields": .object(fields)
+            ],
+            text: output.coloured(kind, colour) + " \(details.key.collectionName)/\(details.key.documentID) "
+                + parts.joined(separator: ", "))
     }
 
     private func unwatch(_ arguments: [String]) {
@@ -212,10 +237,14 @@ public final class CommandLineSession: @unchecked Sendable {
         let selector = arguments.count > 1 ? try CommandTokenizer.argument(arguments[1]) : [:]
         let documents = try client.database.collection(collection).find(selector, FindOptions(sort: ["_id": 1]))
         for document in documents {
-            output.event("document", ["collection": .string(collection), "document": document.ejsonValue],
-                         text: output.coloured(Self.describeID(document), .cyan) + " " + EJSON.stringify(.object(document.fields)))
+            output.event(
+                "document", ["collection": .string(collection), "document": document.ejsonValue],
+                text: output.coloured(Self.describeID(document), .cyan) + " "
+                    + EJSON.stringify(.object(document.fields)))
         }
-        output.event("count", ["collection": .string(collection), "count": .number(Double(documents.count))], text: "\(documents.count) documents")
+        output.event(
+            "count", ["collection": .string(collection), "count": .number(Double(documents.count))],
+            text: "\(documents.count) documents")
     }
 
     /// A document's id as Meteor shows it: `ObjectID("…")` for an ObjectID, the id itself for a string.

@@ -29,7 +29,11 @@ public struct CommandOutput: Sendable {
     }
 
     enum Colour: String {
-        case red = "31", green = "32", yellow = "33", cyan = "36", dim = "2"
+        case red = "31"
+        case green = "32"
+        case yellow = "33"
+        case cyan = "36"
+        case dim = "2"
     }
 
     /// `text` coloured when printing to a terminal.

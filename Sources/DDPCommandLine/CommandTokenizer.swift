@@ -14,7 +14,9 @@ public enum CommandTokenizer {
     public struct InvalidJSONArgument: Error, CustomStringConvertible {
         public let argument: String
         public let reason: String
-        public var description: String { "not valid JSON: \(argument) (\(reason)); quote it ('…') to pass it as a string" }
+        public var description: String {
+            "not valid JSON: \(argument) (\(reason)); quote it ('…') to pass it as a string"
+        }
     }
 
     public static func words(_ line: String) throws -> [String] {
@@ -75,7 +77,13 @@ public enum CommandTokenizer {
         while depth > 0, let character = characters.popFirst() {
             text.append(character)
             if inString {
-                if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { inString = false }
+                if escaped {
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    inString = false
+                }
                 continue
             }
             switch character {
@@ -95,7 +103,9 @@ public enum CommandTokenizer {
         do {
             return try EJSON.parse(word)
         } catch {
-            if let first = word.first, first == "{" || first == "[" { throw InvalidJSONArgument(argument: word, reason: "\(error)") }
+            if let first = word.first, first == "{" || first == "[" {
+                throw InvalidJSONArgument(argument: word, reason: "\(error)")
+            }
             return .string(word)
         }
     }

@@ -15,22 +15,49 @@ public struct LineEditor: Sendable {
             while index < bytes.count {
                 let byte = bytes[index]
                 switch byte {
-                case 0x0D, 0x0A: keys.append(.enter); index += 1
-                case 0x7F, 0x08: keys.append(.backspace); index += 1
-                case 0x04: keys.append(.endOfInput); index += 1
-                case 0x01: keys.append(.home); index += 1
-                case 0x05: keys.append(.end); index += 1
-                case 0x15: keys.append(.clearLine); index += 1
+                case 0x0D, 0x0A:
+                    keys.append(.enter)
+                    index += 1
+                case 0x7F, 0x08:
+                    keys.append(.backspace)
+                    index += 1
+                case 0x04:
+                    keys.append(.endOfInput)
+                    index += 1
+                case 0x01:
+                    keys.append(.home)
+                    index += 1
+                case 0x05:
+                    keys.append(.end)
+                    index += 1
+                case 0x15:
+                    keys.append(.clearLine)
+                    index += 1
                 case 0x1B:
                     guard index + 2 < bytes.count else { return (keys, Array(bytes[index...])) }
-                    guard bytes[index + 1] == UInt8(ascii: "[") || bytes[index + 1] == UInt8(ascii: "O") else { index += 1; continue }
+                    guard bytes[index + 1] == UInt8(ascii: "[") || bytes[index + 1] == UInt8(ascii: "O") else {
+                        index += 1
+                        continue
+                    }
                     switch bytes[index + 2] {
-                    case UInt8(ascii: "A"): keys.append(.up); index += 3
-                    case UInt8(ascii: "B"): keys.append(.down); index += 3
-                    case UInt8(ascii: "C"): keys.append(.right); index += 3
-                    case UInt8(ascii: "D"): keys.append(.left); index += 3
-                    case UInt8(ascii: "H"): keys.append(.home); index += 3
-                    case UInt8(ascii: "F"): keys.append(.end); index += 3
+                    case UInt8(ascii: "A"):
+                        keys.append(.up)
+                        index += 3
+                    case UInt8(ascii: "B"):
+                        keys.append(.down)
+                        index += 3
+                    case UInt8(ascii: "C"):
+                        keys.append(.right)
+                        index += 3
+                    case UInt8(ascii: "D"):
+                        keys.append(.left)
+                        index += 3
+                    case UInt8(ascii: "H"):
+                        keys.append(.home)
+                        index += 3
+                    case UInt8(ascii: "F"):
+                        keys.append(.end)
+                        index += 3
                     case UInt8(ascii: "3"):
                         guard index + 3 < bytes.count else { return (keys, Array(bytes[index...])) }
                         keys.append(.delete)

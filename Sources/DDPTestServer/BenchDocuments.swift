@@ -24,7 +24,7 @@ public enum BenchDocuments {
             "tags": ["alpha", "beta", .string("tag\(i % 10)")],
             "location": ["city": "Berlin", "zip": .string(String(10000 + i % 90000)), "lat": 52.52, "lng": 13.405],
             "counts": [.number(Double(i % 7)), .number(Double(i % 11)), .number(Double(i % 13))],
-            "description": "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+            "description": "Lorem ipsum dolor sit amet, consectetur adipiscing elit."
         ]
     }
 
@@ -35,11 +35,16 @@ public enum BenchDocuments {
 
     /// Document `i`'s `added` frame as a Meteor server writes it.
     public static func addedFrame(_ i: Int) -> String {
-        EJSON.stringify(["msg": "added", "collection": .string(collection), "id": .string(id(i)), "fields": .object(fields(i))])
+        EJSON.stringify([
+            "msg": "added", "collection": .string(collection), "id": .string(id(i)), "fields": .object(fields(i))
+        ])
     }
 
     /// Document `i`'s `changed` frame.
     public static func changedFrame(_ i: Int) -> String {
-        EJSON.stringify(["msg": "changed", "collection": .string(collection), "id": .string(id(i)), "fields": .object(changedFields(i))])
+        EJSON.stringify([
+            "msg": "changed", "collection": .string(collection), "id": .string(id(i)),
+            "fields": .object(changedFields(i))
+        ])
     }
 }

@@ -176,7 +176,9 @@ public final class DDPTestServer: @unchecked Sendable {
 
     /// Calls `observer` on the server queue after every change of a document of any collection, with the document's
     /// new fields (`nil`: removed), before the change goes out to the sessions. Call from any thread.
-    public func observeDocumentChanges(_ observer: @escaping @Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void) {
+    public func observeDocumentChanges(
+        _ observer: @escaping @Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void
+    ) {
         queue.sync { documentChangeObservers.append(observer) }
     }
 
@@ -194,7 +196,9 @@ public final class DDPTestServer: @unchecked Sendable {
 
     private func registerCollectionMethods(_ name: String) {
         methods["/\(name)/insert"] = { context in
-            guard case .object(let document)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard case .object(let document)? = context.params.first else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
             let collection = context.collection(name)
             let id = MongoID.givenID(of: document) ?? collection.idGeneration.newID(in: context, collection: name)
             try collection.insert(document, id: MongoID.stringify(id))
@@ -205,23 +209,28 @@ public final class DDPTestServer: @unchecked Sendable {
         methods["/\(name)/update"] = { context in
             guard context.params.count > 1 else { throw MeteorError(error: .number(400), reason: "Match failed") }
             guard MongoModifier.documentID(inSelector: context.params[0]) != nil else {
-                throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
+                throw MeteorError(
+                    error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
             }
             let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
             let collection = context.collection(name)
-            return .number(Double(try collection.update(selector: context.params[0], context.params[1], options: options) {
-                collection.idGeneration.newID(in: context, collection: name)
-            }))
+            return .number(
+                Double(
+                    try collection.update(selector: context.params[0], context.params[1], options: options) {
+                        collection.idGeneration.newID(in: context, collection: name)
+                    }))
         }
         methods["/\(name)/remove"] = { context in
-            guard let selector = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard let selector = context.params.first else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
             guard MongoModifier.documentID(inSelector: selector) != nil else {
-                throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
+                throw MeteorError(
+                    error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
             }
             return .number(Double(try context.collection(name).remove(selector: selector)))
         }
     }
-
 
     // MARK: - Starting and stopping
 
@@ -342,11 +351,14 @@ public final class DDPTestServer: @unchecked Sendable {
                 return channel.pipeline.removeHandler(name: NotFoundResponder.name).flatMapThrowing {
                     if deflates, let agreement = PerMessageDeflateAgreement(requestHeaders: head.headers) {
                         try channel.pipeline.syncOperations.addHandler(
-                            PerMessageDeflateHandler(agreement: agreement, maxMessageSize: maxFrameSize, statistics: deflateStatistics)
+                            PerMessageDeflateHandler(
+                                agreement: agreement, maxMessageSize: maxFrameSize, statistics: deflateStatistics)
                         )
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: maxFrameSize)
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
+                            maxAccumulatedFrameSize: maxFrameSize)
                     )
                     try channel.pipeline.syncOperations.addHandler(ServerSessionHandler(session: session))
                 }
@@ -357,7 +369,8 @@ public final class DDPTestServer: @unchecked Sendable {
                 try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
             }
         }.flatMap {
-            channel.pipeline.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+            channel.pipeline.configureHTTPServerPipeline(
+                withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
         }.flatMapThrowing {
             // A request that is not an upgrade to /websocket gets a 404, as a web server answers it.
             try channel.pipeline.syncOperations.addHandler(NotFoundResponder(), name: NotFoundResponder.name)
@@ -396,7 +409,8 @@ public final class DDPTestServer: @unchecked Sendable {
     func record(_ message: ClientMessage) {
         let satisfied: [MessageWaiter] = state.withLockedValue { state in
             state.receivedMessages.append(message)
-            let (matching, rest) = state.messageWaiters.reduce(into: ([MessageWaiter](), [MessageWaiter]())) { result, waiter in
+            let (matching, rest) = state.messageWaiters.reduce(into: ([MessageWaiter](), [MessageWaiter]())) {
+                result, waiter in
                 if waiter.predicate(message) { result.0.append(waiter) } else { result.1.append(waiter) }
             }
             state.messageWaiters = rest
@@ -431,7 +445,9 @@ private final class NotFoundResponder: ChannelInboundHandler, RemovableChannelHa
         var headers = HTTPHeaders()
         headers.add(name: "Content-Length", value: "\(body.utf8.count)")
         headers.add(name: "Connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))),
+            promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
     }

@@ -25,13 +25,16 @@ struct MergeBox {
     private(set) var documents: [String: [String: DocumentView]] = [:]
 
     /// A subscription publishes a document (or more fields of it). Returns the message to send, if any.
-    mutating func added(by subscription: String, collection: String, id: String, fields: EJSONObject) -> ServerMessage? {
+    mutating func added(by subscription: String, collection: String, id: String, fields: EJSONObject) -> ServerMessage?
+    {
         var view = documents[collection]?[id] ?? DocumentView()
         let isNew = view.publishers.isEmpty
         view.publishers.insert(subscription)
         var changed = EJSONObject()
         for (name, value) in fields {
-            if let visible = set(&view, subscription: subscription, field: name, value: value) { changed[name] = visible }
+            if let visible = set(&view, subscription: subscription, field: name, value: value) {
+                changed[name] = visible
+            }
         }
         documents[collection, default: [:]][id] = view
         if isNew { return .added(collection: collection, id: id, fields: view.visibleFields) }
@@ -39,12 +42,16 @@ struct MergeBox {
     }
 
     /// A subscription changed fields of a document it publishes.
-    mutating func changed(by subscription: String, collection: String, id: String, fields: EJSONObject, cleared: [String]) -> ServerMessage? {
+    mutating func changed(
+        by subscription: String, collection: String, id: String, fields: EJSONObject, cleared: [String]
+    ) -> ServerMessage? {
         guard var view = documents[collection]?[id], view.publishers.contains(subscription) else { return nil }
         var setFields = EJSONObject()
         var clearedFields: [String] = []
         for (name, value) in fields {
-            if let visible = set(&view, subscription: subscription, field: name, value: value) { setFields[name] = visible }
+            if let visible = set(&view, subscription: subscription, field: name, value: value) {
+                setFields[name] = visible
+            }
         }
         clear(cleared, in: &view, subscription: subscription, set: &setFields, cleared: &clearedFields)
         documents[collection]![id] = view
@@ -73,7 +80,9 @@ struct MergeBox {
         guard let view = documents[collection]?[id], view.publishers.contains(subscription) else { return nil }
         var fields = EJSONObject()
         for name in view.fieldOrder {
-            if let entry = view.fieldsBySubscription[name]?.first(where: { $0.subscription == subscription }) { fields[name] = entry.value }
+            if let entry = view.fieldsBySubscription[name]?.first(where: { $0.subscription == subscription }) {
+                fields[name] = entry.value
+            }
         }
         return fields
     }
@@ -86,7 +95,8 @@ struct MergeBox {
     }
 
     /// Sets a field for a subscription; returns the new visible value if it changed.
-    private func set(_ view: inout DocumentView, subscription: String, field: String, value: EJSONValue) -> EJSONValue? {
+    private func set(_ view: inout DocumentView, subscription: String, field: String, value: EJSONValue) -> EJSONValue?
+    {
         var entries = view.fieldsBySubscription[field] ?? []
         if entries.isEmpty { view.fieldOrder.append(field) }
         if let index = entries.firstIndex(where: { $0.subscription == subscription }) {
@@ -101,7 +111,10 @@ struct MergeBox {
     }
 
     /// Clears fields for a subscription, collecting what becomes visible (another subscription's value) or goes away.
-    private func clear(_ names: [String], in view: inout DocumentView, subscription: String, set: inout EJSONObject, cleared: inout [String]) {
+    private func clear(
+        _ names: [String], in view: inout DocumentView, subscription: String, set: inout EJSONObject,
+        cleared: inout [String]
+    ) {
         for name in names {
             switch clear(&view, subscription: subscription, field: name) {
             case .none: break
@@ -114,7 +127,9 @@ struct MergeBox {
     /// Clears a field for a subscription: `.none` if nothing visible changed, `.some(nil)` if the field is gone,
     /// `.some(value)` if another subscription's value is visible now.
     private func clear(_ view: inout DocumentView, subscription: String, field: String) -> EJSONValue?? {
-        guard var entries = view.fieldsBySubscription[field], let index = entries.firstIndex(where: { $0.subscription == subscription }) else { return .none }
+        guard var entries = view.fieldsBySubscription[field],
+            let index = entries.firstIndex(where: { $0.subscription == subscription })
+        else { return .none }
         let removed = entries.remove(at: index)
         if entries.isEmpty {
             view.fieldsBySubscription.removeValue(forKey: field)

@@ -23,7 +23,9 @@ struct PerMessageDeflateAgreement: Equatable, Sendable {
         let offers = requestHeaders[canonicalForm: "Sec-WebSocket-Extensions"].flatMap { $0.split(separator: ",") }
         for offer in offers {
             let parts = offer.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.first == "permessage-deflate", let agreement = Self(parameters: parts.dropFirst()) else { continue }
+            guard parts.first == "permessage-deflate", let agreement = Self(parameters: parts.dropFirst()) else {
+                continue
+            }
             self = agreement
             return
         }
@@ -33,7 +35,7 @@ struct PerMessageDeflateAgreement: Equatable, Sendable {
     private init?(parameters: ArraySlice<String>) {
         for parameter in parameters {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let name = pair.first else { return nil }  // an empty parameter
+            guard let name = pair.first else { return nil } // an empty parameter
             let value = pair.count == 2 ? Int(pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) : nil
             switch name {
             case "server_no_context_takeover" where pair.count == 1: serverNoContextTakeover = true
@@ -91,7 +93,10 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler {
     private var inflating = false
     private var inflatedSize = 0
 
-    init(agreement: PerMessageDeflateAgreement, maxMessageSize: Int, statistics: NIOLockedValueBox<PerMessageDeflateStatistics>) throws {
+    init(
+        agreement: PerMessageDeflateAgreement, maxMessageSize: Int,
+        statistics: NIOLockedValueBox<PerMessageDeflateStatistics>
+    ) throws {
         self.agreement = agreement
         self.maxMessageSize = maxMessageSize
         self.statistics = statistics
@@ -152,13 +157,16 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler {
             var deflated = try plain.compressStream(with: compressor, flush: .sync)
             // Every complete sync flush ends with 00 00 FF FF, which the message leaves out (RFC 7692 §7.2.1).
             guard plain.readableBytes == 0, deflated.readableBytes >= 4,
-                  deflated.getBytes(at: deflated.writerIndex - 4, length: 4) == [0x00, 0x00, 0xFF, 0xFF] else {
+                deflated.getBytes(at: deflated.writerIndex - 4, length: 4) == [0x00, 0x00, 0xFF, 0xFF]
+            else {
                 throw PerMessageDeflateError.incompleteFlush
             }
             deflated.moveWriterIndex(to: deflated.writerIndex - 4)
             if agreement.serverNoContextTakeover { try compressor.reset() }
             statistics.withLockedValue { $0.messagesDeflated += 1 }
-            context.write(wrapOutboundOut(WebSocketFrame(fin: true, rsv1: true, opcode: frame.opcode, data: deflated)), promise: promise)
+            context.write(
+                wrapOutboundOut(WebSocketFrame(fin: true, rsv1: true, opcode: frame.opcode, data: deflated)),
+                promise: promise)
         } catch {
             promise?.fail(error)
             context.fireErrorCaught(error)

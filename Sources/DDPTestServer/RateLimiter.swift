@@ -34,7 +34,8 @@ struct RateLimiter {
         let timeToReset = max(0, rule.interval - now.timeIntervalSince(window.start)) * 1000
         return MeteorError(
             error: "too-many-requests",
-            reason: "Error, too many requests. Please slow down. You must wait \(Int((timeToReset / 1000).rounded(.up))) seconds before trying again.",
+            reason:
+                "Error, too many requests. Please slow down. You must wait \(Int((timeToReset / 1000).rounded(.up))) seconds before trying again.",
             details: ["timeToReset": .number(timeToReset.rounded())]
         )
     }
@@ -43,12 +44,18 @@ struct RateLimiter {
 extension DDPTestServer {
     /// Limits a method (Meteor's `DDPRateLimiter.addRule({type: 'method', name}, requests, interval)`), per connection.
     public func limitMethod(_ name: String, requests: Int, per interval: Duration) {
-        perform { rateLimiter.rules.append(RateLimiter.Rule(kind: .method, name: name, requests: requests, interval: Self.seconds(interval))) }
+        perform {
+            rateLimiter.rules.append(
+                RateLimiter.Rule(kind: .method, name: name, requests: requests, interval: Self.seconds(interval)))
+        }
     }
 
     /// Limits subscriptions to a publication, per connection.
     public func limitSubscription(_ name: String, requests: Int, per interval: Duration) {
-        perform { rateLimiter.rules.append(RateLimiter.Rule(kind: .subscription, name: name, requests: requests, interval: Self.seconds(interval))) }
+        perform {
+            rateLimiter.rules.append(
+                RateLimiter.Rule(kind: .subscription, name: name, requests: requests, interval: Self.seconds(interval)))
+        }
     }
 
     private static func seconds(_ duration: Duration) -> TimeInterval {

@@ -13,13 +13,17 @@ extension DDPTestServer {
 
     /// accounts-oauth's login handler.
     func oauthLogin(_ oauth: EJSONValue, context: MethodContext) throws -> EJSONValue {
-        guard let token = oauth["credentialToken"]?.stringValue else { throw MeteorError(error: .number(400), reason: "Match failed") }
+        guard let token = oauth["credentialToken"]?.stringValue else {
+            throw MeteorError(error: .number(400), reason: "Match failed")
+        }
         let secret = oauth["credentialSecret"]?.stringValue
         guard let pending = accounts.pendingOAuth[token], pending.secret == secret else {
             throw MeteorError(error: MeteorError.loginCancelledCode, reason: "No matching login attempt found")
         }
         accounts.pendingOAuth.removeValue(forKey: token)
-        guard let serviceID = pending.serviceData["id"] else { throw MeteorError(error: .number(400), reason: "Service data has no id") }
+        guard let serviceID = pending.serviceData["id"] else {
+            throw MeteorError(error: .number(400), reason: "Service data has no id")
+        }
         let users = collection("users")
         let existing = users.find { _, fields in fields["services"]?[pending.service]?["id"] == serviceID }.first?.id
         let userID: String

@@ -50,7 +50,8 @@ extension DDPTestServer {
     public func ageEmailTokens(by interval: TimeInterval) {
         perform {
             accounts.emailTokens = accounts.emailTokens.mapValues {
-                ServerAccounts.EmailToken(userID: $0.userID, address: $0.address, when: $0.when.addingTimeInterval(-interval), kind: $0.kind)
+                ServerAccounts.EmailToken(
+                    userID: $0.userID, address: $0.address, when: $0.when.addingTimeInterval(-interval), kind: $0.kind)
             }
         }
     }
@@ -73,8 +74,10 @@ extension DDPTestServer {
             accounts.emailTokens = accounts.emailTokens.filter { $0.value.userID != userID || $0.value.kind != kind }
         }
         let token = SecureRandomGenerator().secret()
-        accounts.emailTokens[token] = ServerAccounts.EmailToken(userID: userID, address: address, when: Date(), kind: kind)
-        accounts.sentEmails.append(SentEmail(to: address, kind: kind, token: token, url: "\(rootURL)/#/\(kind.rawValue)/\(token)"))
+        accounts.emailTokens[token] = ServerAccounts.EmailToken(
+            userID: userID, address: address, when: Date(), kind: kind)
+        accounts.sentEmails.append(
+            SentEmail(to: address, kind: kind, token: token, url: "\(rootURL)/#/\(kind.rawValue)/\(token)"))
         return token
     }
 
@@ -88,7 +91,8 @@ extension DDPTestServer {
 
     private func setPassword(_ userID: String, digest: String) {
         let salt = SecureRandomGenerator().secret(16)
-        accounts.passwords[userID] = ServerAccounts.Password(salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
+        accounts.passwords[userID] = ServerAccounts.Password(
+            salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
     }
 
     func registerPasswordMethods() {
@@ -96,35 +100,51 @@ extension DDPTestServer {
         methods["changePassword"] = { context in
             let old = try self.digest(context.params.first)
             let new = try self.digest(context.params.dropFirst().first)
-            guard let userID = context.userID else { throw MeteorError(error: .number(401), reason: "Must be logged in") }
-            guard let password = self.accounts.passwords[userID] else { throw MeteorError(error: .number(403), reason: "User has no password set") }
+            guard let userID = context.userID else {
+                throw MeteorError(error: .number(401), reason: "Must be logged in")
+            }
+            guard let password = self.accounts.passwords[userID] else {
+                throw MeteorError(error: .number(403), reason: "User has no password set")
+            }
             guard ServerAccounts.hash(digest: old, salt: password.salt) == password.hash else {
                 throw MeteorError(error: .number(403), reason: "Incorrect password")
             }
             self.setPassword(userID, digest: new)
             let current = context.session?.loginToken
             self.removeLoginTokens { $0.userID == userID && $1 != current }
-            self.accounts.emailTokens = self.accounts.emailTokens.filter { $0.value.userID != userID || $0.value.kind != .resetPassword }
+            self.accounts.emailTokens = self.accounts.emailTokens.filter {
+                $0.value.userID != userID || $0.value.kind != .resetPassword
+            }
             return ["passwordChanged": true]
         }
         methods["forgotPassword"] = { context in
-            guard case .object(let options)? = context.params.first, let email = options["email"]?.stringValue, options.count == 1 else {
+            guard case .object(let options)? = context.params.first, let email = options["email"]?.stringValue,
+                options.count == 1
+            else {
                 throw MeteorError(error: .number(400), reason: "Match failed")
             }
-            guard let userID = self.user(byEmail: email) else { throw MeteorError(error: .number(403), reason: "User not found") }
-            _ = self.sendEmail(.resetPassword, userID: userID, address: self.addresses(of: userID).first { $0.lowercased() == email.lowercased() })
+            guard let userID = self.user(byEmail: email) else {
+                throw MeteorError(error: .number(403), reason: "User not found")
+            }
+            _ = self.sendEmail(
+                .resetPassword, userID: userID,
+                address: self.addresses(of: userID).first { $0.lowercased() == email.lowercased() })
             return nil
         }
         // A reset or enrollment token sets the password, verifies the address, logs every session of the user out
         // and logs this one in.
         methods["resetPassword"] = { context in
-            guard let token = context.params.first?.stringValue else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard let token = context.params.first?.stringValue else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
             let digest = try self.digest(context.params.dropFirst().first)
             guard let record = self.accounts.emailTokens[token], record.kind != .verifyEmail else {
                 throw MeteorError(error: .number(403), reason: "Token expired")
             }
             let lifetime = record.kind == .enrollAccount ? Self.enrollTokenLifetime : Self.resetTokenLifetime
-            guard Date() < record.when.addingTimeInterval(lifetime) else { throw MeteorError(error: .number(403), reason: "Token expired") }
+            guard Date() < record.when.addingTimeInterval(lifetime) else {
+                throw MeteorError(error: .number(403), reason: "Token expired")
+            }
             guard self.markEmailVerified(record.address, of: record.userID) else {
                 throw MeteorError(error: .number(403), reason: "Token has invalid email address")
             }
@@ -134,7 +154,9 @@ extension DDPTestServer {
             return self.logIn(record.userID, context: context)
         }
         methods["verifyEmail"] = { context in
-            guard let token = context.params.first?.stringValue else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard let token = context.params.first?.stringValue else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
             guard let record = self.accounts.emailTokens[token], record.kind == .verifyEmail else {
                 throw MeteorError(error: .number(403), reason: "Verify email link expired")
             }
@@ -142,7 +164,8 @@ extension DDPTestServer {
                 throw MeteorError(error: .number(403), reason: "Verify email link is for unknown address")
             }
             self.accounts.emailTokens = self.accounts.emailTokens.filter {
-                !($0.value.kind == .verifyEmail && $0.value.userID == record.userID && $0.value.address == record.address)
+                !($0.value.kind == .verifyEmail && $0.value.userID == record.userID
+                    && $0.value.address == record.address)
             }
             return self.logIn(record.userID, context: context)
         }
@@ -152,8 +175,9 @@ extension DDPTestServer {
     func markEmailVerified(_ address: String, of userID: String) -> Bool {
         let users = collection("users")
         guard case .array(var emails)? = users.document(userID)?["emails"],
-              let index = emails.firstIndex(where: { $0["address"]?.stringValue == address }),
-              case .object(var entry) = emails[index] else { return false }
+            let index = emails.firstIndex(where: { $0["address"]?.stringValue == address }),
+            case .object(var entry) = emails[index]
+        else { return false }
         entry["verified"] = true
         emails[index] = .object(entry)
         _ = try? users.update(userID, ["$set": ["emails": .array(emails)]])
@@ -163,7 +187,9 @@ extension DDPTestServer {
     func registerTokenMethods() {
         // accounts-base's getNewToken: a new token for this connection, expiring when the current one does.
         methods["getNewToken"] = { context in
-            guard let userID = context.userID, let current = context.session?.loginToken, let entry = self.accounts.tokens[current] else {
+            guard let userID = context.userID, let current = context.session?.loginToken,
+                let entry = self.accounts.tokens[current]
+            else {
                 throw MeteorError(error: .string("You are not logged in."))
             }
             let token = SecureRandomGenerator().secret()

@@ -48,8 +48,12 @@ struct ServerAccounts {
 extension DDPTestServer {
     /// Creates a user with a password (for tests and the demo); returns the user's id.
     @discardableResult
-    public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil) -> String {
-        perform { makeUser(username: username, email: email, digest: MeteorPassword.digest(password), profile: profile) }
+    public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil)
+        -> String
+    {
+        perform {
+            makeUser(username: username, email: email, digest: MeteorPassword.digest(password), profile: profile)
+        }
     }
 
     /// Expires every login token now (to test clients whose resume fails).
@@ -66,7 +70,9 @@ extension DDPTestServer {
     /// Moves every login token's expiry earlier by `interval` (to test a server that refuses an expired resume).
     public func ageLoginTokens(by interval: TimeInterval) {
         perform {
-            accounts.tokens = accounts.tokens.mapValues { ServerAccounts.Token(userID: $0.userID, expires: $0.expires.addingTimeInterval(-interval)) }
+            accounts.tokens = accounts.tokens.mapValues {
+                ServerAccounts.Token(userID: $0.userID, expires: $0.expires.addingTimeInterval(-interval))
+            }
         }
     }
 
@@ -83,7 +89,8 @@ extension DDPTestServer {
         _ = try? collection("users").insert(fields, id: id)
         if let digest {
             let salt = SecureRandomGenerator().secret(16)
-            accounts.passwords[id] = ServerAccounts.Password(salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
+            accounts.passwords[id] = ServerAccounts.Password(
+                salt: salt, hash: ServerAccounts.hash(digest: digest, salt: salt))
         }
         return id
     }
@@ -94,12 +101,16 @@ extension DDPTestServer {
         registerTwoFactorMethods()
         registerTokenMethods()
         methods["createUser"] = { context in
-            guard case .object(let options)? = context.params.first, let digest = options["password"]?["digest"]?.stringValue else {
+            guard case .object(let options)? = context.params.first,
+                let digest = options["password"]?["digest"]?.stringValue
+            else {
                 throw MeteorError(error: .number(400), reason: "Match failed")
             }
             let username = options["username"]?.stringValue
             let email = options["email"]?.stringValue
-            guard username != nil || email != nil else { throw MeteorError(error: .number(400), reason: "Need to set a username or email") }
+            guard username != nil || email != nil else {
+                throw MeteorError(error: .number(400), reason: "Need to set a username or email")
+            }
             if let username, self.user(byUsername: username) != nil {
                 throw MeteorError(error: .number(403), reason: "Username already exists.")
             }
@@ -110,7 +121,9 @@ extension DDPTestServer {
             return self.logIn(id, context: context)
         }
         methods["login"] = { context in
-            guard case .object(let options)? = context.params.first else { throw MeteorError(error: .number(400), reason: "Match failed") }
+            guard case .object(let options)? = context.params.first else {
+                throw MeteorError(error: .number(400), reason: "Match failed")
+            }
             if let oauth = options["oauth"] {
                 return try self.oauthLogin(oauth, context: context)
             }
@@ -119,7 +132,8 @@ extension DDPTestServer {
             }
             if let token = options["resume"]?.stringValue {
                 guard let entry = self.accounts.tokens[token] else {
-                    throw MeteorError(error: .number(403), reason: "You've been logged out by the server. Please log in again.")
+                    throw MeteorError(
+                        error: .number(403), reason: "You've been logged out by the server. Please log in again.")
                 }
                 guard entry.expires > Date() else {
                     self.accounts.tokens.removeValue(forKey: token)
@@ -127,12 +141,19 @@ extension DDPTestServer {
                 }
                 context.setUserID(entry.userID)
                 context.session?.loginToken = token
-                return ["id": .string(entry.userID), "token": .string(token), "tokenExpires": .date(entry.expires), "type": "resume"]
+                return [
+                    "id": .string(entry.userID), "token": .string(token), "tokenExpires": .date(entry.expires),
+                    "type": "resume"
+                ]
             }
-            guard let selector = options["user"], selector.objectValue != nil, let digest = options["password"]?["digest"]?.stringValue else {
+            guard let selector = options["user"], selector.objectValue != nil,
+                let digest = options["password"]?["digest"]?.stringValue
+            else {
                 throw MeteorError(error: .number(400), reason: "Unrecognized options for login request")
             }
-            guard let id = self.user(selectedBy: selector), let password = self.accounts.passwords[id] else { throw MeteorError(error: .number(403), reason: "User not found") }
+            guard let id = self.user(selectedBy: selector), let password = self.accounts.passwords[id] else {
+                throw MeteorError(error: .number(403), reason: "User not found")
+            }
             guard ServerAccounts.hash(digest: digest, salt: password.salt) == password.hash else {
                 throw MeteorError(error: .number(403), reason: "Incorrect password")
             }
@@ -169,7 +190,8 @@ extension DDPTestServer {
 
     func user(byEmail email: String) -> String? {
         collection("users").find { _, fields in
-            fields["emails"]?.arrayValue?.contains { $0["address"]?.stringValue?.lowercased() == email.lowercased() } ?? false
+            fields["emails"]?.arrayValue?.contains { $0["address"]?.stringValue?.lowercased() == email.lowercased() }
+                ?? false
         }.first?.id
     }
 

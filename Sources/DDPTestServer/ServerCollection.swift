@@ -26,14 +26,17 @@ public final class ServerCollection: @unchecked Sendable {
     public func document(_ id: String) -> EJSONObject? { documents[id] }
 
     /// The documents matching `filter`, with their ids.
-    public func find(_ filter: (String, EJSONObject) -> Bool = { _, _ in true }) -> [(id: String, fields: EJSONObject)] {
+    public func find(_ filter: (String, EJSONObject) -> Bool = { _, _ in true }) -> [(id: String, fields: EJSONObject)]
+    {
         documents.filter { filter($0.key, $0.value) }.map { ($0.key, $0.value) }
     }
 
     /// Inserts a document; throws Meteor's 409 for a duplicate id.
     @discardableResult
     public func insert(_ fields: EJSONObject, id: String) throws -> String {
-        guard documents[id] == nil else { throw MeteorError(error: .number(409), reason: "Duplicate key error: _id \(id)") }
+        guard documents[id] == nil else {
+            throw MeteorError(error: .number(409), reason: "Duplicate key error: _id \(id)")
+        }
         var stored = fields
         stored.removeValue(forKey: "_id")
         documents[id] = stored
@@ -59,7 +62,9 @@ public final class ServerCollection: @unchecked Sendable {
     /// Meteor's `update(selector, modifier, {multi, upsert, insertedId})`: the first matching document (every one with
     /// `multi`), or an inserted one when none matches and `upsert` is set. Returns how many documents changed.
     @discardableResult
-    public func update(selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> EJSONValue) throws -> Int {
+    public func update(
+        selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> EJSONValue
+    ) throws -> Int {
         let compiled: MongoSelector
         let parsed: MongoModifier
         do {
@@ -77,7 +82,8 @@ public final class ServerCollection: @unchecked Sendable {
             guard let before = documents[id] else { continue }
             let after: EJSONObject
             do {
-                after = try parsed.applyKeepingID(id, to: before, arrayIndices: compiled.arrayIndices(in: withID(id, before)))
+                after = try parsed.applyKeepingID(
+                    id, to: before, arrayIndices: compiled.arrayIndices(in: withID(id, before)))
             } catch {
                 throw MeteorError(error: .number(400), reason: error.message)
             }
@@ -101,7 +107,9 @@ public final class ServerCollection: @unchecked Sendable {
     @discardableResult
     public func remove(selector: EJSONValue) throws -> Int {
         let compiled: MongoSelector
-        do { compiled = try MongoSelector(selector) } catch { throw MeteorError(error: .number(400), reason: error.message) }
+        do { compiled = try MongoSelector(selector) } catch {
+            throw MeteorError(error: .number(400), reason: error.message)
+        }
         let ids = documents.filter { compiled.matches(withID($0.key, $0.value)) }.map(\.key)
         for id in ids { remove(id) }
         return ids.count

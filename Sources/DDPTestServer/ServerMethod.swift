@@ -23,7 +23,10 @@ public final class MethodContext: @unchecked Sendable {
     let server: DDPTestServer
     var newUserID: String??
 
-    init(name: String, params: [EJSONValue], userID: String?, randomSeed: String?, session: ServerSession, server: DDPTestServer) {
+    init(
+        name: String, params: [EJSONValue], userID: String?, randomSeed: String?, session: ServerSession,
+        server: DDPTestServer
+    ) {
         self.name = name
         self.params = params
         self.userID = userID
@@ -61,7 +64,8 @@ public final class MethodContext: @unchecked Sendable {
         }
         let seed = RandomStream.makeRpcSeed(enclosing: randomStream, methodName: name)
         guard let session else { throw MeteorError(error: .number(500), reason: "Internal server error") }
-        let nested = MethodContext(name: name, params: params, userID: userID, randomSeed: seed, session: session, server: server)
+        let nested = MethodContext(
+            name: name, params: params, userID: userID, randomSeed: seed, session: session, server: server)
         let result = try handler(nested)
         if let changed = nested.newUserID { setUserID(changed) }
         return result

@@ -8,14 +8,19 @@ extension ServerSession {
     /// then `result` (or, in the server's result-first mode, `result` before the data).
     func runMethod(id: String, name: String, params: [EJSONValue], seed: String?, server: DDPTestServer) {
         guard let handler = server.methodHandler(name) else {
-            send([.result(id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(name)' not found")), .updated(methodIDs: [id])])
+            send([
+                .result(
+                    id: id, result: nil, error: MeteorError(error: .number(404), reason: "Method '\(name)' not found")),
+                .updated(methodIDs: [id])
+            ])
             return
         }
         if let refusal = server.rateLimiter.check(.method, name: name, connection: ObjectIdentifier(self)) {
             send([.result(id: id, result: nil, error: refusal), .updated(methodIDs: [id])])
             return
         }
-        let context = MethodContext(name: name, params: params, userID: userID, randomSeed: seed, session: self, server: server)
+        let context = MethodContext(
+            name: name, params: params, userID: userID, randomSeed: seed, session: self, server: server)
         fence = []
         let outcome: Result<EJSONValue?, MeteorError>
         do {

@@ -58,7 +58,8 @@ extension ServerSession {
     }
 
     private static func interval(_ duration: Duration) -> DispatchTimeInterval {
-        .nanoseconds(Int(duration.components.seconds) * 1_000_000_000 + Int(duration.components.attoseconds / 1_000_000_000))
+        .nanoseconds(
+            Int(duration.components.seconds) * 1_000_000_000 + Int(duration.components.attoseconds / 1_000_000_000))
     }
 
     private func startSubscription(id: String, name: String, params: [EJSONValue], server: DDPTestServer) {
@@ -75,7 +76,7 @@ extension ServerSession {
         subscriptions[id] = SubscriptionRecord(id: id, name: name, params: params, context: context)
         do {
             let cursors = try handler(context)
-            guard subscriptions[id] != nil else { return }  // the handler ended it
+            guard subscriptions[id] != nil else { return } // the handler ended it
             subscriptions[id]!.cursors = cursors
             if !cursors.isEmpty {
                 publishCursors(cursors, for: id, server: server)
@@ -101,7 +102,8 @@ extension ServerSession {
         case .added(let collection, let id, let fields):
             outgoing = mergeBox.added(by: subscription, collection: collection, id: id, fields: fields)
         case .changed(let collection, let id, let fields, let cleared):
-            outgoing = mergeBox.changed(by: subscription, collection: collection, id: id, fields: fields, cleared: cleared)
+            outgoing = mergeBox.changed(
+                by: subscription, collection: collection, id: id, fields: fields, cleared: cleared)
         case .removed(let collection, let id):
             outgoing = mergeBox.removed(by: subscription, collection: collection, id: id)
         default:
@@ -146,7 +148,8 @@ extension ServerSession {
                 case (true, true):
                     let (set, cleared) = Self.difference(from: before!, to: after!)
                     if !set.isEmpty || !cleared.isEmpty {
-                        publish(.changed(collection: collection, id: id, fields: set, cleared: cleared), by: subscription)
+                        publish(
+                            .changed(collection: collection, id: id, fields: set, cleared: cleared), by: subscription)
                     }
                 case (true, false):
                     publish(.removed(collection: collection, id: id), by: subscription)
@@ -182,7 +185,10 @@ extension ServerSession {
                         if let published = mergeBox.fields(of: id, collection: cursor.collection, id: documentID) {
                             let (set, cleared) = Self.difference(from: published, to: fields)
                             if !set.isEmpty || !cleared.isEmpty {
-                                publish(.changed(collection: cursor.collection, id: documentID, fields: set, cleared: cleared), by: id)
+                                publish(
+                                    .changed(
+                                        collection: cursor.collection, id: documentID, fields: set, cleared: cleared),
+                                    by: id)
                             }
                         } else {
                             publish(.added(collection: cursor.collection, id: documentID, fields: fields), by: id)
@@ -215,7 +221,9 @@ extension ServerSession {
         for name in ["username", "emails", "profile"] { if let value = user[name] { fields[name] = value } }
         if let published = mergeBox.fields(of: userPublicationID, collection: "users", id: userID) {
             let (set, cleared) = Self.difference(from: published, to: fields)
-            if !set.isEmpty || !cleared.isEmpty { publish(.changed(collection: "users", id: userID, fields: set, cleared: cleared), by: userPublicationID) }
+            if !set.isEmpty || !cleared.isEmpty {
+                publish(.changed(collection: "users", id: userID, fields: set, cleared: cleared), by: userPublicationID)
+            }
         } else {
             publish(.added(collection: "users", id: userID, fields: fields), by: userPublicationID)
         }

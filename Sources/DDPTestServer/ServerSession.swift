@@ -33,7 +33,8 @@ final class ServerSession: @unchecked Sendable {
     /// Whether the connection closed: what is still in the inbox, or waiting out a latency, is dropped (Meteor's
     /// closed session drops its `inQueue`). Confined to the server queue.
     var ended = false
-    /// While a method runs: the data messages it caused for this session, held for the write fence. Confined to the server queue.
+    /// While a method runs: the data messages it caused for this session, held for the write fence. Confined to the
+    /// server queue.
     var fence: [ServerMessage]?
 
     // MARK: - Mutable State (event loop)
@@ -116,7 +117,9 @@ final class ServerSession: @unchecked Sendable {
         sessionID = session
         send(.connected(session: session))
         if proposed != "pre1", let interval = server.configuration.heartbeatInterval {
-            channel.eventLoop.execute { self.startHeartbeat(interval: interval, timeout: server.configuration.heartbeatTimeout) }
+            channel.eventLoop.execute {
+                self.startHeartbeat(interval: interval, timeout: server.configuration.heartbeatTimeout)
+            }
         }
         startUniversalPublications()
     }
@@ -164,7 +167,9 @@ final class ServerSession: @unchecked Sendable {
     }
 
     private func startHeartbeat(interval: Duration, timeout: Duration) {
-        heartbeatTick = channel.eventLoop.scheduleRepeatedTask(initialDelay: TimeAmount(interval), delay: TimeAmount(interval)) { [weak self] _ in
+        heartbeatTick = channel.eventLoop.scheduleRepeatedTask(
+            initialDelay: TimeAmount(interval), delay: TimeAmount(interval)
+        ) { [weak self] _ in
             guard let self else { return }
             if !self.seenFrame && self.heartbeatTimeout == nil {
                 self.sendRaw(#"{"msg":"ping"}"#)
@@ -219,14 +224,16 @@ final class ServerSessionHandler: ChannelInboundHandler {
             var text = frame.unmaskedData
             session.receive(text.readString(length: text.readableBytes) ?? "")
         case .ping:
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
             var data = context.channel.allocator.buffer(capacity: 2)
             data.write(webSocketErrorCode: .normalClosure)
             let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete { _ in
-                channel.close(promise: nil)
-            }
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+                .whenComplete { _ in
+                    channel.close(promise: nil)
+                }
         default:
             break
         }

@@ -28,7 +28,9 @@ public enum TOTP {
         let message = (0..<8).map { UInt8(truncatingIfNeeded: counter >> (56 - 8 * $0)) }
         let mac = hmacSHA1(key: key, message: message)
         let offset = Int(mac[19] & 0x0f)
-        let binary = (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16) | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])
+        let binary =
+            (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16) | (UInt32(mac[offset + 2]) << 8)
+            | UInt32(mac[offset + 3])
         var modulus: UInt32 = 1
         for _ in 0..<digits { modulus *= 10 }
         let value = String(binary % modulus)
@@ -89,11 +91,14 @@ public enum TOTP {
         padded.append(0x80)
         while padded.count % 64 != 56 { padded.append(0) }
         let length = UInt64(message.count) * 8
-        for shift in stride(from: 56, through: 0, by: -8) { padded.append(UInt8(truncatingIfNeeded: length >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            padded.append(UInt8(truncatingIfNeeded: length >> UInt64(shift)))
+        }
         var w = [UInt32](repeating: 0, count: 80)
         for chunk in stride(from: 0, to: padded.count, by: 64) {
             for i in 0..<16 {
-                w[i] = (UInt32(padded[chunk + 4 * i]) << 24) | (UInt32(padded[chunk + 4 * i + 1]) << 16)
+                w[i] =
+                    (UInt32(padded[chunk + 4 * i]) << 24) | (UInt32(padded[chunk + 4 * i + 1]) << 16)
                     | (UInt32(padded[chunk + 4 * i + 2]) << 8) | UInt32(padded[chunk + 4 * i + 3])
             }
             for i in 16..<80 {
@@ -112,7 +117,11 @@ public enum TOTP {
                 let temp = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w[i]
                 (e, d, c, b, a) = (d, c, (b << 30) | (b >> 2), a, temp)
             }
-            h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d; h[4] = h[4] &+ e
+            h[0] = h[0] &+ a
+            h[1] = h[1] &+ b
+            h[2] = h[2] &+ c
+            h[3] = h[3] &+ d
+            h[4] = h[4] &+ e
         }
         return h.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> UInt32(24 - 8 * $0)) } }
     }

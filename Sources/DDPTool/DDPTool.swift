@@ -9,7 +9,8 @@ struct DDPTool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ddp",
         abstract: "Connect to a Meteor server over DDP: subscribe, call methods, log in, watch collections.",
-        discussion: "Commands are read from the terminal, a script (--script) or standard input:\n\n" + CommandLineSession.help
+        discussion: "Commands are read from the terminal, a script (--script) or standard input:\n\n"
+            + CommandLineSession.help
     )
 
     @Argument(help: "The server: http://localhost:3000, localhost:3000 or ws://localhost:3000/websocket.")
@@ -18,7 +19,9 @@ struct DDPTool: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line (each with an \"event\" field) instead of text.")
     var json = false
 
-    @Option(help: ArgumentHelp("Read commands from this file ('-' for standard input) instead of the terminal.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Read commands from this file ('-' for standard input) instead of the terminal.", valueName: "file"))
     var script: String?
 
     @Option(help: ArgumentHelp("Seconds to wait for the connection.", valueName: "seconds"))
@@ -26,7 +29,8 @@ struct DDPTool: AsyncParsableCommand {
 
     func run() async throws {
         guard let serverURL = ServerURL.webSocketURL(url) else {
-            throw ValidationError("'\(url)' is not a server address: use http(s)://host:port, host:port or ws(s)://host:port/websocket")
+            throw ValidationError(
+                "'\(url)' is not a server address: use http(s)://host:port, host:port or ws(s)://host:port/websocket")
         }
         let interactive = script == nil && isatty(STDIN_FILENO) != 0
         let style: CommandOutput.Style = json ? .json : .text(colour: isatty(STDOUT_FILENO) != 0)
@@ -53,7 +57,9 @@ struct DDPTool: AsyncParsableCommand {
         }
         _ = await session.run("status")
         if let script, script != "-" {
-            let lines = try String(contentsOfFile: script, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let lines = try String(contentsOfFile: script, encoding: .utf8).split(
+                separator: "\n", omittingEmptySubsequences: false
+            ).map(String.init)
             for line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
                 if !json { FileHandle.standardOutput.write(Data("> \(line)\n".utf8)) }
                 guard await session.run(line) else { break }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import DDPCommandLine
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Reads lines from a terminal in raw mode with ``LineEditor`` (arrow keys, history, Ctrl-A/E/U/D), restoring the
 /// terminal's mode afterwards.

@@ -102,7 +102,8 @@ public enum EJSON {
         case (.array(let x), .array(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { equals($0, $1, keyOrderSensitive: true) }
         case (.object(let x), .object(let y)):
-            return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && equals($0.value, $1.value, keyOrderSensitive: true) }
+            return x.count == y.count
+                && zip(x, y).allSatisfy { $0.key == $1.key && equals($0.value, $1.value, keyOrderSensitive: true) }
         case (.custom(let tx, let vx), .custom(let ty, let vy)):
             // Decimals by value, as `==` compares them.
             if tx == "Decimal", ty == "Decimal" { return a == b }

@@ -20,7 +20,6 @@ public struct EJSONDecoder: Sendable {
     }
 }
 
-
 private struct DecoderImplementation: Decoder {
     let value: EJSONValue
     let codingPath: [any CodingKey]
@@ -39,7 +38,11 @@ private struct DecoderImplementation: Decoder {
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
     func mismatch(_ type: Any.Type) -> DecodingError {
-        .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(EJSON.stringify(value).prefix(80))"))
+        .typeMismatch(
+            type,
+            .init(
+                codingPath: codingPath, debugDescription: "expected \(type), found \(EJSON.stringify(value).prefix(80))"
+            ))
     }
 
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
@@ -53,7 +56,9 @@ private struct DecoderImplementation: Decoder {
             return data as! T
         case is ObjectID.Type:
             // The EJSON form, or 24 hex digits (a document's `_id` as the cache keeps it).
-            guard let id = value.objectIDValue ?? value.stringValue.flatMap(ObjectID.init) else { throw mismatch(ObjectID.self) }
+            guard let id = value.objectIDValue ?? value.stringValue.flatMap(ObjectID.init) else {
+                throw mismatch(ObjectID.self)
+            }
             return id as! T
         case is Decimal.Type:
             // mongo-decimal's form, or a plain number.
@@ -68,7 +73,8 @@ private struct DecoderImplementation: Decoder {
     func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
         guard case .number(let n) = value else { throw mismatch(type) }
         guard n.rounded(.towardZero) == n, let exact = T(exactly: n) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "\(n) does not fit in \(type)"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: codingPath, debugDescription: "\(n) does not fit in \(type)"))
         }
         return exact
     }
@@ -111,7 +117,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     private func child(_ key: Key) throws -> DecoderImplementation {
         guard let value = object[key.stringValue] else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\""))
+            throw DecodingError.keyNotFound(
+                key, .init(codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\""))
         }
         return DecoderImplementation(value: value, codingPath: codingPath + [key])
     }
@@ -121,7 +128,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         let decoder = try child(key)
         if decoder.value.isNull, !(T.self is EJSONValue.Type) {
-            throw DecodingError.valueNotFound(type, .init(codingPath: decoder.codingPath, debugDescription: "null for a non-optional \(type)"))
+            throw DecodingError.valueNotFound(
+                type, .init(codingPath: decoder.codingPath, debugDescription: "null for a non-optional \(type)"))
         }
         return try decoder.decodeValue(type)
     }
@@ -131,7 +139,9 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return try DecoderImplementation(value: value, codingPath: codingPath + [key]).decodeValue(type)
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
         try child(key).container(keyedBy: type)
     }
 
@@ -163,10 +173,15 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     private mutating func next() throws -> DecoderImplementation {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath + [EJSONCodingKey(intValue: currentIndex)], debugDescription: "unkeyed container is at its end"))
+            throw DecodingError.valueNotFound(
+                Any.self,
+                .init(
+                    codingPath: codingPath + [EJSONCodingKey(intValue: currentIndex)],
+                    debugDescription: "unkeyed container is at its end"))
         }
         defer { currentIndex += 1 }
-        return DecoderImplementation(value: array[currentIndex], codingPath: codingPath + [EJSONCodingKey(intValue: currentIndex)])
+        return DecoderImplementation(
+            value: array[currentIndex], codingPath: codingPath + [EJSONCodingKey(intValue: currentIndex)])
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -177,7 +192,9 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next().decodeValue(type) }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         try next().container(keyedBy: type)
     }
 

@@ -19,7 +19,8 @@ public struct EJSONEncoder: Sendable {
         let root = EncoderImplementation(codingPath: [])
         try root.encodeValue(value)
         guard let result = root.slot.resolved else {
-            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "\(T.self) encoded no value"))
+            throw EncodingError.invalidValue(
+                value, .init(codingPath: [], debugDescription: "\(T.self) encoded no value"))
         }
         return result
     }
@@ -82,12 +83,15 @@ private final class EncoderImplementation: Encoder {
 
     static func number<T: BinaryInteger>(_ value: T, path: [any CodingKey]) throws -> EJSONValue {
         guard let double = Double(exactly: value), abs(double) <= 9_007_199_254_740_992 else {
-            throw EncodingError.invalidValue(value, .init(codingPath: path, debugDescription: "\(value) is beyond ±2^53 and cannot be an exact JavaScript number"))
+            throw EncodingError.invalidValue(
+                value,
+                .init(
+                    codingPath: path,
+                    debugDescription: "\(value) is beyond ±2^53 and cannot be an exact JavaScript number"))
         }
         return .number(double)
     }
 }
-
 
 private struct SingleContainer: SingleValueEncodingContainer {
     let encoder: EncoderImplementation
@@ -98,16 +102,36 @@ private struct SingleContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: String) throws { encoder.slot.value = .string(value) }
     mutating func encode(_ value: Double) throws { encoder.slot.value = .number(value) }
     mutating func encode(_ value: Float) throws { encoder.slot.value = .number(Double(value)) }
-    mutating func encode(_ value: Int) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: Int8) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: Int16) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: Int32) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: Int64) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: UInt) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: UInt8) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: UInt16) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: UInt32) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
-    mutating func encode(_ value: UInt64) throws { encoder.slot.value = try EncoderImplementation.number(value, path: codingPath) }
+    mutating func encode(_ value: Int) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: Int8) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: Int16) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: Int32) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: Int64) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: UInt) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: UInt8) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: UInt16) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: UInt32) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
+    mutating func encode(_ value: UInt64) throws {
+        encoder.slot.value = try EncoderImplementation.number(value, path: codingPath)
+    }
     mutating func encode<T: Encodable>(_ value: T) throws { try encoder.encodeValue(value) }
 }
 
@@ -139,10 +163,14 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: Int64, forKey key: Key) throws {
         member(key).slot.value = try EncoderImplementation.number(value, path: codingPath + [key])
     }
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
         member(key).container(keyedBy: keyType)
     }
-    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { member(key).unkeyedContainer() }
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        member(key).unkeyedContainer()
+    }
     mutating func superEncoder() -> any Encoder { member(EJSONCodingKey(stringValue: "super")) }
     mutating func superEncoder(forKey key: Key) -> any Encoder { member(key) }
 }
@@ -163,7 +191,9 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
         var single = SingleContainer(encoder: element())
         try single.encode(value)
     }
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         element().container(keyedBy: keyType)
     }
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { element().unkeyedContainer() }

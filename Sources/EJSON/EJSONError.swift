@@ -46,7 +46,10 @@ public struct EJSONError: Error, Sendable, Hashable, CustomStringConvertible {
         switch kind {
         case .unexpectedEndOfInput: what = "unexpected end of input"
         case .unexpectedCharacter(let byte):
-            what = byte >= 0x20 && byte < 0x7F ? "unexpected character '\(Character(Unicode.Scalar(byte)))'" : "unexpected byte 0x\(String(byte, radix: 16))"
+            what =
+                byte >= 0x20 && byte < 0x7F
+                ? "unexpected character '\(Character(Unicode.Scalar(byte)))'"
+                : "unexpected byte 0x\(String(byte, radix: 16))"
         case .trailingCharacters: what = "unexpected characters after the value"
         case .invalidUTF8: what = "invalid UTF-8"
         case .invalidEscape: what = "invalid escape sequence"

@@ -28,16 +28,23 @@ struct EJSONParser {
 
     // MARK: - Values
 
-    /// `raw`: JSON as it is, no EJSON type recognised at any depth (the value of an `$escape` key, see ``parseObject(raw:)``).
+    /// `raw`: JSON as it is, no EJSON type recognised at any depth (the value of an `$escape` key, see
+    /// ``parseObject(raw:)``).
     private mutating func parseValue(raw: Bool = false) throws(EJSONError) -> EJSONValue {
         guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(raw: raw)
         case UInt8(ascii: "["): return try parseArray(raw: raw)
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         case let byte: throw EJSONError(.unexpectedCharacter(byte), at: index)
         }
@@ -48,7 +55,9 @@ struct EJSONParser {
         let pointer = literal.utf8Start
         for offset in 0..<count {
             guard index + offset < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: bytes.count) }
-            guard bytes[index + offset] == pointer[offset] else { throw EJSONError(.unexpectedCharacter(bytes[index + offset]), at: index + offset) }
+            guard bytes[index + offset] == pointer[offset] else {
+                throw EJSONError(.unexpectedCharacter(bytes[index + offset]), at: index + offset)
+            }
         }
         index += count
     }
@@ -99,8 +108,8 @@ struct EJSONParser {
     /// The value of an `$escape` key is read raw, since what it means depends on the enclosing object, known only as it
     /// closes: if that object is `{"$escape": {…}}` alone, the inner object's keys are taken literally and each of its
     /// values is converted (Meteor's `fromJSONValue`); otherwise the inner value is converted as any value is. Either
-    /// way the raw value is then converted exactly as the same text would have been parsed (``converting(_:offset:_:)``),
-    /// so an escape inside an escape means what it means in Meteor.
+    /// way the raw value is then converted exactly as the same text would have been parsed
+    /// (``converting(_:offset:_:)``), so an escape inside an escape means what it means in Meteor.
     private mutating func parseObject(raw: Bool) throws(EJSONError) -> EJSONValue {
         try enterNesting()
         let start = index
@@ -117,11 +126,15 @@ struct EJSONParser {
         while true {
             skipWhitespace()
             guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
-            guard bytes[index] == UInt8(ascii: "\"") else { throw EJSONError(.unexpectedCharacter(bytes[index]), at: index) }
+            guard bytes[index] == UInt8(ascii: "\"") else {
+                throw EJSONError(.unexpectedCharacter(bytes[index]), at: index)
+            }
             let key = try parseString()
             skipWhitespace()
             guard index < bytes.count else { throw EJSONError(.unexpectedEndOfInput, at: index) }
-            guard bytes[index] == UInt8(ascii: ":") else { throw EJSONError(.unexpectedCharacter(bytes[index]), at: index) }
+            guard bytes[index] == UInt8(ascii: ":") else {
+                throw EJSONError(.unexpectedCharacter(bytes[index]), at: index)
+            }
             index += 1
             skipWhitespace()
             if !raw, key == "$escape", index < bytes.count, bytes[index] == UInt8(ascii: "{") {
@@ -151,7 +164,9 @@ struct EJSONParser {
     }
 
     /// A raw value (read with `raw`) as it would have been parsed without: EJSON types recognised at every depth.
-    private static func converting(_ value: EJSONValue, offset: Int, _ types: EJSON.ParseOptions) throws(EJSONError) -> EJSONValue {
+    private static func converting(_ value: EJSONValue, offset: Int, _ types: EJSON.ParseOptions) throws(EJSONError)
+        -> EJSONValue
+    {
         switch value {
         case .array(let elements):
             var converted: [EJSONValue] = []
@@ -163,14 +178,17 @@ struct EJSONParser {
             if object.count == 1, object.keys[0] == "$escape", case .object(let inner) = object.values[0] {
                 return .object(try convertingValues(of: inner, offset: offset, types))
             }
-            return try EJSONTypes.fromJSONObject(try convertingValues(of: object, offset: offset, types), offset: offset, types)
+            return try EJSONTypes.fromJSONObject(
+                try convertingValues(of: object, offset: offset, types), offset: offset, types)
         default:
             return value
         }
     }
 
     /// A raw object's values converted (``converting(_:offset:_:)``), its keys as they are.
-    private static func convertingValues(of object: EJSONObject, offset: Int, _ types: EJSON.ParseOptions) throws(EJSONError) -> EJSONObject {
+    private static func convertingValues(of object: EJSONObject, offset: Int, _ types: EJSON.ParseOptions)
+        throws(EJSONError) -> EJSONObject
+    {
         var converted = object
         for position in converted.values.indices {
             converted.values[position] = try converting(converted.values[position], offset: offset, types)
@@ -199,7 +217,9 @@ struct EJSONParser {
         throw EJSONError(.unexpectedEndOfInput, at: index)
     }
 
-    private func makeString(_ slice: UnsafeBufferPointer<UInt8>, isASCII: Bool, offset: Int) throws(EJSONError) -> String {
+    private func makeString(_ slice: UnsafeBufferPointer<UInt8>, isASCII: Bool, offset: Int) throws(EJSONError)
+        -> String
+    {
         if isASCII || !validateUTF8 { return String(decoding: slice, as: UTF8.self) }
         guard let string = String(validating: slice, as: UTF8.self) else { throw EJSONError(.invalidUTF8, at: offset) }
         return string

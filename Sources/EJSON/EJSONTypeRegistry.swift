@@ -46,11 +46,15 @@ public final class EJSONTypeRegistry: @unchecked Sendable {
     func isKnown(_ name: String, reportingUnregistered: Bool) -> Bool {
         let (known, first) = lock.withLock { () -> (Bool, Bool) in
             if names.contains(name) { return (true, false) }
-            guard reportingUnregistered, reported.count < Self.maximumReportedUnregisteredTypes else { return (false, false) }
+            guard reportingUnregistered, reported.count < Self.maximumReportedUnregisteredTypes else {
+                return (false, false)
+            }
             return (false, reported.insert(name).inserted)
         }
         if first {
-            Self.logger.debug("custom EJSON type is not registered: its values are kept as they are", metadata: ["type": "\(name.prefix(100))"])
+            Self.logger.debug(
+                "custom EJSON type is not registered: its values are kept as they are",
+                metadata: ["type": "\(name.prefix(100))"])
         }
         return known
     }

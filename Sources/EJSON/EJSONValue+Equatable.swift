@@ -39,10 +39,18 @@ extension EJSONValue: Hashable {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
-        case .bool(let b): hasher.combine(1); hasher.combine(b)
-        case .number(let n): hasher.combine(2); hasher.combine(n.isNaN ? Double.nan.bitPattern : (n == 0 ? 0 : n.bitPattern))
-        case .string(let s): hasher.combine(3); hasher.combine(s)
-        case .array(let a): hasher.combine(4); hasher.combine(a)
+        case .bool(let b):
+            hasher.combine(1)
+            hasher.combine(b)
+        case .number(let n):
+            hasher.combine(2)
+            hasher.combine(n.isNaN ? Double.nan.bitPattern : (n == 0 ? 0 : n.bitPattern))
+        case .string(let s):
+            hasher.combine(3)
+            hasher.combine(s)
+        case .array(let a):
+            hasher.combine(4)
+            hasher.combine(a)
         case .object(let o):
             hasher.combine(5)
             var sum = 0
@@ -54,8 +62,12 @@ extension EJSONValue: Hashable {
             }
             hasher.combine(o.count)
             hasher.combine(sum)
-        case .date(let ms): hasher.combine(6); hasher.combine(ms)
-        case .binary(let d): hasher.combine(7); hasher.combine(d)
+        case .date(let ms):
+            hasher.combine(6)
+            hasher.combine(ms)
+        case .binary(let d):
+            hasher.combine(7)
+            hasher.combine(d)
         case .custom(let type, let value):
             hasher.combine(8)
             hasher.combine(type)
@@ -66,7 +78,9 @@ extension EJSONValue: Hashable {
                 hasher.combine(value)
             }
         case .regularExpression(let pattern, let flags):
-            hasher.combine(9); hasher.combine(pattern); hasher.combine(EJSONValue.normalizedRegularExpressionFlags(flags))
+            hasher.combine(9)
+            hasher.combine(pattern)
+            hasher.combine(EJSONValue.normalizedRegularExpressionFlags(flags))
         }
     }
 }

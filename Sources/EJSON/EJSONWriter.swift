@@ -127,14 +127,17 @@ struct EJSONWriter {
             return object.keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
         }
         guard object.keys.contains(where: { Self.arrayIndex($0) != nil }) else { return Array(object.keys) }
-        let indexed = object.keys.compactMap { key in Self.arrayIndex(key).map { (key, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
+        let indexed = object.keys.compactMap { key in Self.arrayIndex(key).map { (key, $0) } }.sorted { $0.1 < $1.1 }
+            .map(\.0)
         return indexed + object.keys.filter { Self.arrayIndex($0) == nil }
     }
 
     /// The value of a key that JavaScript treats as an array index ("0", "10"; not "01", "-1", or ≥ 2³² − 1).
     static func arrayIndex(_ key: String) -> UInt32? {
         let utf8 = key.utf8
-        guard let first = utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9"), utf8.count <= 10 else { return nil }
+        guard let first = utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9"), utf8.count <= 10 else {
+            return nil
+        }
         if first == UInt8(ascii: "0") && utf8.count > 1 { return nil }
         var value: UInt64 = 0
         for byte in utf8 {
@@ -164,7 +167,10 @@ struct EJSONWriter {
                 case 0x09: bytes += [0x5C, UInt8(ascii: "t")]
                 default:
                     let hex = Array("0123456789abcdef".utf8)
-                    bytes += [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                    bytes += [
+                        0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)],
+                        hex[Int(byte & 0xF)]
+                    ]
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))

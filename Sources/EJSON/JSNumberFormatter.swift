@@ -14,7 +14,7 @@ enum JSNumberFormatter {
         let (digits, exponent) = shortestDigits(abs(value))
         if value < 0 { output.append(UInt8(ascii: "-")) }
         let k = digits.count
-        let n = exponent  // the value is 0.d1d2…dk × 10^n
+        let n = exponent // the value is 0.d1d2…dk × 10^n
         if k <= n && n <= 21 {
             output += digits
             output += [UInt8](repeating: UInt8(ascii: "0"), count: n - k)
@@ -82,7 +82,11 @@ enum JSNumberFormatter {
                 var sign = 1
                 var magnitude = 0
                 while let next = text.next() {
-                    if next == UInt8(ascii: "-") { sign = -1 } else if next == UInt8(ascii: "+") { continue } else {
+                    if next == UInt8(ascii: "-") {
+                        sign = -1
+                    } else if next == UInt8(ascii: "+") {
+                        continue
+                    } else {
                         magnitude = magnitude * 10 + Int(next - UInt8(ascii: "0"))
                     }
                 }

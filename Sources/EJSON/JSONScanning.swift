@@ -29,7 +29,9 @@ package enum JSONScanning {
             }
         }
         guard digits > 0 else {
-            throw index < bytes.count ? EJSONError(.unexpectedCharacter(bytes[index]), at: index) : EJSONError(.unexpectedEndOfInput, at: index)
+            throw index < bytes.count
+                ? EJSONError(.unexpectedCharacter(bytes[index]), at: index)
+                : EJSONError(.unexpectedEndOfInput, at: index)
         }
         var isInteger = true
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
@@ -40,7 +42,9 @@ package enum JSONScanning {
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             try skipDigits(bytes, at: &index)
         }
         if isInteger, digits <= 15 {
@@ -49,7 +53,9 @@ package enum JSONScanning {
         }
         let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
         if let exact = exactDecimal(text) { return exact }
-        guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { throw EJSONError(.numberOutOfRange, at: start) }
+        guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else {
+            throw EJSONError(.numberOutOfRange, at: start)
+        }
         return value
     }
 
@@ -57,12 +63,16 @@ package enum JSONScanning {
         let start = index
         while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
         guard index > start else {
-            throw index < bytes.count ? EJSONError(.unexpectedCharacter(bytes[index]), at: index) : EJSONError(.unexpectedEndOfInput, at: index)
+            throw index < bytes.count
+                ? EJSONError(.unexpectedCharacter(bytes[index]), at: index)
+                : EJSONError(.unexpectedEndOfInput, at: index)
         }
     }
 
     /// Powers of ten a double holds exactly.
-    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in (0..<exponent).reduce(1.0) { value, _ in value * 10 } }
+    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in
+        (0..<exponent).reduce(1.0) { value, _ in value * 10 }
+    }
 
     /// A well-formed JSON number whose significant digits fit in 2^53 and whose decimal exponent is within ±22: one
     /// multiplication or division of two exact doubles, so rounded once, exactly as a correctly rounded parse
@@ -106,7 +116,9 @@ package enum JSONScanning {
             exponent += negativeExponent ? -written : written
         }
         guard mantissa <= 1 << 53, abs(exponent) <= 22 else { return nil }
-        let value = exponent < 0 ? Double(mantissa) / exactPowersOfTen[-exponent] : Double(mantissa) * exactPowersOfTen[exponent]
+        let value =
+            exponent < 0
+            ? Double(mantissa) / exactPowersOfTen[-exponent] : Double(mantissa) * exactPowersOfTen[exponent]
         return negative ? -value : value
     }
 
@@ -171,11 +183,14 @@ package enum JSONScanning {
     ///
     /// - Throws: ``EJSONError`` (`invalidEscape`, at the backslash) for a lone surrogate (a Swift string cannot hold
     ///   one) or a digit that is not hexadecimal; `unexpectedEndOfInput` when the input ends first.
-    private static func unicodeEscape(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) throws(EJSONError) -> Unicode.Scalar {
+    private static func unicodeEscape(_ bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) throws(EJSONError)
+        -> Unicode.Scalar
+    {
         let escapeStart = index - 2
         let first = try hex4(bytes, at: &index)
         if (0xD800...0xDBFF).contains(first) {
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else {
                 throw EJSONError(.invalidEscape, at: escapeStart)
             }
             index += 2

@@ -49,7 +49,9 @@ public enum MongoID {
     /// The id a selector names alone, `"id"` or `{_id: id}` (minimongo's `_selectorIsIdPerhapsAsObject`), or `nil`.
     public static func id(namedBy selector: EJSONValue) -> EJSONValue? {
         if isID(selector) { return selector }
-        guard case .object(let object) = selector, object.count == 1, let id = object["_id"], isID(id) else { return nil }
+        guard case .object(let object) = selector, object.count == 1, let id = object["_id"], isID(id) else {
+            return nil
+        }
         return id
     }
 
@@ -65,7 +67,9 @@ public enum MongoID {
 
     /// The cache's id (``documentID(_:)``) of a document whose id travelled as `wireID` (``stringify(_:)``).
     public static func documentID(fromWire wireID: String) -> String {
-        guard wireID.utf8.first == UInt8(ascii: "-"), case .string(let text)? = parse(wireID), parse(text) == .string(text) else {
+        guard wireID.utf8.first == UInt8(ascii: "-"), case .string(let text)? = parse(wireID),
+            parse(text) == .string(text)
+        else {
             return wireID
         }
         return text

@@ -62,7 +62,8 @@ public struct ObjectID: Sendable, Hashable, Comparable, Codable, CustomStringCon
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         guard let id = ObjectID(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not 24 hex digits: \(text.prefix(40))")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "not 24 hex digits: \(text.prefix(40))")
         }
         self = id
     }
@@ -87,7 +88,9 @@ extension EJSONValue {
     public var objectIDValue: ObjectID? { ObjectID(ejson: self) }
 
     /// A `Decimal` value as mongo-decimal carries it (`{"$type": "Decimal", "$value": "1.5"}`).
-    public static func decimal(_ decimal: Decimal) -> EJSONValue { .custom(type: "Decimal", value: .string(decimal.description)) }
+    public static func decimal(_ decimal: Decimal) -> EJSONValue {
+        .custom(type: "Decimal", value: .string(decimal.description))
+    }
 
     /// The decimal, if this is a mongo-decimal `Decimal` whose text Foundation reads.
     public var decimalValue: Decimal? {

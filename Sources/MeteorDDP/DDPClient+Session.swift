@@ -13,7 +13,9 @@ extension DDPClient {
         persistenceSocketReset()
         let reset = core.socketReset()
         for invocation in reset.failedCalls {
-            logger.debug("method failed by the reconnect (noRetry)", metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
+            logger.debug(
+                "method failed by the reconnect (noRetry)",
+                metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
         }
         if let token = reset.resumeToken { resumeLogin(token: token) }
         guard let (run, hooks) = reset.userHooks else { return reconnectHooksRan() }
@@ -37,10 +39,11 @@ extension DDPClient {
     /// hooks ran: the reset goes on without them (what they call later goes out behind the re-sent methods).
     func stopWaitingForReconnectHooks() {
         guard core.stopWaitingForReconnectHooks() else { return }
-        report(.limitReached(
-            "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
-                + "re-sending methods and subscriptions without waiting for the hooks"
-        ))
+        report(
+            .limitReached(
+                "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
+                    + "re-sending methods and subscriptions without waiting for the hooks"
+            ))
         reconnectHooksRan()
         inbox.release()
         drainInbox()
@@ -60,7 +63,9 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         // The first connection after a restart reconciles the restored cache the same way.
         let reconciling = startReconciliationIfPending()
-        if let hold = core.sessionConnected(isReconnect: isReconnect, reconciling: reconciling) { applyQuiescence(hold) }
+        if let hold = core.sessionConnected(isReconnect: isReconnect, reconciling: reconciling) {
+            applyQuiescence(hold)
+        }
     }
 
     /// Runs `hook` on every new socket, right after `connect` and before unanswered methods and subscriptions are
@@ -86,10 +91,11 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         let outcome = core.holdUntilQuiescence(message)
         if let (subscriptions, methods) = outcome.limitReached {
-            report(.limitReached(
-                "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
-                    + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); applying them now"
-            ))
+            report(
+                .limitReached(
+                    "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
+                        + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); applying them now"
+                ))
         }
         if let hold = outcome.quiescent { applyQuiescence(hold) }
     }

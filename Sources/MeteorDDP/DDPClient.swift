@@ -46,10 +46,10 @@ public final class DDPClient: @unchecked Sendable {
     // the serial client queue already orders every access to it, and on a flood the checks (a `swift_beginAccess` of
     // ~100 instructions per access) were about 5 % of the client queue's work. Debug builds, the tests', keep them.
     #if DEBUG
-    /// The connection, heartbeat and session state (``ClientCore``). Confined to `queue`.
-    var core: ClientCore
+        /// The connection, heartbeat and session state (``ClientCore``). Confined to `queue`.
+        var core: ClientCore
     #else
-    @exclusivity(unchecked) var core: ClientCore
+        @exclusivity(unchecked) var core: ClientCore
     #endif
     /// The newest transport connection; events from older ones are ignored. Confined to `queue`.
     var connection: (any TransportConnection)?
@@ -112,9 +112,13 @@ public final class DDPClient: @unchecked Sendable {
     /// Creates a client for a Meteor server's WebSocket URL (for example `wss://example.com/websocket`), or its
     /// web address as `DDP.connect` takes it (`https://example.com` connects to `wss://example.com/websocket`; see
     /// ``ServerURL``). It does not connect until ``connect()``.
-    public convenience init(url: URL, configuration: Configuration = Configuration(), webSocket: WebSocketTransport.Configuration = .init()) {
+    public convenience init(
+        url: URL, configuration: Configuration = Configuration(), webSocket: WebSocketTransport.Configuration = .init()
+    ) {
         let url = ServerURL.translating(url)
-        self.init(transport: WebSocketTransport(url: url, configuration: webSocket, logger: configuration.logger), configuration: configuration)
+        self.init(
+            transport: WebSocketTransport(url: url, configuration: webSocket, logger: configuration.logger),
+            configuration: configuration)
     }
 
     /// Creates a client over any ``Transport`` (for example an `InMemoryTransport` in tests).
@@ -180,7 +184,10 @@ public final class DDPClient: @unchecked Sendable {
     func waitUntilIdle() {
         dispatchPrecondition(condition: .notOnQueue(queue))
         dispatchPrecondition(condition: .notOnQueue(callbackQueue))
-        while queue.sync(execute: { drainInbox(); return core.reconnectHooksAreRunning }) {
+        while queue.sync(execute: {
+            drainInbox()
+            return core.reconnectHooksAreRunning
+        }) {
             callbackQueue.sync {}
         }
     }
@@ -235,10 +242,10 @@ extension DDPClient {
         /// ``DDPClient/onReconnect(_:_:)`` hooks run; at it the client re-sends methods and subscriptions without
         /// waiting for the hooks (and reports ``DDPError/Code/limitReached``).
         public var maxMessagesHeldForQuiescence = 50_000
-        /// Most documents cached, in all, for collections the app never declared with ``DDPClient/collection(_:idGeneration:)``.
-        /// Default 100,000. Past it, the server's new documents for undeclared collections are dropped and
-        /// ``DDPError/Code/limitReached`` is reported once per collection; declared collections have no limit (their
-        /// data is the app's). See ``DDPClient/collection(_:idGeneration:)``.
+        /// Most documents cached, in all, for collections the app never declared with
+        /// ``DDPClient/collection(_:idGeneration:)``. Default 100,000. Past it, the server's new documents for
+        /// undeclared collections are dropped and ``DDPError/Code/limitReached`` is reported once per collection;
+        /// declared collections have no limit (their data is the app's). See ``DDPClient/collection(_:idGeneration:)``.
         public var maxDocumentsInUndeclaredCollections = 100_000
         /// Where the cache and unanswered calls are kept between launches (``Persistence/sqlite(at:)``); `nil`
         /// (the default) keeps everything in memory. See ``Persistence``.

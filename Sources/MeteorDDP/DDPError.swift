@@ -43,7 +43,10 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The offline store's failure, for ``Code/persistenceFailed``.
     public let persistenceError: PersistenceError?
 
-    init(_ code: Code, _ message: String, violation: DDPProtocolViolation? = nil, transportError: TransportError? = nil, persistenceError: PersistenceError? = nil) {
+    init(
+        _ code: Code, _ message: String, violation: DDPProtocolViolation? = nil, transportError: TransportError? = nil,
+        persistenceError: PersistenceError? = nil
+    ) {
         self.code = code
         self.message = message
         self.violation = violation
@@ -58,7 +61,8 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     static func serverError(reason: String, offendingMessage: String?) -> DDPError {
-        DDPError(.serverError, "server error: \(reason)" + (offendingMessage.map { " (offending message: \($0))" } ?? ""))
+        DDPError(
+            .serverError, "server error: \(reason)" + (offendingMessage.map { " (offending message: \($0))" } ?? ""))
     }
 
     static func versionNegotiationFailed(serverVersion: String) -> DDPError {

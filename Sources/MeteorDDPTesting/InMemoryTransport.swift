@@ -91,7 +91,9 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
     public func receiveBinary(byteCount: Int) { current?.deliver(.binary(byteCount: byteCount)) }
 
     /// Ends the newest connection from the server side (or with a network error).
-    public func fail(_ error: TransportError? = TransportError(.other, "connection lost")) { current?.deliver(.closed(error)) }
+    public func fail(_ error: TransportError? = TransportError(.other, "connection lost")) {
+        current?.deliver(.closed(error))
+    }
 
     /// Returns once the client has made at least `count` connection attempts (after `DDPClient.connect()`, which
     /// opens its connection on the client's queue a moment later; no polling).
@@ -162,9 +164,13 @@ public final class InMemoryTransport: Transport, @unchecked Sendable {
             let deliver: Bool = lock.withLock {
                 switch (phase, event) {
                 case (.closed, _): return false
-                case (.pending, .opened): phase = .open; return true
+                case (.pending, .opened):
+                    phase = .open
+                    return true
                 case (.open, .opened): return false
-                case (_, .closed): phase = .closed; return true
+                case (_, .closed):
+                    phase = .closed
+                    return true
                 case (.open, _): return true
                 case (.pending, _): return false
                 }

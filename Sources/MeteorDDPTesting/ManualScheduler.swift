@@ -40,7 +40,8 @@ public final class ManualScheduler: DDPScheduler, @unchecked Sendable {
 
     public var now: Date {
         let elapsed = state.withLockedValue { $0.elapsed }
-        return start.addingTimeInterval(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return start.addingTimeInterval(
+            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
     /// The delays of the pending actions, measured from now, soonest first.
@@ -64,8 +65,13 @@ public final class ManualScheduler: DDPScheduler, @unchecked Sendable {
         let target = state.withLockedValue { $0.elapsed + duration }
         while true {
             let next: Entry? = state.withLockedValue { state in
-                guard let index = state.entries.indices.filter({ state.entries[$0].due <= target })
-                    .min(by: { (state.entries[$0].due, state.entries[$0].id) < (state.entries[$1].due, state.entries[$1].id) })
+                guard
+                    let index = state.entries.indices.filter({ state.entries[$0].due <= target })
+                        .min(by: {
+                            (state.entries[$0].due, state.entries[$0].id) < (
+                                state.entries[$1].due, state.entries[$1].id
+                            )
+                        })
                 else { return nil }
                 let entry = state.entries.remove(at: index)
                 state.elapsed = max(state.elapsed, entry.due)

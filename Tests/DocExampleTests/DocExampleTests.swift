@@ -5,11 +5,13 @@ import XCTest
 /// with this target), and this test fails when that file no longer matches the documentation.
 final class DocExampleTests: XCTestCase {
     private var root: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     private var generatedURL: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("DocExamples.generated.swift")
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "DocExamples.generated.swift")
     }
 
     func testTheCompiledExamplesAreTheDocumentationsExamples() throws {
@@ -24,14 +26,16 @@ final class DocExampleTests: XCTestCase {
             try expected.write(to: generatedURL, atomically: true, encoding: .utf8)
         }
         let committed = try String(contentsOf: generatedURL, encoding: .utf8)
-        XCTAssertTrue(committed == expected, "the documentation's examples changed: run Tests/DocExampleTests/update.sh")
+        XCTAssertTrue(
+            committed == expected, "the documentation's examples changed: run Tests/DocExampleTests/update.sh")
     }
 }
 
 extension DocExampleTests {
     /// The README's walk-through is Examples/GettingStarted/Walkthrough.swift's code (which CI runs), line for line.
     func testTheReadmesWalkThroughIsTheExamplePrograms() throws {
-        let program = try String(contentsOf: root.appendingPathComponent("Examples/GettingStarted/Walkthrough.swift"), encoding: .utf8)
+        let program = try String(
+            contentsOf: root.appendingPathComponent("Examples/GettingStarted/Walkthrough.swift"), encoding: .utf8)
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let begin = try XCTUnwrap(program.range(of: "// walk-through: begin\n"))
         let end = try XCTUnwrap(program.range(of: "// walk-through: end"))

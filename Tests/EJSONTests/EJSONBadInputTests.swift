@@ -3,7 +3,9 @@ import XCTest
 
 /// Malformed input gives an `EJSONError` with the byte offset of the problem, never a crash.
 final class EJSONBadInputTests: XCTestCase {
-    private func assertError(_ input: String, _ kind: EJSONError.Kind, at offset: Int, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertError(
+        _ input: String, _ kind: EJSONError.Kind, at offset: Int, file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try EJSON.parse(input), file: file, line: line) { error in
             XCTAssertEqual(error as? EJSONError, EJSONError(kind, at: offset), file: file, line: line)
         }
@@ -46,11 +48,15 @@ final class EJSONBadInputTests: XCTestCase {
     }
 
     func testNestingBeyondTheLimitIsRejected() {
-        let deep = String(repeating: "[", count: EJSON.maximumNestingDepth + 1) + String(repeating: "]", count: EJSON.maximumNestingDepth + 1)
+        let deep =
+            String(repeating: "[", count: EJSON.maximumNestingDepth + 1)
+            + String(repeating: "]", count: EJSON.maximumNestingDepth + 1)
         XCTAssertThrowsError(try EJSON.parse(deep)) { error in
             XCTAssertEqual((error as? EJSONError)?.kind, .nestingTooDeep)
         }
-        let allowed = String(repeating: "[", count: EJSON.maximumNestingDepth) + String(repeating: "]", count: EJSON.maximumNestingDepth)
+        let allowed =
+            String(repeating: "[", count: EJSON.maximumNestingDepth)
+            + String(repeating: "]", count: EJSON.maximumNestingDepth)
         XCTAssertNoThrow(try EJSON.parse(allowed))
     }
 
@@ -66,6 +72,7 @@ final class EJSONBadInputTests: XCTestCase {
     }
 
     func testErrorsDescribeThemselvesWithTheOffset() {
-        XCTAssertEqual(String(describing: EJSONError(.unexpectedEndOfInput, at: 5)), "unexpected end of input at byte 5")
+        XCTAssertEqual(
+            String(describing: EJSONError(.unexpectedEndOfInput, at: 5)), "unexpected end of input at byte 5")
     }
 }

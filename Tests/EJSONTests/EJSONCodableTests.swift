@@ -39,8 +39,12 @@ final class EJSONCodableTests: XCTestCase {
 
     func testEncodedKeysFollowDeclarationOrderAndNilOptionalsAreOmitted() throws {
         let value = try EJSONEncoder().encode(player)
-        XCTAssertEqual(value.objectValue.map { Array($0.keys) }, ["name", "score", "rank", "active", "joined", "avatar", "tags", "location", "color", "counts"])
-        XCTAssertTrue(EJSON.stringify(value).hasPrefix(#"{"name":"Ada","score":-3,"rank":7,"active":true,"joined":{"$date":1700000000123}"#))
+        XCTAssertEqual(
+            value.objectValue.map { Array($0.keys) },
+            ["name", "score", "rank", "active", "joined", "avatar", "tags", "location", "color", "counts"])
+        XCTAssertTrue(
+            EJSON.stringify(value).hasPrefix(
+                #"{"name":"Ada","score":-3,"rank":7,"active":true,"joined":{"$date":1700000000123}"#))
     }
 
     func testOptionalsDecodeFromAbsentKeysAndNull() throws {

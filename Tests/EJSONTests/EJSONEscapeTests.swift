@@ -16,26 +16,35 @@ final class EJSONEscapeTests: XCTestCase {
 
     func testAnEscapedObjectsValuesAreConvertedAtEveryDepth() throws {
         // The body's `$escape` value is a value of the body: `{"$date":5}` in it is a date.
-        XCTAssertEqual(try EJSON.parse(#"{"$escape":{"$escape":{"$date":5}}}"#), .object(["$escape": .date(millisecondsSince1970: 5)]))
+        XCTAssertEqual(
+            try EJSON.parse(#"{"$escape":{"$escape":{"$date":5}}}"#),
+            .object(["$escape": .date(millisecondsSince1970: 5)]))
         // … and an escape there is an escape: its body stays plain.
-        XCTAssertEqual(try EJSON.parse(#"{"$escape":{"$escape":{"$escape":{"$date":5}}}}"#), .object(["$escape": .object(["$date": 5])]))
+        XCTAssertEqual(
+            try EJSON.parse(#"{"$escape":{"$escape":{"$escape":{"$date":5}}}}"#),
+            .object(["$escape": .object(["$date": 5])]))
         XCTAssertEqual(
             try EJSON.parse(#"{"a":[{"$escape":{"b":{"$escape":{"$InfNaN":1}},"c":{"$InfNaN":-1}}}]}"#),
             .object(["a": [.object(["b": .object(["$InfNaN": 1]), "c": .number(-.infinity)])]]))
     }
 
     func testAnObjectWithAnEscapeKeyAndOthersConvertsTheKeysValue() throws {
-        XCTAssertEqual(try EJSON.parse(#"{"$escape":{"$date":5},"x":1}"#), .object(["$escape": .date(millisecondsSince1970: 5), "x": 1]))
         XCTAssertEqual(
-            try EJSON.parse(#"{"x":1,"$escape":{"$escape":{"$date":5}}}"#), .object(["x": 1, "$escape": .object(["$date": 5])]))
-        XCTAssertEqual(try EJSON.parse(#"{"$escape":{"$date":5},"$escape":2}"#), .object(["$escape": 2]), "the last duplicate counts")
+            try EJSON.parse(#"{"$escape":{"$date":5},"x":1}"#),
+            .object(["$escape": .date(millisecondsSince1970: 5), "x": 1]))
+        XCTAssertEqual(
+            try EJSON.parse(#"{"x":1,"$escape":{"$escape":{"$date":5}}}"#),
+            .object(["x": 1, "$escape": .object(["$date": 5])]))
+        XCTAssertEqual(
+            try EJSON.parse(#"{"$escape":{"$date":5},"$escape":2}"#), .object(["$escape": 2]),
+            "the last duplicate counts")
     }
 
     /// Every value these escapes make serialises and parses back to itself.
     func testNestedEscapesRoundTrip() throws {
         let looksLikeTypes: [EJSONValue] = [
             .object(["$date": 5]), .object(["$escape": 1]), .object(["$regexp": "a", "$flags": "g"]),
-            .object(["$type": "x", "$value": 1]), .object(["$binary": "abc"]), .object(["$InfNaN": 1]),
+            .object(["$type": "x", "$value": 1]), .object(["$binary": "abc"]), .object(["$InfNaN": 1])
         ]
         for inner in looksLikeTypes {
             var value = inner

@@ -6,7 +6,8 @@ import XCTest
 final class EJSONRegularExpressionTests: XCTestCase {
     func testARegularExpressionRoundTripsWithItsFlagsNormalised() throws {
         let value = try EJSON.parse(#"{"r":{"$regexp":"^a.c$","$flags":"mgimxsq"}}"#)
-        XCTAssertEqual(value["r"], .regularExpression(pattern: "^a.c$", flags: "gim"), "only g i m u y, each once, in JS order")
+        XCTAssertEqual(
+            value["r"], .regularExpression(pattern: "^a.c$", flags: "gim"), "only g i m u y, each once, in JS order")
         XCTAssertEqual(EJSON.stringify(value), #"{"r":{"$regexp":"^a.c$","$flags":"gim"}}"#)
     }
 
@@ -25,7 +26,8 @@ final class EJSONRegularExpressionTests: XCTestCase {
 
     func testObjectsWithOtherKeysStayPlain() throws {
         XCTAssertEqual(try EJSON.parse(#"{"$regexp":"a"}"#), .object(["$regexp": "a"]))
-        XCTAssertEqual(try EJSON.parse(#"{"$regexp":"a","$flags":"g","x":1}"#), .object(["$regexp": "a", "$flags": "g", "x": 1]))
+        XCTAssertEqual(
+            try EJSON.parse(#"{"$regexp":"a","$flags":"g","x":1}"#), .object(["$regexp": "a", "$flags": "g", "x": 1]))
     }
 
     func testNonStringPartsAreAnInvalidValue() {
@@ -35,8 +37,10 @@ final class EJSONRegularExpressionTests: XCTestCase {
     }
 
     func testEqualityComparesPatternAndNormalisedFlags() {
-        XCTAssertEqual(EJSONValue.regularExpression(pattern: "a", flags: "ig"), .regularExpression(pattern: "a", flags: "gi"))
-        XCTAssertNotEqual(EJSONValue.regularExpression(pattern: "a", flags: "i"), .regularExpression(pattern: "a", flags: ""))
+        XCTAssertEqual(
+            EJSONValue.regularExpression(pattern: "a", flags: "ig"), .regularExpression(pattern: "a", flags: "gi"))
+        XCTAssertNotEqual(
+            EJSONValue.regularExpression(pattern: "a", flags: "i"), .regularExpression(pattern: "a", flags: ""))
         XCTAssertNotEqual(EJSONValue.regularExpression(pattern: "a", flags: ""), .string("a"))
     }
 }

@@ -42,7 +42,8 @@ final class EJSONVectorTests: XCTestCase {
             let input = try XCTUnwrap(testCase["input"] as? String)
             if let error = testCase["error"] as? String {
                 // Meteor refuses unregistered custom types; so does the parser with `refusesUnregisteredTypes`.
-                XCTAssertThrowsError(try EJSON.parse(input, options: .init(refusesUnregisteredTypes: true)), input) { thrown in
+                XCTAssertThrowsError(try EJSON.parse(input, options: .init(refusesUnregisteredTypes: true)), input) {
+                    thrown in
                     XCTAssertTrue(String(describing: thrown).hasPrefix(error), "\(thrown) for \(input)")
                 }
                 continue
@@ -51,7 +52,8 @@ final class EJSONVectorTests: XCTestCase {
             if case .custom = value {
                 // A custom type is re-serialised by its own toJSONValue (the harness's Point writes y before x);
                 // EJSONValue keeps the payload as it arrived, which is the same value.
-                XCTAssertTrue(EJSON.equals(try EJSON.parse(try XCTUnwrap(testCase["restringified"] as? String)), value), input)
+                XCTAssertTrue(
+                    EJSON.equals(try EJSON.parse(try XCTUnwrap(testCase["restringified"] as? String)), value), input)
             } else {
                 XCTAssertEqual(EJSON.stringify(value), testCase["restringified"] as? String, input)
             }
@@ -59,23 +61,34 @@ final class EJSONVectorTests: XCTestCase {
         }
     }
 
-    private func assertShape(_ value: EJSONValue, _ shape: Any?, _ input: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertShape(
+        _ value: EJSONValue, _ shape: Any?, _ input: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let shape = try XCTUnwrap(shape as? [String: Any])
         switch shape["type"] as? String {
         case "Date":
-            XCTAssertEqual(value, .date(millisecondsSince1970: try XCTUnwrap(shape["ms"] as? Double)), input, file: file, line: line)
+            XCTAssertEqual(
+                value, .date(millisecondsSince1970: try XCTUnwrap(shape["ms"] as? Double)), input, file: file,
+                line: line)
         case "Uint8Array":
-            XCTAssertEqual(value.binaryValue.map(Array.init), try XCTUnwrap(shape["bytes"] as? [UInt8]), input, file: file, line: line)
+            XCTAssertEqual(
+                value.binaryValue.map(Array.init), try XCTUnwrap(shape["bytes"] as? [UInt8]), input, file: file,
+                line: line)
         case "number":
             switch shape["value"] {
-            case let text as String: XCTAssertEqual(value.doubleValue, text == "Infinity" ? .infinity : -.infinity, input, file: file, line: line)
+            case let text as String:
+                XCTAssertEqual(
+                    value.doubleValue, text == "Infinity" ? .infinity : -.infinity, input, file: file, line: line)
             case let number as Double: XCTAssertEqual(value.doubleValue, number, input, file: file, line: line)
             default: XCTFail("unknown number shape", file: file, line: line)
             }
         case "object":
-            XCTAssertEqual(value.objectValue.map { Array($0.keys) }, shape["keys"] as? [String], input, file: file, line: line)
+            XCTAssertEqual(
+                value.objectValue.map { Array($0.keys) }, shape["keys"] as? [String], input, file: file, line: line)
         case "custom":
-            guard case .custom(let type, _) = value else { return XCTFail("not custom: \(input)", file: file, line: line) }
+            guard case .custom(let type, _) = value else {
+                return XCTFail("not custom: \(input)", file: file, line: line)
+            }
             XCTAssertEqual(type, shape["typeName"] as? String, file: file, line: line)
         case "array":
             XCTAssertNotNil(value.arrayValue, input, file: file, line: line)
@@ -91,7 +104,9 @@ final class EJSONVectorTests: XCTestCase {
             let a = try EJSON.parse(try XCTUnwrap(testCase["a"] as? String))
             let b = try EJSON.parse(try XCTUnwrap(testCase["b"] as? String))
             let keyOrderSensitive = testCase["keyOrderSensitive"] as? Bool ?? false
-            XCTAssertEqual(EJSON.equals(a, b, keyOrderSensitive: keyOrderSensitive), testCase["equals"] as? Bool, testCase["name"] as? String ?? "")
+            XCTAssertEqual(
+                EJSON.equals(a, b, keyOrderSensitive: keyOrderSensitive), testCase["equals"] as? Bool,
+                testCase["name"] as? String ?? "")
         }
     }
 

@@ -33,7 +33,9 @@ final class ObjectIDAndDecimalTests: XCTestCase {
             var owner: ObjectID
             var price: Decimal
         }
-        let thing = Thing(_id: try XCTUnwrap(ObjectID("5f1d7a3c9e1b2a0012345678")), owner: ObjectID(), price: Decimal(string: "19.99")!)
+        let thing = Thing(
+            _id: try XCTUnwrap(ObjectID("5f1d7a3c9e1b2a0012345678")), owner: ObjectID(),
+            price: Decimal(string: "19.99")!)
         let value = try EJSONEncoder().encode(thing)
         XCTAssertEqual(value["_id"], .custom(type: "oid", value: "5f1d7a3c9e1b2a0012345678"))
         XCTAssertEqual(value["price"], .custom(type: "Decimal", value: "19.99"))
@@ -60,12 +62,18 @@ final class ObjectIDAndDecimalTests: XCTestCase {
     }
 
     func testACacheIDNamesOneIDAndReadsBackAsIt() {
-        let ids: [EJSONValue] = ["abc", "", "-abc", "~5", "{x", "5f1d7a3c9e1b2a0012345678", ObjectID("5f1d7a3c9e1b2a0012345678")!.ejsonValue, 5, true]
+        let ids: [EJSONValue] = [
+            "abc", "", "-abc", "~5", "{x", "5f1d7a3c9e1b2a0012345678", ObjectID("5f1d7a3c9e1b2a0012345678")!.ejsonValue,
+            5, true
+        ]
         let keys = ids.map(MongoID.documentID)
-        XCTAssertEqual(keys, ["abc", "", "--abc", "-~5", "{x", "-5f1d7a3c9e1b2a0012345678", "5f1d7a3c9e1b2a0012345678", "~5", "~true"])
+        XCTAssertEqual(
+            keys,
+            ["abc", "", "--abc", "-~5", "{x", "-5f1d7a3c9e1b2a0012345678", "5f1d7a3c9e1b2a0012345678", "~5", "~true"])
         for (id, key) in zip(ids, keys) {
             XCTAssertEqual(MongoID.parse(key), id, key)
-            XCTAssertEqual(MongoID.documentID(fromWire: MongoID.stringify(id)), key, "the wire form names the same document")
+            XCTAssertEqual(
+                MongoID.documentID(fromWire: MongoID.stringify(id)), key, "the wire form names the same document")
         }
     }
 }

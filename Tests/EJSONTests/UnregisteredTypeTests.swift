@@ -7,12 +7,17 @@ final class UnregisteredTypeTests: XCTestCase {
     func testAnUnregisteredTypeIsKeptAndWrittenBackAsItWasRead() throws {
         let text = #"{"a":{"$type":"nobody.Registered","$value":{"z":[1,{"$date":5}],"a":"x"}},"b":2}"#
         let value = try EJSON.parse(text)
-        XCTAssertEqual(value["a"], .custom(type: "nobody.Registered", value: ["z": [1, .date(millisecondsSince1970: 5)], "a": "x"]))
+        XCTAssertEqual(
+            value["a"], .custom(type: "nobody.Registered", value: ["z": [1, .date(millisecondsSince1970: 5)], "a": "x"])
+        )
         XCTAssertEqual(EJSON.stringify(value), text)
     }
 
     func testRefusingUnregisteredTypesIsMeteorsError() {
-        XCTAssertThrowsError(try EJSON.parse(#"{"$type":"nobody.Registered","$value":1}"#, options: .init(refusesUnregisteredTypes: true))) {
+        XCTAssertThrowsError(
+            try EJSON.parse(
+                #"{"$type":"nobody.Registered","$value":1}"#, options: .init(refusesUnregisteredTypes: true))
+        ) {
             XCTAssertEqual(($0 as? EJSONError)?.kind, .unknownCustomType("nobody.Registered"))
         }
     }
@@ -24,7 +29,9 @@ final class UnregisteredTypeTests: XCTestCase {
         XCTAssertEqual(
             try EJSON.parse(#"{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}"#, options: strict),
             .custom(type: "oid", value: "5f1d7a3c9e1b2a0012345678"))
-        XCTAssertEqual(try EJSON.parse(#"{"$type":"Decimal","$value":"1.50"}"#, options: strict), .custom(type: "Decimal", value: "1.50"))
+        XCTAssertEqual(
+            try EJSON.parse(#"{"$type":"Decimal","$value":"1.50"}"#, options: strict),
+            .custom(type: "Decimal", value: "1.50"))
     }
 
     func testParseJSONRecognisesNoEJSONType() throws {

@@ -40,13 +40,18 @@ public enum HostileTable {
         public let failures: [String]
 
         public var description: String {
-            let kinds = Set(errors.map { error -> String in
-                if let transport = error.transportError { return "\(error.code.rawValue) (\(transport.kind): \(transport.message.prefix(60)))" }
-                if let violation = error.violation { return "\(error.code.rawValue) (\(violation.kind.name))" }
-                return error.code.rawValue
-            }).sorted().joined(separator: ", ")
+            let kinds = Set(
+                errors.map { error -> String in
+                    if let transport = error.transportError {
+                        return "\(error.code.rawValue) (\(transport.kind): \(transport.message.prefix(60)))"
+                    }
+                    if let violation = error.violation { return "\(error.code.rawValue) (\(violation.kind.name))" }
+                    return error.code.rawValue
+                }
+            ).sorted().joined(separator: ", ")
             let seconds = Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18
-            return "| \(row) | \(kinds.isEmpty ? "none" : kinds) | \(String(format: "%.2f", seconds)) s | \(peakGrowth >> 20) MB |"
+            return
+                "| \(row) | \(kinds.isEmpty ? "none" : kinds) | \(String(format: "%.2f", seconds)) s | \(peakGrowth >> 20) MB |"
         }
     }
 }
@@ -84,7 +89,10 @@ extension HostileTable.Row {
                     return code == 1007 ? nil : "the close code was \(code.map(String.init) ?? "none"), not 1007"
                 }
             ) { socket in
-                try await socket.sendFrame(opcode: 0x1, payload: Array(#"{"msg":"added","collection":"c","id":"1","fields":{"s":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8))
+                try await socket.sendFrame(
+                    opcode: 0x1,
+                    payload: Array(#"{"msg":"added","collection":"c","id":"1","fields":{"s":""#.utf8) + [0xC3, 0x28]
+                        + Array(#""}}"#.utf8))
             }
         case .pingFlood:
             // Each ping costs the client one WebSocket write and flush of its pong (swift-websocket writes frame by
@@ -100,19 +108,29 @@ extension HostileTable.Row {
         case .pingFloodWhileNotReading:
             let id = String(repeating: "p", count: 1024)
             let count = size(full: 200_000, quick: 20_000)
-            return try await attack("\(count) pings with 1 KB ids, not reading", readsDuringAttack: false, expecting: lost(.sendBufferFull)) { socket in
+            return try await attack(
+                "\(count) pings with 1 KB ids, not reading", readsDuringAttack: false, expecting: lost(.sendBufferFull)
+            ) { socket in
                 for batch in stride(from: 0, to: count, by: 1000) {
-                    try await socket.sendTexts((batch..<batch + 1000).lazy.map { #"{"msg":"ping","id":"\#(id)\#($0)"}"# })
+                    try await socket.sendTexts(
+                        (batch..<batch + 1000).lazy.map { #"{"msg":"ping","id":"\#(id)\#($0)"}"# })
                 }
             }
         case .unknownResultsAndUpdated:
             // Each one is a protocol violation to report: reporting must stay cheap (2 s for 200k in release).
             let count = size(full: 200_000, quick: 10_000)
-            return try await attack("\(count) result + updated for unknown ids", maxRecovery: .seconds(2), expecting: violation("unexpected")) { socket in
+            return try await attack(
+                "\(count) result + updated for unknown ids", maxRecovery: .seconds(2),
+                expecting: violation("unexpected")
+            ) { socket in
                 for batch in stride(from: 0, to: count, by: 1000) {
-                    try await socket.sendTexts((batch..<batch + 1000).lazy.flatMap {
-                        [#"{"msg":"result","id":"u\#($0)","result":1}"#, #"{"msg":"updated","methods":["u\#($0)"]}"#]
-                    })
+                    try await socket.sendTexts(
+                        (batch..<batch + 1000).lazy.flatMap {
+                            [
+                                #"{"msg":"result","id":"u\#($0)","result":1}"#,
+                                #"{"msg":"updated","methods":["u\#($0)"]}"#
+                            ]
+                        })
                 }
             }
         case .unreadableResultForAPendingCall:
@@ -126,17 +144,22 @@ extension HostileTable.Row {
                 alsoCheck: { _ in call.failedWithinOneSecondOfTheAttack() }
             ) { socket in
                 await call.waitUntilStarted()
-                try await socket.sendTexts([#"{"msg":"result","id":"1","result":{"$date":"tomorrow"}}"#, #"{"msg":"updated","methods":["1"]}"#])
+                try await socket.sendTexts([
+                    #"{"msg":"result","id":"1","result":{"$date":"tomorrow"}}"#, #"{"msg":"updated","methods":["1"]}"#
+                ])
                 call.attackEnded()
             }
         case .undeclaredCollectionFlood:
             let count = size(full: 1_000_000, quick: 150_000)
-            return try await attack("\(count) added for an undeclared collection", expecting: { $0.contains { $0.code == .limitReached } }) { socket in
+            return try await attack(
+                "\(count) added for an undeclared collection", expecting: { $0.contains { $0.code == .limitReached } }
+            ) { socket in
                 let padding = String(repeating: "x", count: 100)
                 for batch in stride(from: 0, to: count, by: 1000) {
-                    try await socket.sendTexts((batch..<batch + 1000).lazy.map {
-                        #"{"msg":"added","collection":"spam","id":"s\#($0)","fields":{"n":\#($0),"p":"\#(padding)"}}"#
-                    })
+                    try await socket.sendTexts(
+                        (batch..<batch + 1000).lazy.map {
+                            #"{"msg":"added","collection":"spam","id":"s\#($0)","fields":{"n":\#($0),"p":"\#(padding)"}}"#
+                        })
                 }
             }
         case .readyNeverSentAfterAReconnect:
@@ -159,7 +182,10 @@ extension HostileTable.Row {
                 expecting: { $0.contains { $0.code == .limitReached } }
             ) { socket in
                 for batch in stride(from: 0, to: count, by: 1000) {
-                    try await socket.sendTexts((batch..<batch + 1000).lazy.map { #"{"msg":"added","collection":"items","id":"i\#($0)","fields":{"n":\#($0)}}"# })
+                    try await socket.sendTexts(
+                        (batch..<batch + 1000).lazy.map {
+                            #"{"msg":"added","collection":"items","id":"i\#($0)","fields":{"n":\#($0)}}"#
+                        })
                 }
             }
         case .halfAFrameThenSilence:
@@ -176,7 +202,10 @@ extension HostileTable.Row {
                 try await socket.sendRaw(Array(#"{"msg":"add"#.utf8))
             }
         case .garbageAfterTheHandshake:
-            return try await attack("garbage after the handshake", readsDuringAttack: false, silentAfterAttack: true, expecting: { $0.contains { $0.code == .connectionLost } }) { socket in
+            return try await attack(
+                "garbage after the handshake", readsDuringAttack: false, silentAfterAttack: true,
+                expecting: { $0.contains { $0.code == .connectionLost } }
+            ) { socket in
                 var random = SystemRandomNumberGenerator()
                 try await socket.sendRaw((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) | 0x0F })
             }
@@ -215,11 +244,13 @@ extension HostileTable.Row {
         )
         let port = try await server.start()
         var configuration = DDPClient.Configuration()
-        configuration.retryStrategy = RetryStrategy(baseTimeout: 50, exponent: 2, maxTimeout: 500, minTimeout: 50, minCount: 2, fuzz: 0.5)
+        configuration.retryStrategy = RetryStrategy(
+            baseTimeout: 50, exponent: 2, maxTimeout: 500, minTimeout: 50, minCount: 2, fuzz: 0.5)
         configure(&configuration)
         var webSocket = WebSocketTransport.Configuration()
         webSocket.compression = false
-        let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(port)/websocket")!, configuration: configuration, webSocket: webSocket)
+        let client = DDPClient(
+            url: URL(string: "ws://127.0.0.1:\(port)/websocket")!, configuration: configuration, webSocket: webSocket)
         let errors = ErrorLog()
         let errorStream = client.errors
         let collecting = Task {
@@ -241,16 +272,22 @@ extension HostileTable.Row {
         let recovery = ContinuousClock.now - ended
         let peakGrowth = ProcessMemory.peak - baseline
         // The errors stream may deliver the report after the call's completion.
-        let seen = (try? await withTimeout(5, "the expected errors") { await errors.waitUntil(expected) }) ?? errors.value
+        let seen =
+            (try? await withTimeout(5, "the expected errors") { await errors.waitUntil(expected) }) ?? errors.value
         client.close()
         await server.stop()
         _ = await collecting.value
         var failures: [String] = []
         if !expected(seen) { failures.append("\(row): unexpected errors \(seen.prefix(5))") }
         if let problem = alsoCheck(seen) { failures.append("\(row): \(problem)") }
-        if recovery >= maxRecovery { failures.append("\(row): the client answered a call only \(recovery) after the attack") }
-        if peakGrowth > HostileTable.maxPeakGrowth { failures.append("\(row): peak memory grew by \(peakGrowth >> 20) MB") }
-        let outcome = HostileTable.Outcome(row: row, errors: seen, recovery: recovery, peakGrowth: peakGrowth, failures: failures)
+        if recovery >= maxRecovery {
+            failures.append("\(row): the client answered a call only \(recovery) after the attack")
+        }
+        if peakGrowth > HostileTable.maxPeakGrowth {
+            failures.append("\(row): peak memory grew by \(peakGrowth >> 20) MB")
+        }
+        let outcome = HostileTable.Outcome(
+            row: row, errors: seen, recovery: recovery, peakGrowth: peakGrowth, failures: failures)
         print("hostile-server row: \(outcome)")
         return outcome
     }
@@ -310,7 +347,12 @@ final class PendingCall: Sendable {
 /// The errors a client reported (the first 1,000, so a flood of reports does not weigh on the memory measured), with
 /// a way to wait until they include what a test expects.
 final class ErrorLog: Sendable {
-    private let state = Locked<(errors: [DDPError], waiters: [(predicate: @Sendable ([DDPError]) -> Bool, continuation: CheckedContinuation<[DDPError], Never>)])>(([], []))
+    private let state = Locked<
+        (
+            errors: [DDPError],
+            waiters: [(predicate: @Sendable ([DDPError]) -> Bool, continuation: CheckedContinuation<[DDPError], Never>)]
+        )
+    >(([], []))
 
     var value: [DDPError] { state.value.errors }
 
@@ -334,7 +376,11 @@ final class ErrorLog: Sendable {
         await withCheckedContinuation { continuation in
             var now: [DDPError]?
             state.mutate { state in
-                if predicate(state.errors) { now = state.errors } else { state.waiters.append((predicate, continuation)) }
+                if predicate(state.errors) {
+                    now = state.errors
+                } else {
+                    state.waiters.append((predicate, continuation))
+                }
             }
             if let now { continuation.resume(returning: now) }
         }

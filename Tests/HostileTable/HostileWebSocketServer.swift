@@ -89,7 +89,9 @@ final class HostileWebSocketServer: Sendable {
     }
 
     func stop() async {
-        let (channel, task, open) = state.withLockedValue { ($0.serverChannel, $0.acceptTask, Array($0.openConnections.values)) }
+        let (channel, task, open) = state.withLockedValue {
+            ($0.serverChannel, $0.acceptTask, Array($0.openConnections.values))
+        }
         try? await channel?.close()
         for connection in open { try? await connection.close() }
         task?.cancel()
@@ -106,8 +108,13 @@ final class HostileWebSocketServer: Sendable {
         try await connection.executeThenClose { inbound, outbound in
             var reader = ClientFrameReader(inbound.makeAsyncIterator())
             let key = try await reader.readHandshakeKey()
-            let accept = Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
-            try await outbound.write(ByteBuffer(string: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n"))
+            let accept = Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
+                .base64EncodedString()
+            try await outbound.write(
+                ByteBuffer(
+                    string:
+                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n"
+                ))
             let socket = HostileSocket(outbound: outbound)
             guard case .text(let connect)? = try await reader.next(), connect.contains(#""connect""#) else { return }
             try await socket.sendText(#"{"msg":"connected","session":"hostile"}"#)
@@ -147,13 +154,16 @@ final class HostileWebSocketServer: Sendable {
     }
 
     /// Answers like a minimal DDP server until the client closes.
-    private static func behave(_ reader: inout ClientFrameReader, _ socket: HostileSocket, answeringSubscriptions: Bool) async throws {
+    private static func behave(_ reader: inout ClientFrameReader, _ socket: HostileSocket, answeringSubscriptions: Bool)
+        async throws
+    {
         while let frame = try await reader.next() {
             guard case .text(let text) = frame, case .object(let message) = try? EJSON.parse(text) else { continue }
             let id = message["id"].map { EJSON.stringify($0) } ?? "null"
             switch message["msg"]?.stringValue {
             case "connect": try await socket.sendText(#"{"msg":"connected","session":"hostile"}"#)
-            case "ping": try await socket.sendText(message["id"] == nil ? #"{"msg":"pong"}"# : #"{"msg":"pong","id":\#(id)}"#)
+            case "ping":
+                try await socket.sendText(message["id"] == nil ? #"{"msg":"pong"}"# : #"{"msg":"pong","id":\#(id)}"#)
             case "sub" where answeringSubscriptions: try await socket.sendText(#"{"msg":"ready","subs":[\#(id)]}"#)
             case "method":
                 try await socket.sendText(#"{"msg":"result","id":\#(id),"result":"ok"}"#)
@@ -218,7 +228,10 @@ struct HostileSocket: Sendable {
 
 /// Reads the client's side: the HTTP upgrade request, then masked frames (text messages only are assembled).
 struct ClientFrameReader {
-    enum Frame { case text(String), other }
+    enum Frame {
+        case text(String)
+        case other
+    }
 
     private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     private var buffer = ByteBuffer()
@@ -275,7 +288,8 @@ struct ClientFrameReader {
         let bytes = buffer.readableBytesView
         guard bytes.count >= 2 else { return nil }
         var index = bytes.startIndex
-        let first = bytes[index], second = bytes[index + 1]
+        let first = bytes[index]
+        let second = bytes[index + 1]
         index += 2
         var length = Int(second & 0x7F)
         if length == 126 {

@@ -5,7 +5,9 @@ import MeteorDDP
 /// block loading are SHA-256's (the same in both).
 enum SHA1 {
     static func digest(_ message: [UInt8]) -> [UInt8] {
-        var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+        var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (
+            0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0
+        )
         let padded = SHA256.padded(message)
         var w = [UInt32](repeating: 0, count: 80)
         for block in stride(from: 0, to: padded.count, by: 64) {
@@ -28,6 +30,8 @@ enum SHA1 {
             }
             h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
         }
-        return [h.0, h.1, h.2, h.3, h.4].flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+        return [h.0, h.1, h.2, h.3, h.4].flatMap { word in
+            (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) }
+        }
     }
 }

@@ -17,5 +17,7 @@ for row in HostileTable.Row.allCases {
     failures += found
 }
 for failure in failures { print("hostile-server table: FAILED: \(failure)") }
-print("hostile-server table: \(HostileTable.Row.allCases.count - failedRows) of \(HostileTable.Row.allCases.count) rows passed")
+print(
+    "hostile-server table: \(HostileTable.Row.allCases.count - failedRows) of \(HostileTable.Row.allCases.count) rows passed"
+)
 exit(failures.isEmpty ? 0 : 1)

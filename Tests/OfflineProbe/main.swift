@@ -17,8 +17,8 @@
 //   OfflineProbe verify  <store> <port>           prints what was restored, reconnects, waits for every restored
 //                                                 call's outcome, prints the outcomes, the cache and the keys notified
 //
-// Output lines: `called N`, `completed N`, `durable N`, `subscribed`, `logged out`, `restored {json}` (docs, and calls as
-// [id, name, first param]), `outcome ID KIND SOURCE`, `cache {json}`, `notified {json}`.
+// Output lines: `called N`, `completed N`, `durable N`, `subscribed`, `logged out`, `restored {json}` (docs, and calls
+// as [id, name, first param]), `outcome ID KIND SOURCE`, `cache {json}`, `notified {json}`.
 import EJSON
 import Foundation
 import MeteorDDP
@@ -50,11 +50,12 @@ client.defineStub("bump") { context in
 }
 
 func items() -> EJSONValue {
-    .array(client.database.collection("items").documents.sorted { $0.id < $1.id }.map { document in
-        var fields = document.fields
-        fields["_id"] = .string(document.id)
-        return .object(fields)
-    })
+    .array(
+        client.database.collection("items").documents.sorted { $0.id < $1.id }.map { document in
+            var fields = document.fields
+            fields["_id"] = .string(document.id)
+            return .object(fields)
+        })
 }
 
 func logIn() async throws {
@@ -86,7 +87,8 @@ case "offline", "online", "online-early", "logout":
     let completed = DispatchGroup()
     for n in 1...calls {
         completed.enter()
-        let id = try client.call("addItem", params: [.number(Double(n))], options: MethodOptions(returnStubValue: true)) { result in
+        let id = try client.call("addItem", params: [.number(Double(n))], options: MethodOptions(returnStubValue: true))
+        { result in
             if case .success = result { say("completed \(n)") }
             completed.leave()
         }
@@ -114,9 +116,13 @@ case "offline", "online", "online-early", "logout":
     DispatchSemaphore(value: 0).wait()
 
 case "verify":
-    let restored: EJSONValue = ["docs": items(), "calls": .array(client.restoredCalls.calls.map { call in
-        [.string(call.id), .string(call.name), call.params.first ?? .null]
-    })]
+    let restored: EJSONValue = [
+        "docs": items(),
+        "calls": .array(
+            client.restoredCalls.calls.map { call in
+                [.string(call.id), .string(call.name), call.params.first ?? .null]
+            })
+    ]
     say("restored \(EJSON.stringify(restored))")
     let notified = NotifiedKeys()
     let changes = client.database.changes

@@ -15,7 +15,9 @@ public struct TimedOut: Error, CustomStringConvertible {
 /// cancelled and not waited for, so a hang that ignores cancellation still fails its test instead of stalling the
 /// suite. (A deadline, never a synchronisation: the test still waits for `body` itself.)
 @discardableResult
-public func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+public func withTimeout<T: Sendable>(
+    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let pending = Locked<CheckedContinuation<T, any Error>?>(nil)
     let finish: @Sendable (Result<T, any Error>) -> Void = { result in
         var continuation: CheckedContinuation<T, any Error>?

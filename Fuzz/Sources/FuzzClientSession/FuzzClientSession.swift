@@ -1,12 +1,15 @@
 import EJSON
 import FuzzSupport
-@testable import MeteorDDP
 import MeteorDDPTesting
+
+@testable import MeteorDDP
 
 /// Any sequence of server frames (one per input line) driven into a connected client over the in-memory transport:
 /// no trap, and the client still handles a well-formed exchange afterwards (a `ping` is answered with a `pong`).
 @_cdecl("FuzzClientSession_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzClientSession) }
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer(fuzzClientSession)
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -21,7 +24,7 @@ func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         return nil
     }
     client.connect()
-    client.waitUntilIdle()  // `connect()` opens the transport on the client queue
+    client.waitUntilIdle() // `connect()` opens the transport on the client queue
     transport.open()
     transport.receive(#"{"msg":"connected","session":"s"}"#)
     guard client.status.isConnected else { fatalError("the harness did not connect the client") }

@@ -4,7 +4,9 @@ import FuzzSupport
 /// Any bytes: `EJSON.parse` returns a value or throws an `EJSONError`, never traps; a value it returns serialises and
 /// parses back to an equal value.
 @_cdecl("FuzzEJSONParse_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzEJSONParse) }
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer(fuzzEJSONParse)
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzEJSONParse(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

@@ -11,12 +11,14 @@ func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>
 let fixedDocuments: [EJSONObject] = [
     [:],
     ["_id": "x", "a": 1, "b": ["c": [1, 2, ["d": "e"]]], "tags": ["a", "b"]],
-    ["_id": "y", "a": [["x": 1, "y": [2, 3]], ["x": 4]], "n": .null, "s": "text", "t": .date(millisecondsSince1970: 5)],
+    ["_id": "y", "a": [["x": 1, "y": [2, 3]], ["x": 4]], "n": .null, "s": "text", "t": .date(millisecondsSince1970: 5)]
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzQueries(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let value = try? EJSON.parse(bytes: UnsafeBufferPointer(start: data, count: size)), case .array(let parts) = value else { return 0 }
+    guard let value = try? EJSON.parse(bytes: UnsafeBufferPointer(start: data, count: size)),
+        case .array(let parts) = value
+    else { return 0 }
     let part = { (index: Int) -> EJSONValue? in index < parts.count ? parts[index] : nil }
     var documents = fixedDocuments
     if case .object(let document)? = part(4) { documents.append(document) }
@@ -36,7 +38,10 @@ func fuzzQueries(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     if let sortValue = part(2), let query = try? Query([:], FindOptions(sort: sortValue)) {
         let database = Database()
-        database.apply(documents.enumerated().map { .added(DocumentKey(collectionName: "c", documentID: "d\($0.offset)"), $0.element) })
+        database.apply(
+            documents.enumerated().map {
+                .added(DocumentKey(collectionName: "c", documentID: "d\($0.offset)"), $0.element)
+            })
         let sorted = database.collection("c").find(query)
         if sorted.count != documents.count { fatalError("sorting lost documents") }
     }

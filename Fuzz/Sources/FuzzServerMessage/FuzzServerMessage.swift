@@ -8,7 +8,9 @@ import FuzzSupport
 /// either declines the frame or reads exactly what the general parser reads, packed byte for byte the same. A frame
 /// that does not parse keeps the waiters it names (a `result`'s id, an `updated`'s ids, …) for the client to fail.
 @_cdecl("FuzzServerMessage_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzServerMessage) }
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer(fuzzServerMessage)
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzServerMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

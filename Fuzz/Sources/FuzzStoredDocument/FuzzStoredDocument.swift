@@ -5,7 +5,9 @@ import FuzzSupport
 /// Bytes as a row of the offline store's document table (packed fields): they validate or give a typed error, never
 /// trap; what validates reads back completely, and packing its fields again gives an equal document.
 @_cdecl("FuzzStoredDocument_main")
-func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt { runFuzzer(fuzzStoredDocument) }
+func main(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer(fuzzStoredDocument)
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzStoredDocument(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -14,6 +16,8 @@ func fuzzStoredDocument(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let fields = document.fields
     _ = EJSON.stringify(.object(fields))
     for name in document.fieldNames { _ = document[name] }
-    if Document(id: "fuzz", fields: fields) != document { fatalError("a validated document does not survive a round trip") }
+    if Document(id: "fuzz", fields: fields) != document {
+        fatalError("a validated document does not survive a round trip")
+    }
     return 0
 }

@@ -1,4 +1,5 @@
 /// libFuzzer's driver (in the runtime `-sanitize=fuzzer` links).
+// swift-format-ignore: AlwaysUseLowerCamelCase
 @_silgen_name("LLVMFuzzerRunDriver")
 private func LLVMFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<CInt>,

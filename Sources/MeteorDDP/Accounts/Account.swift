@@ -22,7 +22,9 @@ public struct Account: Sendable, Equatable, Codable, CustomStringConvertible {
     /// Reads a `login` result: `{id, token, tokenExpires?}`.
     /// - Throws: ``AccountError`` of kind ``AccountError/Kind/malformedLoginResult`` when `id` or `token` is missing.
     init(loginResult result: EJSONValue?) throws {
-        guard let id = result?["id"]?.stringValue, let token = result?["token"]?.stringValue, !id.isEmpty, !token.isEmpty else {
+        guard let id = result?["id"]?.stringValue, let token = result?["token"]?.stringValue, !id.isEmpty,
+            !token.isEmpty
+        else {
             throw AccountError(.malformedLoginResult, "the login result has no id or no token")
         }
         self.init(userID: id, token: token, tokenExpires: result?["tokenExpires"]?.dateValue)

@@ -42,9 +42,11 @@ public struct FileAccountStore: AccountStore {
 
     /// Creates a store in the application-support directory, one file per `name` (for example per server).
     public init(name: String) throws {
-        let base = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
+        let base = try FileManager.default.url(
+            for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
         let safe = name.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." ? $0 : "_" }
-        self.url = base.appendingPathComponent("MeteorDDP", isDirectory: true).appendingPathComponent(String(safe) + ".json")
+        self.url = base.appendingPathComponent("MeteorDDP", isDirectory: true).appendingPathComponent(
+            String(safe) + ".json")
     }
 
     public func load() throws -> Account? {
@@ -52,7 +54,10 @@ public struct FileAccountStore: AccountStore {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         if let permissions = attributes[.posixPermissions] as? NSNumber, permissions.intValue & 0o077 != 0 {
-            throw AccountError(.unreadableStore, "\(path) is readable by others (permissions \(String(permissions.intValue, radix: 8))); refusing to use it")
+            throw AccountError(
+                .unreadableStore,
+                "\(path) is readable by others (permissions \(String(permissions.intValue, radix: 8))); refusing to use it"
+            )
         }
         do {
             let decoder = JSONDecoder()
@@ -70,12 +75,16 @@ public struct FileAccountStore: AccountStore {
                 if fileManager.fileExists(atPath: url.path) { try fileManager.removeItem(at: url) }
                 return
             }
-            try fileManager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try fileManager.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .millisecondsSince1970
             let data = try encoder.encode(account)
-            let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-            guard fileManager.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            let temporary = url.deletingLastPathComponent().appendingPathComponent(
+                ".\(url.lastPathComponent).\(UUID().uuidString)")
+            guard fileManager.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+            else {
                 throw AccountError(.unwritableStore, "cannot write \(temporary.path)")
             }
             if fileManager.fileExists(atPath: url.path) {

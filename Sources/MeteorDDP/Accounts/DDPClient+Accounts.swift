@@ -64,7 +64,9 @@ extension DDPClient {
 
     /// Creates a user and logs in as it (Meteor's `Accounts.createUser`).
     @discardableResult
-    public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil) async throws -> Account {
+    public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil)
+        async throws -> Account
+    {
         var options = EJSONObject()
         if let username { options["username"] = .string(username) }
         if let email { options["email"] = .string(email) }
@@ -149,7 +151,10 @@ extension DDPClient {
         }
     }
 
-    private func callLoginMethod(_ method: String, arguments: [EJSONValue], resuming: Bool = false, completion: @escaping @Sendable (Result<Account, any Error>) -> Void) {
+    private func callLoginMethod(
+        _ method: String, arguments: [EJSONValue], resuming: Bool = false,
+        completion: @escaping @Sendable (Result<Account, any Error>) -> Void
+    ) {
         dispatchPrecondition(condition: .onQueue(queue))
         if !resuming { accountState.withLockedValue { $0.loggingIn = true } }
         // Never written to the offline store, whatever the method's name: its parameters are credentials.
@@ -183,7 +188,8 @@ extension DDPClient {
                 let account = try Account(loginResult: value)
                 core.setResumeToken(account.token)
                 setAccount(account, clearingLogoutReason: true)
-                loginEventBroadcaster.yield(.loggedIn(account, type: value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown))
+                loginEventBroadcaster.yield(
+                    .loggedIn(account, type: value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown))
                 completion(.success(account))
             } catch {
                 logger.debug("login result unusable; logged out", metadata: ["error": "\(error)"])
@@ -250,7 +256,9 @@ extension DDPClient {
         }
         accountBroadcaster.yield(account)
         userCode.run {
-            NotificationCenter.default.post(name: .ddpClientAccountDidChange, object: self, userInfo: [DDPClient.accountUserInfoKey: account as Any])
+            NotificationCenter.default.post(
+                name: .ddpClientAccountDidChange, object: self, userInfo: [DDPClient.accountUserInfoKey: account as Any]
+            )
         }
     }
 }

@@ -26,6 +26,8 @@ extension DDPClient {
     ///   user closed the page, or the credential was used already), ``MethodError`` for a local failure.
     @discardableResult
     public func login(oauthCredentialToken credentialToken: String, credentialSecret: String) async throws -> Account {
-        try await login(params: ["oauth": ["credentialToken": .string(credentialToken), "credentialSecret": .string(credentialSecret)]])
+        try await login(params: [
+            "oauth": ["credentialToken": .string(credentialToken), "credentialSecret": .string(credentialSecret)]
+        ])
     }
 }

@@ -20,7 +20,9 @@ extension DDPClient {
     /// - Returns: Whether the server created the user.
     /// - Throws: the server's ``MeteorError`` (403 "User not found"), ``MethodError`` for a local failure.
     @discardableResult
-    public func requestLoginToken(for selector: AccountSelector, userData: EJSONObject? = nil, userCreationDisabled: Bool = false) async throws -> Bool {
+    public func requestLoginToken(
+        for selector: AccountSelector, userData: EJSONObject? = nil, userCreationDisabled: Bool = false
+    ) async throws -> Bool {
         var request: EJSONObject = ["selector": selector.ejsonValue]
         if let userData { request["userData"] = .object(userData) }
         if userCreationDisabled { request["options"] = ["userCreationDisabled": true] }

@@ -22,8 +22,9 @@ extension DDPClient {
         guard account != nil else { throw AccountError(.notLoggedIn, "must be logged in to change the password") }
         guard !new.isEmpty else { throw MeteorError(error: 400, reason: "Password may not be empty") }
         // Not a wait method (Meteor's is not); never stored offline: its parameters are credentials.
-        let result = try await call("changePassword", params: [old.map(Self.hashedPassword) ?? .null, Self.hashedPassword(new)],
-                                    options: .credentials())
+        let result = try await call(
+            "changePassword", params: [old.map(Self.hashedPassword) ?? .null, Self.hashedPassword(new)],
+            options: .credentials())
         guard let result, result.isTruthy else {
             throw MeteorError(error: "no-result", reason: "No result from changePassword.")
         }
@@ -86,11 +87,15 @@ extension DDPClient {
     /// - Throws: ``AccountError`` of kind ``AccountError/Kind/notLoggedIn`` (nothing is sent), the server's
     ///   ``MeteorError``, ``MethodError`` for a local failure.
     public func logoutOtherClients() async throws {
-        guard let current = account else { throw AccountError(.notLoggedIn, "must be logged in to log other clients out") }
+        guard let current = account else {
+            throw AccountError(.notLoggedIn, "must be logged in to log other clients out")
+        }
         var newToken = MethodOptions.credentials(wait: true)
         // As the answer arrives (before `updated`): a reconnect from then on resumes with the new token.
         newToken.onResultReceivedOnClientQueue = { [weak self] result in
-            guard let self, case .success(let value) = result, let account = try? Account(loginResult: value) else { return }
+            guard let self, case .success(let value) = result, let account = try? Account(loginResult: value) else {
+                return
+            }
             guard account.userID == current.userID else { return }
             self.core.setResumeToken(account.token)
             self.setAccount(account)
@@ -101,7 +106,9 @@ extension DDPClient {
         try onClientQueue {
             // Queued together on the client queue: no other call can come between them.
             _ = try call("getNewToken", params: [], options: newToken, completesInline: true) { tokenTaken.fulfill($0) }
-            _ = try call("removeOtherTokens", params: [], options: options, completesInline: true) { removed.fulfill($0) }
+            _ = try call("removeOtherTokens", params: [], options: options, completesInline: true) {
+                removed.fulfill($0)
+            }
         }
         _ = try await tokenTaken.value
         _ = try await removed.value

@@ -37,13 +37,17 @@ extension DDPClient {
     ///   local failure, ``AccountError``.
     @discardableResult
     public func login(email: String, password: String, code: String) async throws -> Account {
-        try await login(params: ["user": ["email": .string(email)], "password": Self.hashedPassword(password), "code": .string(code)])
+        try await login(params: [
+            "user": ["email": .string(email)], "password": Self.hashedPassword(password), "code": .string(code)
+        ])
     }
 
     /// Logs in with a username, a password and a 2FA code.
     @discardableResult
     public func login(username: String, password: String, code: String) async throws -> Account {
-        try await login(params: ["user": ["username": .string(username)], "password": Self.hashedPassword(password), "code": .string(code)])
+        try await login(params: [
+            "user": ["username": .string(username)], "password": Self.hashedPassword(password), "code": .string(code)
+        ])
     }
 
     /// Whether the logged-in user has 2FA on (`Accounts.has2faEnabled`).
@@ -58,8 +62,13 @@ extension DDPClient {
     ///   failure, `DecodingError` for an answer without the QR code.
     public func generate2faActivationQRCode(appName: String) async throws -> TwoFactorActivation {
         let result = try await call("generate2faActivationQrCode", params: [.string(appName)], options: .credentials())
-        guard let svg = result?["svg"]?.stringValue, let secret = result?["secret"]?.stringValue, let uri = result?["uri"]?.stringValue else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "generate2faActivationQrCode answered without svg, secret and uri"))
+        guard let svg = result?["svg"]?.stringValue, let secret = result?["secret"]?.stringValue,
+            let uri = result?["uri"]?.stringValue
+        else {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: [], debugDescription: "generate2faActivationQrCode answered without svg, secret and uri"
+                ))
         }
         return TwoFactorActivation(svg: svg, secret: secret, uri: uri)
     }

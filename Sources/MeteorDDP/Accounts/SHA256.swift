@@ -1,9 +1,9 @@
 /// SHA-256 (FIPS 180-4), for the password digest Meteor's accounts-password sends (``MeteorPassword/digest(_:)``)
 /// and the test server's salted hashes.
 ///
-/// Written here rather than taken from swift-crypto: on Linux swift-crypto builds its own copy of BoringSSL (swift-nio-ssl
-/// already builds one), and this one function is all the library used it for. Checked against FIPS 180-4's
-/// examples, messages of every length across the padding boundaries (55, 56, 63, 64 bytes, …) and Meteor's own
+/// Written here rather than taken from swift-crypto: on Linux swift-crypto builds its own copy of BoringSSL
+/// (swift-nio-ssl already builds one), and this one function is all the library used it for. Checked against FIPS
+/// 180-4's examples, messages of every length across the padding boundaries (55, 56, 63, 64 bytes, …) and Meteor's own
 /// digests (SHA256Tests).
 package enum SHA256 {
     private static let k: [UInt32] = [
@@ -14,12 +14,14 @@ package enum SHA256 {
         0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
         0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
         0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2
     ]
 
     /// The 32-byte digest of `message`.
     package static func hash(_ message: [UInt8]) -> [UInt8] {
-        var h: [UInt32] = [0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19]
+        var h: [UInt32] = [
+            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
+        ]
         let padded = Self.padded(message)
         var w = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: padded.count, by: 64) {
@@ -63,7 +65,9 @@ package enum SHA256 {
         padded.append(0x80)
         while padded.count % 64 != 56 { padded.append(0) }
         let bits = UInt64(message.count) &* 8
-        for shift in stride(from: 56, through: 0, by: -8) { padded.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            padded.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
         return padded
     }
 
@@ -71,7 +75,8 @@ package enum SHA256 {
     package static func loadBlock(_ bytes: [UInt8], at offset: Int, into w: inout [UInt32]) {
         for t in 0..<16 {
             let i = offset + t * 4
-            w[t] = UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3])
+            w[t] =
+                UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3])
         }
     }
 

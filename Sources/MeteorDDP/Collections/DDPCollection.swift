@@ -37,17 +37,22 @@ public struct DDPCollection: Sendable {
     /// A live query over this collection.
     public func observe(_ query: Query = Query()) -> LiveQuery { local.observe(query) }
     /// The documents matching a Mongo selector (Meteor's `find(selector, options).fetch()`).
-    public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> [Document] {
+    public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError)
+        -> [Document]
+    {
         try local.find(selector, options)
     }
     /// The first document matching a Mongo selector (Meteor's `findOne`).
-    public func findOne(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> Document? {
+    public func findOne(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError)
+        -> Document?
+    {
         try local.findOne(selector, options)
     }
     /// How many documents match a Mongo selector.
     public func count(_ selector: EJSONValue) throws(QueryError) -> Int { try local.count(selector) }
     /// A live query over the documents matching a Mongo selector.
-    public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery {
+    public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery
+    {
         try local.observe(selector, options)
     }
 
@@ -60,7 +65,9 @@ public struct DDPCollection: Sendable {
     ///   server's outcome.
     /// - Throws: ``MethodError`` when a document with that id already exists locally.
     @discardableResult
-    public func insert(_ fields: EJSONObject, completion: @escaping @Sendable (Result<String, any Error>) -> Void = { _ in }) throws -> String {
+    public func insert(
+        _ fields: EJSONObject, completion: @escaping @Sendable (Result<String, any Error>) -> Void = { _ in }
+    ) throws -> String {
         var document = EJSONObject(minimumCapacity: fields.count + 1)
         // Meteor's client leaves the id of a top-level insert to the stub's random stream (sending the seed); an id
         // made here, sent with the document, makes the same document on the server and is known before the call.
@@ -70,11 +77,15 @@ public struct DDPCollection: Sendable {
         for (key, value) in fields where key != "_id" { document[key] = value }
         // Inside the app's own transaction the call is made after it commits (see `DDPClient.call`): no stub value yet.
         let deferred = client.database.isInTransactionOnCurrentThread
-        let stubValue = try client.call("/\(name)/insert", params: [.object(document)], options: MethodOptions(returnStubValue: true)) { result in
+        let stubValue = try client.call(
+            "/\(name)/insert", params: [.object(document)], options: MethodOptions(returnStubValue: true)
+        ) { result in
             completion(result.map { _ in id })
         }
         guard deferred || stubValue.map({ MongoEquality.equal($0, idValue) }) == true else {
-            throw MethodError(methodName: "/\(name)/insert", kind: .stubFailed, stubErrorDescription: "a document with id \(id) already exists")
+            throw MethodError(
+                methodName: "/\(name)/insert", kind: .stubFailed,
+                stubErrorDescription: "a document with id \(id) already exists")
         }
         return id
     }
@@ -90,13 +101,17 @@ public struct DDPCollection: Sendable {
     /// Updates the document with `id` (``Document/id``) with a Mongo modifier; returns how many documents the server
     /// changed.
     @discardableResult
-    public func update(_ id: String, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+    public func update(_ id: String, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws
+        -> Int
+    {
         try await update(["_id": Self.idValue(id)], modifier, options: options)
     }
 
     /// Updates the document with this ObjectID with a Mongo modifier; returns how many documents the server changed.
     @discardableResult
-    public func update(_ id: ObjectID, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+    public func update(_ id: ObjectID, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws
+        -> Int
+    {
         try await update(["_id": id.ejsonValue], modifier, options: options)
     }
 
@@ -109,12 +124,16 @@ public struct DDPCollection: Sendable {
     /// - Throws: `MeteorError` 403 for a selector other than an id (nothing is sent), ``QueryError`` for an invalid
     ///   modifier, the server's ``MeteorError`` for its refusal.
     @discardableResult
-    public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+    public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions())
+        async throws -> Int
+    {
         guard MongoModifier.documentID(inSelector: selector) != nil else {
-            throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
+            throw MeteorError(
+                error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
         }
         _ = try MongoModifier(modifier)
-        let result = try await client.call("/\(name)/update", params: [Self.idSelector(selector), modifier, .object(options.ejsonValue)])
+        let result = try await client.call(
+            "/\(name)/update", params: [Self.idSelector(selector), modifier, .object(options.ejsonValue)])
         return result?.intValue ?? 0
     }
 
@@ -137,7 +156,8 @@ public struct DDPCollection: Sendable {
     @discardableResult
     public func remove(matching selector: EJSONValue) async throws -> Int {
         guard MongoModifier.documentID(inSelector: selector) != nil else {
-            throw MeteorError(error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
+            throw MeteorError(
+                error: .number(403), reason: "Not permitted. Untrusted code may only remove documents by ID.")
         }
         let result = try await client.call("/\(name)/remove", params: [Self.idSelector(selector)])
         return result?.intValue ?? 0
@@ -213,16 +233,21 @@ extension DDPClient {
         guard !alreadyDefined else { return }
         defineStub("/\(name)/insert") { [weak self] context in
             guard let self, case .object(let document)? = context.params.first else { return nil }
-            let id = MongoID.givenID(of: document) ?? self.idGeneration(ofCollection: name).newID(in: context, collection: name)
+            let id =
+                MongoID.givenID(of: document)
+                ?? self.idGeneration(ofCollection: name).newID(in: context, collection: name)
             return LocalWrites.insert(document, id: id, into: name, database: self.database)
         }
         defineStub("/\(name)/update") { [weak self] context in
             guard let self, let selector = context.params[0], let modifier = context.params[1] else { return 0 }
             let options = context.params[2]?.objectValue ?? [:]
-            return .number(Double(try LocalWrites.update(
-                selector: selector, modifier: MongoModifier(modifier), options: options,
-                newID: { self.idGeneration(ofCollection: name).newID(in: context, collection: name) }, in: name, database: self.database
-            )))
+            return .number(
+                Double(
+                    try LocalWrites.update(
+                        selector: selector, modifier: MongoModifier(modifier), options: options,
+                        newID: { self.idGeneration(ofCollection: name).newID(in: context, collection: name) }, in: name,
+                        database: self.database
+                    )))
         }
         defineStub("/\(name)/remove") { [weak self] context in
             guard let self, let selector = context.params.first else { return 0 }

@@ -22,7 +22,9 @@ public enum IDGeneration: Sendable, Hashable {
     package func newID(in context: some RandomSequenceSource, collection name: String) -> EJSONValue {
         switch self {
         case .string: return .string(context.randomID(forSequence: "/collection/" + name))
-        case .objectID: return .custom(type: "oid", value: .string(context.randomHexString(forSequence: "/collection/" + name, digits: 24)))
+        case .objectID:
+            return .custom(
+                type: "oid", value: .string(context.randomHexString(forSequence: "/collection/" + name, digits: 24)))
         }
     }
 

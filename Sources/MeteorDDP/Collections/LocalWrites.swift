@@ -6,7 +6,9 @@ import EJSON
 enum LocalWrites {
     /// Inserts `document` with the `_id` `id` (a string, an ObjectID, …), keyed as DDP carries it
     /// (`MongoID.documentID`); returns the id, or `nil` when a document with that id exists.
-    static func insert(_ document: EJSONObject, id: EJSONValue, into collection: String, database: Database) -> EJSONValue? {
+    static func insert(_ document: EJSONObject, id: EJSONValue, into collection: String, database: Database)
+        -> EJSONValue?
+    {
         let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(id))
         guard database.document(key) == nil else { return nil }
         var fields = document
@@ -16,7 +18,9 @@ enum LocalWrites {
     }
 
     /// Applies `modifier` to the document with `id` (``Document/id``); returns how many documents changed (0 or 1).
-    static func update(id: String, with modifier: MongoModifier, in collection: String, database: Database) throws -> Int {
+    static func update(id: String, with modifier: MongoModifier, in collection: String, database: Database) throws
+        -> Int
+    {
         let key = DocumentKey(collectionName: collection, documentID: id)
         guard let current = database.document(key) else { return 0 }
         database.apply(.replaced(key, try modifier.applyKeepingID(id, to: current.fields)))
@@ -29,15 +33,19 @@ enum LocalWrites {
     ///
     /// The order is minimongo's `_eachPossiblyMatchingDoc`: the ids the selector names (`_id`, `{_id: {$in: […]}}`,
     /// a clause of a top-level `$and`) in the order it names them, else every document in arrival order.
-    static func update(selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> EJSONValue,
-                       in collection: String, database: Database) throws -> Int {
+    static func update(
+        selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> EJSONValue,
+        in collection: String, database: Database
+    ) throws -> Int {
         let compiled = try MongoSelector(selector)
         let multi = options["multi"]?.isTruthy ?? false
         var matching: [Document] = []
         if let ids = specificIDs(in: selector) {
             var seen: Set<String> = []
             for id in ids.map(MongoID.documentID) where seen.insert(id).inserted {
-                guard let document = database.document(DocumentKey(collectionName: collection, documentID: id)), compiled.matches(document) else { continue }
+                guard let document = database.document(DocumentKey(collectionName: collection, documentID: id)),
+                    compiled.matches(document)
+                else { continue }
                 matching.append(document)
                 if !multi { break }
             }
@@ -83,12 +91,16 @@ enum LocalWrites {
         let compiled = try MongoSelector(selector)
         let candidates: [Document]
         if let ids = specificIDs(in: selector) {
-            candidates = Set(ids.map(MongoID.documentID)).compactMap { database.document(DocumentKey(collectionName: collection, documentID: $0)) }
+            candidates = Set(ids.map(MongoID.documentID)).compactMap {
+                database.document(DocumentKey(collectionName: collection, documentID: $0))
+            }
         } else {
             candidates = database.snapshot.allDocuments(in: collection)
         }
         let matching = candidates.filter { compiled.matches($0) }
-        for document in matching { database.apply(.removed(DocumentKey(collectionName: collection, documentID: document.id))) }
+        for document in matching {
+            database.apply(.removed(DocumentKey(collectionName: collection, documentID: document.id)))
+        }
         return matching.count
     }
 

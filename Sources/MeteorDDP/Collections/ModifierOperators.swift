@@ -9,7 +9,8 @@ enum ModifierOperators {
         switch name {
         case "$set":
             guard case .value = target.container else {
-                throw target.container.isForbiddenArray ? error("Cannot set property on null") : error("Cannot set property on non-object field")
+                throw target.container.isForbiddenArray
+                    ? error("Cannot set property on null") : error("Cannot set property on non-object field")
             }
             try MongoModifier.assertValidFieldNames(argument)
             target.set(argument)
@@ -32,7 +33,9 @@ enum ModifierOperators {
             }
         case "$currentDate":
             if case .object(let spec) = argument, let type = spec["$type"] {
-                guard type == "date" else { throw error("Minimongo does currently only support the date type in $currentDate modifiers") }
+                guard type == "date" else {
+                    throw error("Minimongo does currently only support the date type in $currentDate modifiers")
+                }
             } else if argument != .bool(true) {
                 throw error("Invalid $currentDate modifier")
             }
@@ -40,7 +43,9 @@ enum ModifierOperators {
         case "$push":
             try push(&target, argument, error: error)
         case "$pushAll":
-            guard case .array(let values) = argument else { throw QueryError("Modifier $pushAll/pullAll allowed for arrays only") }
+            guard case .array(let values) = argument else {
+                throw QueryError("Modifier $pushAll/pullAll allowed for arrays only")
+            }
             try MongoModifier.assertValidFieldNames(argument)
             switch target.value {
             case nil: target.set(argument)
@@ -60,7 +65,9 @@ enum ModifierOperators {
             case nil:
                 target.set(.array(values))
             case .array(var array)?:
-                for value in values where !array.contains(where: { MongoEquality.equal(value, $0) }) { array.append(value) }
+                for value in values where !array.contains(where: { MongoEquality.equal(value, $0) }) {
+                    array.append(value)
+                }
                 target.set(.array(array))
             default:
                 throw error("Cannot apply $addToSet modifier to non-array")
@@ -75,9 +82,13 @@ enum ModifierOperators {
             }
             target.set(.array(array))
         case "$pull", "$pullAll":
-            if name == "$pullAll", !argument.isArray { throw error("Modifier $pushAll/pullAll allowed for arrays only") }
+            if name == "$pullAll", !argument.isArray {
+                throw error("Modifier $pushAll/pullAll allowed for arrays only")
+            }
             guard let current = target.value else { return }
-            guard case .array(let array) = current else { throw error("Cannot apply $pull/pullAll modifier to non-array") }
+            guard case .array(let array) = current else {
+                throw error("Cannot apply $pull/pullAll modifier to non-array")
+            }
             let keep: (EJSONValue) -> Bool
             if case .array(let values) = argument, name == "$pullAll" {
                 keep = { element in !values.contains { MongoEquality.equal(element, $0) } }
@@ -108,7 +119,9 @@ enum ModifierOperators {
         }
     }
 
-    private static func push(_ target: inout ModTarget, _ argument: EJSONValue, error: (String) -> QueryError) throws(QueryError) {
+    private static func push(_ target: inout ModTarget, _ argument: EJSONValue, error: (String) -> QueryError)
+        throws(QueryError)
+    {
         var array: [EJSONValue]
         switch target.value {
         case nil: array = []
@@ -162,7 +175,9 @@ enum ModifierOperators {
     }
 
     /// JavaScript's `Array.prototype.sort` is stable.
-    private static func stableSorted(_ array: [EJSONValue], by areInIncreasingOrder: (EJSONValue, EJSONValue) -> Bool) -> [EJSONValue] {
+    private static func stableSorted(_ array: [EJSONValue], by areInIncreasingOrder: (EJSONValue, EJSONValue) -> Bool)
+        -> [EJSONValue]
+    {
         array.enumerated().sorted { a, b in
             if areInIncreasingOrder(a.element, b.element) { return true }
             if areInIncreasingOrder(b.element, a.element) { return false }
@@ -171,22 +186,30 @@ enum ModifierOperators {
     }
 
     /// `$rename`: removes the source field and sets the target path to its value.
-    static func rename(_ document: inout EJSONValue, _ parts: [String], _ argument: EJSONValue, keypath: String, options: ModTarget.Options) throws(QueryError) {
+    static func rename(
+        _ document: inout EJSONValue, _ parts: [String], _ argument: EJSONValue, keypath: String,
+        options: ModTarget.Options
+    ) throws(QueryError) {
         let field = parts[parts.count - 1]
         func error(_ message: String) -> QueryError { QueryError("\(message) for field '\(field)'") }
-        if case .string(let destination) = argument, destination == keypath { throw error("$rename source must differ from target") }
+        if case .string(let destination) = argument, destination == keypath {
+            throw error("$rename source must differ from target")
+        }
         var moved: EJSONValue?
         try ModTarget.find(&document, parts, options: options) { target throws(QueryError) in
             if case .forbiddenArray = target.container { throw error("$rename source field invalid") }
             guard case .string(let destination) = argument else { throw error("$rename target must be a string") }
-            if destination.contains("\0") { throw error("The 'to' field for $rename cannot contain an embedded null byte") }
+            if destination.contains("\0") {
+                throw error("The 'to' field for $rename cannot contain an embedded null byte")
+            }
             guard case .value = target.container else { return }
             moved = target.value
             target.remove()
         }
         guard let moved, case .string(let destination) = argument else { return }
         let destinationParts = destination.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        try ModTarget.find(&document, destinationParts, options: ModTarget.Options(forbidArray: true)) { target throws(QueryError) in
+        try ModTarget.find(&document, destinationParts, options: ModTarget.Options(forbidArray: true)) {
+            target throws(QueryError) in
             if case .forbiddenArray = target.container { throw error("$rename target field invalid") }
             target.set(moved)
         }

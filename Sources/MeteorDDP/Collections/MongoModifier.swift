@@ -20,7 +20,7 @@ public struct MongoModifier: Sendable {
 
     static let operators: Set<String> = [
         "$currentDate", "$inc", "$min", "$max", "$mul", "$rename", "$set", "$setOnInsert", "$unset", "$push",
-        "$pushAll", "$addToSet", "$pop", "$pull", "$pullAll", "$bit", "$v",
+        "$pushAll", "$addToSet", "$pop", "$pull", "$pullAll", "$bit", "$v"
     ]
     /// Operators that never create the path they name (minimongo's `NO_CREATE_MODIFIERS`).
     static let noCreate: Set<String> = ["$pop", "$pull", "$pullAll", "$rename", "$unset"]
@@ -61,10 +61,14 @@ public struct MongoModifier: Sendable {
     ///   - isInsert: Whether the document is being inserted by an upsert (`$setOnInsert` then sets).
     ///   - arrayIndices: Where the update's selector matched in an array, for the positional `$`.
     /// - Throws: ``QueryError`` with minimongo's message.
-    public func apply(to document: EJSONObject, isInsert: Bool = false, arrayIndices: [Int]? = nil) throws(QueryError) -> EJSONObject {
+    public func apply(to document: EJSONObject, isInsert: Bool = false, arrayIndices: [Int]? = nil) throws(QueryError)
+        -> EJSONObject
+    {
         if isReplacement {
             if let id = document["_id"], let newID = object["_id"], !MongoEquality.equal(id, newID) {
-                throw QueryError("The _id field cannot be changed from {_id: \(EJSON.stringify(id))} to {_id: \(EJSON.stringify(newID))}")
+                throw QueryError(
+                    "The _id field cannot be changed from {_id: \(EJSON.stringify(id))} to {_id: \(EJSON.stringify(newID))}"
+                )
             }
             try Self.assertValidFieldNames(.object(object))
             var result: EJSONObject = [:]
@@ -82,7 +86,8 @@ public struct MongoModifier: Sendable {
                 if parts.contains("") {
                     throw QueryError("The update path '\(keypath)' contains an empty field name, which is not allowed.")
                 }
-                let options = ModTarget.Options(arrayIndices: arrayIndices, forbidArray: name == "$rename", noCreate: Self.noCreate.contains(name))
+                let options = ModTarget.Options(
+                    arrayIndices: arrayIndices, forbidArray: name == "$rename", noCreate: Self.noCreate.contains(name))
                 if name == "$rename" {
                     try ModifierOperators.rename(&result, parts, argument, keypath: keypath, options: options)
                 } else {
@@ -94,13 +99,17 @@ public struct MongoModifier: Sendable {
         }
         guard case .object(let modified) = result else { return document }
         if let id = document["_id"], !(modified["_id"].map { MongoEquality.equal(id, $0) } ?? false) {
-            throw QueryError("After applying the update to the document {_id: \(EJSON.stringify(id)), ...}, the (immutable) field '_id' was found to have been altered to _id: \(modified["_id"].map { EJSON.stringify($0) } ?? "undefined")")
+            throw QueryError(
+                "After applying the update to the document {_id: \(EJSON.stringify(id)), ...}, the (immutable) field '_id' was found to have been altered to _id: \(modified["_id"].map { EJSON.stringify($0) } ?? "undefined")"
+            )
         }
         return modified
     }
 
     /// The fields (without `_id`) of the document with `id` after the modifier; changing the id is an error.
-    public func applyKeepingID(_ id: String, to fields: EJSONObject, isInsert: Bool = false, arrayIndices: [Int]? = nil) throws(QueryError) -> EJSONObject {
+    public func applyKeepingID(_ id: String, to fields: EJSONObject, isInsert: Bool = false, arrayIndices: [Int]? = nil)
+        throws(QueryError) -> EJSONObject
+    {
         var document: EJSONObject = ["_id": MongoID.parse(id) ?? .string(id)]
         for (key, value) in fields where key != "_id" { document[key] = value }
         var result = try apply(to: document, isInsert: isInsert, arrayIndices: arrayIndices)
@@ -204,12 +213,17 @@ struct ModTarget {
     }
 
     /// Follows `parts` in `root`, creating what the operator may create, and calls `body` with the last container.
-    static func find(_ root: inout EJSONValue, _ parts: [String], options: Options, _ body: (inout ModTarget) throws(QueryError) -> Void) throws(QueryError) {
+    static func find(
+        _ root: inout EJSONValue, _ parts: [String], options: Options,
+        _ body: (inout ModTarget) throws(QueryError) -> Void
+    ) throws(QueryError) {
         try find(&root, parts, at: 0, usedArrayIndex: false, options: options, body)
     }
 
-    private static func find(_ value: inout EJSONValue, _ parts: [String], at position: Int, usedArrayIndex: Bool, options: Options,
-                             _ body: (inout ModTarget) throws(QueryError) -> Void) throws(QueryError) {
+    private static func find(
+        _ value: inout EJSONValue, _ parts: [String], at position: Int, usedArrayIndex: Bool, options: Options,
+        _ body: (inout ModTarget) throws(QueryError) -> Void
+    ) throws(QueryError) {
         let last = position == parts.count - 1
         let part = parts[position]
         func missing() throws(QueryError) {
@@ -233,7 +247,9 @@ struct ModTarget {
                 usedIndex = true
             } else if !part.isEmpty, part.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                 guard let parsed = Int(part), parsed <= array.count + MongoModifier.maximumArrayPadding else {
-                    throw QueryError("The array index \(part) is too large (at most \(MongoModifier.maximumArrayPadding) past the end)")
+                    throw QueryError(
+                        "The array index \(part) is too large (at most \(MongoModifier.maximumArrayPadding) past the end)"
+                    )
                 }
                 index = parsed
             } else {
@@ -254,7 +270,8 @@ struct ModTarget {
             if array.count == index {
                 array.append(.object([:]))
             } else if !array[index].isObjectLike {
-                throw QueryError("can't modify field '\(parts[position + 1])' of list value \(EJSON.stringify(array[index]))")
+                throw QueryError(
+                    "can't modify field '\(parts[position + 1])' of list value \(EJSON.stringify(array[index]))")
             }
             var child = array[index]
             array[index] = .null

@@ -39,9 +39,12 @@ public struct StubCollection: Sendable {
     /// `update(selector, modifier, options)`: the first match in minimongo's order, every match with `multi`, an
     /// insert with `upsert` (its id from the selector's `_id`, `insertedID`, or the invocation's sequence).
     @discardableResult
-    public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) throws -> Int {
-        try LocalWrites.update(selector: selector, modifier: MongoModifier(modifier), options: options.ejsonValue,
-                               newID: { idGeneration.newID(in: context, collection: name) }, in: name, database: database)
+    public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) throws
+        -> Int
+    {
+        try LocalWrites.update(
+            selector: selector, modifier: MongoModifier(modifier), options: options.ejsonValue,
+            newID: { idGeneration.newID(in: context, collection: name) }, in: name, database: database)
     }
 
     /// Removes the document with `id`; returns 1 if it existed, else 0.
@@ -97,8 +100,9 @@ public struct TypedStubCollection<Model: Codable & Sendable>: Sendable {
     @discardableResult
     public func insert(_ model: Model) throws -> String? {
         guard case .object(var fields) = try EJSONEncoder().encode(model) else {
-            throw MethodError(methodName: untyped.context.methodName, kind: .stubFailed,
-                              stubErrorDescription: "\(Model.self) does not encode as an object")
+            throw MethodError(
+                methodName: untyped.context.methodName, kind: .stubFailed,
+                stubErrorDescription: "\(Model.self) does not encode as an object")
         }
         if fields["_id"] == .null { fields.removeValue(forKey: "_id") }
         return untyped.insert(fields)
@@ -143,12 +147,15 @@ public struct TypedStubCollection<Model: Codable & Sendable>: Sendable {
 extension MethodInvocationContext {
     /// The collection named `name` as this stub writes it.
     public func collection(_ name: String) -> StubCollection {
-        StubCollection(name: name, context: self, database: client?.database ?? Database(),
-                       idGeneration: client?.idGeneration(ofCollection: name) ?? .string)
+        StubCollection(
+            name: name, context: self, database: client?.database ?? Database(),
+            idGeneration: client?.idGeneration(ofCollection: name) ?? .string)
     }
 
     /// The collection named `name` as this stub writes it, its documents `Model`s.
-    public func collection<Model: Codable & Sendable>(_ name: String, as model: Model.Type) -> TypedStubCollection<Model> {
+    public func collection<Model: Codable & Sendable>(_ name: String, as model: Model.Type) -> TypedStubCollection<
+        Model
+    > {
         TypedStubCollection(untyped: collection(name))
     }
 }

@@ -40,7 +40,9 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
     }
 
     /// A live query whose snapshots hold decoded values; a change to one document decodes that document only.
-    public func observe(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> TypedLiveQuery<Model> {
+    public func observe(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError)
+        -> TypedLiveQuery<Model>
+    {
         TypedLiveQuery(try untyped.observe(selector, options))
     }
 
@@ -54,7 +56,9 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
 
     /// Updates the document with `id` with a Mongo modifier; returns how many documents the server changed.
     @discardableResult
-    public func update(_ id: String, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+    public func update(_ id: String, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws
+        -> Int
+    {
         try await untyped.update(id, modifier, options: options)
     }
 
@@ -78,7 +82,9 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
 
     /// Updates the document with this ObjectID with a Mongo modifier; returns how many documents the server changed.
     @discardableResult
-    public func update(_ id: ObjectID, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws -> Int {
+    public func update(_ id: ObjectID, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions()) async throws
+        -> Int
+    {
         try await untyped.update(id, modifier, options: options)
     }
 
@@ -109,7 +115,9 @@ extension DDPClient {
     ///   - model: The type its documents decode as.
     ///   - idGeneration: How inserts make ids (see ``collection(_:idGeneration:)``); a model of an `.objectID`
     ///     collection declares `var _id: ObjectID`.
-    public func collection<Model: Codable & Sendable>(_ name: String, as model: Model.Type, idGeneration: IDGeneration? = nil) -> TypedCollection<Model> {
+    public func collection<Model: Codable & Sendable>(
+        _ name: String, as model: Model.Type, idGeneration: IDGeneration? = nil
+    ) -> TypedCollection<Model> {
         TypedCollection(untyped: collection(name, idGeneration: idGeneration))
     }
 }

@@ -102,7 +102,10 @@ struct ConnectionStateMachine {
             return [.cancelConnectTimeout, .closeTransport, .publishStatus(ConnectionStatus(state: .offline))]
         case .connected:
             state = .offline
-            return [.stopHeartbeat, .closeTransport, .disconnectedByClient, .publishStatus(ConnectionStatus(state: .offline))]
+            return [
+                .stopHeartbeat, .closeTransport, .disconnectedByClient,
+                .publishStatus(ConnectionStatus(state: .offline))
+            ]
         }
     }
 
@@ -135,7 +138,10 @@ struct ConnectionStateMachine {
             if error.transportError?.isPermanent == true {
                 // Retrying cannot help (a 404 for the URL): fail at once, as a refused DDP version does.
                 state = .failed(error)
-                return [.cancelConnectTimeout, .publishStatus(ConnectionStatus(state: .failed, retryCount: retryCount, reason: error))]
+                return [
+                    .cancelConnectTimeout,
+                    .publishStatus(ConnectionStatus(state: .failed, retryCount: retryCount, reason: error))
+                ]
             }
             return lose(error, retryCount: retryCount, actions: [.cancelConnectTimeout])
         case .connected:
@@ -165,7 +171,7 @@ struct ConnectionStateMachine {
 
     mutating func receivedConnected(session: String) -> [Action] {
         guard case .connecting(_, true, let proposed) = state else {
-            return []  // the driver reports an out-of-place `connected`
+            return [] // the driver reports an out-of-place `connected`
         }
         let isReconnect = lastSession != nil
         lastSession = session
@@ -196,7 +202,10 @@ struct ConnectionStateMachine {
     private mutating func startAttempt(retryCount: Int) -> [Action] {
         offlineUntilReachable = false
         state = .connecting(retryCount: retryCount, socketOpen: false, proposed: proposal)
-        return [.openTransport, .scheduleConnectTimeout, .publishStatus(ConnectionStatus(state: .connecting, retryCount: retryCount))]
+        return [
+            .openTransport, .scheduleConnectTimeout,
+            .publishStatus(ConnectionStatus(state: .connecting, retryCount: retryCount))
+        ]
     }
 
     private mutating func lose(_ error: DDPError, retryCount: Int, actions: [Action]) -> [Action] {

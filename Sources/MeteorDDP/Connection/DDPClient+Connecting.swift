@@ -33,7 +33,8 @@ extension DDPClient {
             for await status in updates {
                 switch status.state {
                 case .connected: outcome.fulfill(.success(()))
-                case .failed: outcome.fulfill(.failure(status.reason ?? DDPError(.connectTimedOut, "the connection failed")))
+                case .failed:
+                    outcome.fulfill(.failure(status.reason ?? DDPError(.connectTimedOut, "the connection failed")))
                 case .offline, .connecting, .waiting: continue
                 }
             }
@@ -41,7 +42,8 @@ extension DDPClient {
         }
         let deadline = scheduler.schedule(after: timeout) {
             let reason = self.lastConnectionFailure.withLockedValue { $0 }
-            let message = "not connected within \(timeout)" + (reason.map { "; the last attempt failed: \($0.message)" } ?? "")
+            let message =
+                "not connected within \(timeout)" + (reason.map { "; the last attempt failed: \($0.message)" } ?? "")
             outcome.fulfill(.failure(DDPError(.connectTimedOut, message, transportError: reason?.transportError)))
         }
         defer {
@@ -65,13 +67,17 @@ extension DDPClient {
     /// Tells the client the network is reachable again: a client waiting for its back-off, or offline because the
     /// connection was lost while the network was unreachable, connects at once (not after ``disconnect()``).
     public func networkDidBecomeReachable() {
-        queue.async { if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: true)) } }
+        queue.async {
+            if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: true)) }
+        }
     }
 
     /// Tells the client the network is unreachable: a lost connection then goes offline instead of retrying
     /// until ``networkDidBecomeReachable()``.
     public func networkDidBecomeUnreachable() {
-        queue.async { if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: false)) } }
+        queue.async {
+            if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: false)) }
+        }
     }
 
     /// Disconnects for good: pending calls fail with ``MethodError/Kind/clientClosed``, subscriptions stop (their
@@ -126,7 +132,9 @@ extension DDPClient {
     /// method frames are logged without them, unless the method is listed in
     /// ``Configuration/methodsWithLoggableParams``.
     func loggable(_ frame: String, message: ClientMessage) -> String {
-        guard case .method(let id, let method, _, _) = message, !configuration.methodsWithLoggableParams.contains(method) else {
+        guard case .method(let id, let method, _, _) = message,
+            !configuration.methodsWithLoggableParams.contains(method)
+        else {
             return frame
         }
         return EJSON.stringify(["msg": "method", "id": .string(id), "method": .string(method), "params": "<redacted>"])
@@ -137,7 +145,8 @@ extension DDPClient {
     /// ``Configuration/methodsWithLoggableParams``. Other frames are logged as received, cut at 300 characters.
     func loggable(_ message: ServerMessage) -> String {
         if case .result(let id, _?, _) = message,
-           !(core.session.methods.name(of: id).map(configuration.methodsWithLoggableParams.contains) ?? false) {
+            !(core.session.methods.name(of: id).map(configuration.methodsWithLoggableParams.contains) ?? false)
+        {
             return EJSON.stringify(["msg": "result", "id": .string(id), "result": "<redacted>"])
         }
         return String(EJSON.stringify(message.ejsonValue).prefix(300))
@@ -166,7 +175,9 @@ extension DDPClient {
                 cancelTimer(.connectTimeout)
             case .scheduleRetry(let retryCount, let reason):
                 let delay = configuration.retryStrategy.delay(forRetryCount: retryCount)
-                logger.info("reconnecting", metadata: ["retryCount": "\(retryCount)", "delay": "\(delay)", "reason": "\(reason)"])
+                logger.info(
+                    "reconnecting",
+                    metadata: ["retryCount": "\(retryCount)", "delay": "\(delay)", "reason": "\(reason)"])
                 schedule(.retry, after: delay)
                 retryTime = scheduler.now.addingTimeInterval(delay.timeInterval)
                 publish(ConnectionStatus(state: .waiting, retryCount: retryCount, retryTime: retryTime, reason: reason))
@@ -177,7 +188,9 @@ extension DDPClient {
             case .stopHeartbeat:
                 performHeartbeat(core.heartbeat.stop())
             case .sessionEstablished(let session, let version, let isReconnect):
-                logger.debug("connected", metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"])
+                logger.debug(
+                    "connected",
+                    metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"])
                 sessionDidConnect(isReconnect: isReconnect)
             case .connectionLost(let error):
                 report(error)
@@ -210,7 +223,8 @@ extension DDPClient {
         statusBroadcaster.yield(status)
         // Observers run on the callback queue, never on the client queue (they may call back into the client).
         userCode.run {
-            NotificationCenter.default.post(name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
+            NotificationCenter.default.post(
+                name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
         }
     }
 
@@ -321,7 +335,8 @@ extension DDPClient {
         case .closed(let error):
             connection = nil
             core.connectionGeneration += 1
-            let reason = error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
+            let reason =
+                error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
             perform(core.machine.transportClosed(reason))
         case .text:
             preconditionFailure("Internal inconsistency: text frames are handled by handleIncoming")
@@ -333,13 +348,17 @@ extension DDPClient {
     static func parse(
         _ frame: String, scratch: DocumentMessageDecoder.Scratch = .init(), options: EJSON.ParseOptions = .init()
     ) -> Result<IncomingMessage, DDPProtocolViolation> {
-        if let document = DocumentMessageDecoder.decode(frame, scratch: scratch) { return .success(.document(document)) }
+        if let document = DocumentMessageDecoder.decode(frame, scratch: scratch) {
+            return .success(.document(document))
+        }
         return parseGenerally(frame, options: options).map(IncomingMessage.message)
     }
 
     /// Reads a frame with the general parser (EJSON.parse, then ``ServerMessage``). A frame that does not parse
     /// keeps the ids it names for whoever waits on them (``UnreadableFrame``).
-    static func parseGenerally(_ frame: String, options: EJSON.ParseOptions = .init()) -> Result<ServerMessage, DDPProtocolViolation> {
+    static func parseGenerally(_ frame: String, options: EJSON.ParseOptions = .init()) -> Result<
+        ServerMessage, DDPProtocolViolation
+    > {
         var violation: DDPProtocolViolation
         do {
             return .success(try ServerMessage(ejson: try EJSON.parse(frame, options: options)))

@@ -14,7 +14,9 @@ extension DDPClient {
         switch consume parsed {
         case .failure(let violation):
             report(.protocolViolation(violation))
-            if let unreadable = violation.unreadable, core.machine.version != nil { handleUnreadable(unreadable, violation) }
+            if let unreadable = violation.unreadable, core.machine.version != nil {
+                handleUnreadable(unreadable, violation)
+            }
         case .success(.message(let message)):
             logger.trace("received", metadata: ["frame": "\(loggable(message))"])
             handle(message)
@@ -61,6 +63,8 @@ extension DDPClient {
     }
 
     func reportUnexpected(_ message: ServerMessage, _ reason: String) {
-        report(.protocolViolation(DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
+        report(
+            .protocolViolation(
+                DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
     }
 }

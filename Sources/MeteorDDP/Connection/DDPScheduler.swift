@@ -34,7 +34,8 @@ public struct DispatchScheduler: DDPScheduler {
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any ScheduledAction {
         let item = DispatchWorkItem(block: action)
-        let nanoseconds = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+        let nanoseconds = max(
+            0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: item)
         return DispatchScheduledAction(item: item)
     }

@@ -140,5 +140,7 @@ final class IncomingInbox: @unchecked Sendable {
 
 extension IncomingInbox {
     /// What the inbox holds, for ``DDPClient/stateSummary()``.
-    var summary: String { state.withLockedValue { "\($0.items.count) items, held \($0.held), drain scheduled \($0.drainScheduled)" } }
+    var summary: String {
+        state.withLockedValue { "\($0.items.count) items, held \($0.held), drain scheduled \($0.drainScheduled)" }
+    }
 }

@@ -5,7 +5,8 @@ import NIOConcurrencyHelpers
 /// The writer takes everything queued at once (``next()``), so a burst of calls costs one hand-over, not one per frame.
 /// Not an `AsyncStream<String>`: its storage is generic code in the concurrency library, which looks up its type
 /// metadata on every element (a profile of 1,000 pipelined calls put ~6 % of the event loop's time there).
-/// Bounded by the connection, which counts the bytes queued (``WebSocketTransport/Configuration/maxBufferedOutboundBytes``).
+/// Bounded by the connection, which counts the bytes queued
+/// (``WebSocketTransport/Configuration/maxBufferedOutboundBytes``).
 final class OutboundFrames: Sendable {
     private struct State {
         var frames: [String] = []
@@ -30,7 +31,8 @@ final class OutboundFrames: Sendable {
         if let (waiter, frames) = handOver { waiter.resume(returning: frames) }
     }
 
-    /// Ends the queue: the writer's ``next()`` returns `nil` (frames still queued are dropped: the connection is going).
+    /// Ends the queue: the writer's ``next()`` returns `nil` (frames still queued are dropped: the connection is
+    /// going).
     func finish() {
         let waiter: UnsafeContinuation<[String]?, Never>? = state.withLockedValue { state in
             state.finished = true

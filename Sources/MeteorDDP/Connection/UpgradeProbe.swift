@@ -15,7 +15,8 @@ enum UpgradeProbe {
     static func status(for plan: ConnectPlan, on eventLoop: any EventLoop) async -> HTTPResponseStatus? {
         guard let components = URLComponents(string: plan.url), let host = components.host else { return nil }
         let port = components.port ?? (plan.tls == nil ? 80 : 443)
-        let path = (components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath)
+        let path =
+            (components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath)
             + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
         let promise = eventLoop.makePromise(of: HTTPResponseHead.self)
         let timeout = eventLoop.scheduleTask(in: timeout) { promise.fail(ChannelError.connectTimeout(Self.timeout)) }
@@ -27,7 +28,10 @@ enum UpgradeProbe {
                 .connectTimeout(Self.timeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName)) }
+                        if let tls {
+                            try channel.pipeline.syncOperations.addHandler(
+                                NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        }
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
                         try channel.pipeline.syncOperations.addHandler(ResponseHeadReader(promise: promise))
                     }
@@ -38,8 +42,12 @@ enum UpgradeProbe {
             headers.add(name: "Connection", value: "Upgrade")
             headers.add(name: "Upgrade", value: "websocket")
             headers.add(name: "Sec-WebSocket-Version", value: "13")
-            headers.add(name: "Sec-WebSocket-Key", value: Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())
-            channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)), promise: nil)
+            headers.add(
+                name: "Sec-WebSocket-Key",
+                value: Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())
+            channel.write(
+                HTTPClientRequestPart.head(
+                    HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)), promise: nil)
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
             let head = try? await promise.futureResult.get()
             try? await channel.close()

@@ -67,7 +67,10 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
             return $0.bufferedBytes > maxBufferedOutboundBytes
         }
         if overflow {
-            stop(reporting: TransportError(.sendBufferFull, "more than \(maxBufferedOutboundBytes) bytes waiting to be sent: the server is not reading"))
+            stop(
+                reporting: TransportError(
+                    .sendBufferFull,
+                    "more than \(maxBufferedOutboundBytes) bytes waiting to be sent: the server is not reading"))
         } else {
             outgoing.append(frame)
         }
@@ -117,7 +120,8 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
             }
             if let closeFrame, closeFrame.closeCode != .normalClosure, closeFrame.closeCode != .goingAway {
                 let code = Int(UInt16(webSocketErrorCode: closeFrame.closeCode))
-                return TransportError(.closedByServer(code: code), "closed with code \(code) \(closeFrame.reason ?? "")")
+                return TransportError(
+                    .closedByServer(code: code), "closed with code \(code) \(closeFrame.reason ?? "")")
             }
             return nil
         } catch let error as WebSocketClientError where error == .webSocketUpgradeFailed {
@@ -132,7 +136,8 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         let answer = status.map { "HTTP \($0.code) \($0.reasonPhrase)" } ?? "a response that is not a WebSocket upgrade"
         var message = "the server at \(plan.url) answered the WebSocket upgrade with \(answer)"
         if !(URLComponents(string: plan.url)?.path.hasSuffix("/websocket") ?? false) {
-            message += "; a Meteor server takes DDP at /websocket: use http://host:port (DDPClient(url:) adds it) or ws://host:port/websocket"
+            message +=
+                "; a Meteor server takes DDP at /websocket: use http://host:port (DDPClient(url:) adds it) or ws://host:port/websocket"
         }
         return TransportError(.upgradeRefused(status: Int(status?.code ?? 0)), message)
     }
@@ -150,7 +155,9 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
 
     /// Hands each whole message to the client; on a framing failure reports the connection closed at once, then
     /// closes with the failure's code. Any other failure of the inbound stream is thrown.
-    private func read(_ inbound: WebSocketInboundStream, replyingOn outbound: WebSocketOutboundWriter, plan: ConnectPlan) async throws {
+    private func read(
+        _ inbound: WebSocketInboundStream, replyingOn outbound: WebSocketOutboundWriter, plan: ConnectPlan
+    ) async throws {
         var assembler = WebSocketMessageAssembler(maxFrameSize: plan.maxFrameSize, maxMessageSize: plan.maxMessageSize)
         do {
             for try await frame in inbound {
@@ -202,7 +209,10 @@ final class ConnectPlan: Sendable {
     let maxFrameSize: Int
     let maxMessageSize: Int
 
-    private init(url: String, webSocket: WebSocketClientConfiguration, tls: TLSConfiguration?, maxFrameSize: Int, maxMessageSize: Int) {
+    private init(
+        url: String, webSocket: WebSocketClientConfiguration, tls: TLSConfiguration?, maxFrameSize: Int,
+        maxMessageSize: Int
+    ) {
         self.url = url
         self.webSocket = webSocket
         self.tls = tls
@@ -212,7 +222,9 @@ final class ConnectPlan: Sendable {
 
     /// The plan for `url`, or why it cannot be connected to (not a WebSocket URL; `wss` to an IP without a name).
     static func make(url: URL, configuration: WebSocketTransport.Configuration) -> Result<ConnectPlan, TransportError> {
-        guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme), let host = url.host else {
+        guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme),
+            let host = url.host
+        else {
             return .failure(TransportError(.invalidURL, "not a ws:// or wss:// URL: \(url)"))
         }
         let secure = scheme == "wss" || scheme == "https"
@@ -220,7 +232,8 @@ final class ConnectPlan: Sendable {
         // the message limit, the assembler rejects frames over `maxFrameSize` itself and reports 1009.
         var webSocket = WebSocketClientConfiguration(
             maxFrameSize: max(configuration.maxFrameSize, configuration.maxMessageSize),
-            extensions: configuration.compression ? [.perMessageDeflate(maxDecompressedFrameSize: configuration.maxDecompressedFrameSize)] : [],
+            extensions: configuration.compression
+                ? [.perMessageDeflate(maxDecompressedFrameSize: configuration.maxDecompressedFrameSize)] : [],
             closeTimeout: configuration.closeTimeout,
             sniHostname: configuration.tlsServerName
         )
@@ -228,15 +241,19 @@ final class ConnectPlan: Sendable {
         var tls: TLSConfiguration?
         if secure {
             if configuration.tlsServerName == nil, host.isIPAddressLiteral {
-                return .failure(TransportError(
-                    .invalidURL, "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName (SNI cannot carry an IP address)"))
+                return .failure(
+                    TransportError(
+                        .invalidURL,
+                        "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName (SNI cannot carry an IP address)"
+                    ))
             }
             var base = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
             if configuration.tlsConfiguration == nil, let roots = configuration.trustRoots { base.trustRoots = roots }
             tls = base
         }
-        return .success(ConnectPlan(
-            url: url.absoluteString, webSocket: webSocket, tls: tls,
-            maxFrameSize: configuration.maxFrameSize, maxMessageSize: configuration.maxMessageSize))
+        return .success(
+            ConnectPlan(
+                url: url.absoluteString, webSocket: webSocket, tls: tls,
+                maxFrameSize: configuration.maxFrameSize, maxMessageSize: configuration.maxMessageSize))
     }
 }

@@ -36,7 +36,10 @@ struct WebSocketMessageAssembler {
         guard frame.data.readableBytes <= maxFrameSize else {
             throw Failure(
                 code: .messageTooLarge,
-                transportError: TransportError(.messageTooLarge, "the server sent a frame of \(frame.data.readableBytes) bytes, more than \(maxFrameSize); closed with code 1009")
+                transportError: TransportError(
+                    .messageTooLarge,
+                    "the server sent a frame of \(frame.data.readableBytes) bytes, more than \(maxFrameSize); closed with code 1009"
+                )
             )
         }
         switch frame.opcode {
@@ -51,7 +54,7 @@ struct WebSocketMessageAssembler {
             return nil
         case .continuation:
             guard var buffer = partial else { throw Self.protocolError("a continuation frame without a message") }
-            partial = nil  // keeps `buffer` uniquely referenced, so the append does not copy it
+            partial = nil // keeps `buffer` uniquely referenced, so the append does not copy it
             let size = buffer.readableBytes + frame.data.readableBytes
             guard size <= maxMessageSize else { throw tooLarge(size) }
             var data = frame.data
@@ -64,10 +67,14 @@ struct WebSocketMessageAssembler {
 
     private static func message(_ buffer: ByteBuffer, isText: Bool) throws(Failure) -> Message {
         guard isText else { return .binary(byteCount: buffer.readableBytes) }
-        guard let text = buffer.readableBytesView.withContiguousStorageIfAvailable({ String(validatingUTF8Bytes: $0) }) ?? String(validatingUTF8Bytes: Array(buffer.readableBytesView)) else {
+        guard
+            let text = buffer.readableBytesView.withContiguousStorageIfAvailable({ String(validatingUTF8Bytes: $0) })
+                ?? String(validatingUTF8Bytes: Array(buffer.readableBytesView))
+        else {
             throw Failure(
                 code: .dataInconsistentWithMessage,
-                transportError: TransportError(.invalidUTF8, "the server sent a text message that is not valid UTF-8; closed with code 1007")
+                transportError: TransportError(
+                    .invalidUTF8, "the server sent a text message that is not valid UTF-8; closed with code 1007")
             )
         }
         return .text(text)
@@ -76,12 +83,16 @@ struct WebSocketMessageAssembler {
     private func tooLarge(_ size: Int) -> Failure {
         Failure(
             code: .messageTooLarge,
-            transportError: TransportError(.messageTooLarge, "the server sent a message of more than \(maxMessageSize) bytes (at least \(size)); closed with code 1009")
+            transportError: TransportError(
+                .messageTooLarge,
+                "the server sent a message of more than \(maxMessageSize) bytes (at least \(size)); closed with code 1009"
+            )
         )
     }
 
     private static func protocolError(_ reason: String) -> Failure {
-        Failure(code: .protocolError, transportError: TransportError(.protocolError, "\(reason); closed with code 1002"))
+        Failure(
+            code: .protocolError, transportError: TransportError(.protocolError, "\(reason); closed with code 1002"))
     }
 }
 

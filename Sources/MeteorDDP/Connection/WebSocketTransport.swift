@@ -59,14 +59,18 @@ public struct WebSocketTransport: Transport {
     let logger: Logger
 
     /// Creates a transport for `url` (`ws://…/websocket` or `wss://…/websocket`).
-    public init(url: URL, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    public init(
+        url: URL, configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "MeteorDDP", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.url = url
         self.configuration = configuration
         self.logger = logger
     }
 
     public func connect(onEvent: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
-        let connection = WebSocketConnection(maxBufferedOutboundBytes: configuration.maxBufferedOutboundBytes, onEvent: onEvent)
+        let connection = WebSocketConnection(
+            maxBufferedOutboundBytes: configuration.maxBufferedOutboundBytes, onEvent: onEvent)
         connection.start(url: url, configuration: configuration, logger: logger)
         return connection
     }

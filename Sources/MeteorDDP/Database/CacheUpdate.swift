@@ -18,8 +18,10 @@ enum CacheUpdate: Sendable {
     init(_ update: DataUpdate) {
         switch update {
         case .added(let key, let fields): self = .added(key, Document(id: key.documentID, fields: fields))
-        case .changed(let key, let fields, let cleared): self = .changed(key, Document(id: key.documentID, fields: fields), cleared: cleared)
-        case .replaced(let key, let fields): self = .replaced(key, fields.map { Document(id: key.documentID, fields: $0) })
+        case .changed(let key, let fields, let cleared):
+            self = .changed(key, Document(id: key.documentID, fields: fields), cleared: cleared)
+        case .replaced(let key, let fields):
+            self = .replaced(key, fields.map { Document(id: key.documentID, fields: $0) })
         case .removed(let key): self = .removed(key)
         }
     }
@@ -40,7 +42,9 @@ enum CacheUpdate: Sendable {
                 // Each thread initialises its own half of the new array.
                 DispatchQueue.concurrentPerform(iterations: 2) { part in
                     let range = part == 0 ? 0..<half : half..<source.value.count
-                    for index in range { (target.value.baseAddress! + index).initialize(to: CacheUpdate(source.value[index])) }
+                    for index in range {
+                        (target.value.baseAddress! + index).initialize(to: CacheUpdate(source.value[index]))
+                    }
                 }
             }
             initialized = updates.count

@@ -21,8 +21,10 @@ public enum DataUpdate: Sendable, Equatable {
     public static func == (lhs: DataUpdate, rhs: DataUpdate) -> Bool {
         switch (lhs, rhs) {
         case (.added(let a, let fa), .added(let b, let fb)): return a == b && EJSONValue.object(fa) == .object(fb)
-        case (.changed(let a, let fa, let ca), .changed(let b, let fb, let cb)): return a == b && EJSONValue.object(fa) == .object(fb) && ca == cb
-        case (.replaced(let a, let fa), .replaced(let b, let fb)): return a == b && fa.map(EJSONValue.object) == fb.map(EJSONValue.object)
+        case (.changed(let a, let fa, let ca), .changed(let b, let fb, let cb)):
+            return a == b && EJSONValue.object(fa) == .object(fb) && ca == cb
+        case (.replaced(let a, let fa), .replaced(let b, let fb)):
+            return a == b && fa.map(EJSONValue.object) == fb.map(EJSONValue.object)
         case (.removed(let a), .removed(let b)): return a == b
         default: return false
         }

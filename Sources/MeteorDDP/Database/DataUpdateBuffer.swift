@@ -64,7 +64,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     private let maxAge: TimeInterval
     private let maxBatchSize: Int
     /// The default for `maxBatchSize` (and ``DDPClient/Configuration/bufferedWritesMaxBatchSize``): the last batch of a
-    /// flood is applied after its last frame, so a smaller bound ends the flood sooner; 100k updates give seven batches.
+    /// flood is applied after its last frame, so a smaller bound ends the flood sooner; 100k updates give seven
+    /// batches.
     public static let defaultMaxBatchSize = 16_384
     /// The clock and timers of the debounce (tests pass a `ManualScheduler`-like scheduler: no real waiting).
     private let scheduler: any DDPScheduler
@@ -81,7 +82,8 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     ///   - maxBatchSize: The number of updates at which a batch is applied without waiting (not while held).
     ///   - scheduler: The clock and timers of the debounce; `nil` uses real time.
     public init(
-        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500), maxBatchSize: Int = DataUpdateBuffer.defaultMaxBatchSize,
+        database: Database, interval: Duration = .milliseconds(5), maxAge: Duration = .milliseconds(500),
+        maxBatchSize: Int = DataUpdateBuffer.defaultMaxBatchSize,
         scheduler: (any DDPScheduler)? = nil
     ) {
         self.database = database
@@ -122,7 +124,11 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
-            if state.pending.isEmpty { swap(&state.pending, &updates) } else { state.pending.appendMoving(from: &updates, vacating: .vacated) }
+            if state.pending.isEmpty {
+                swap(&state.pending, &updates)
+            } else {
+                state.pending.appendMoving(from: &updates, vacating: .vacated)
+            }
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
             defer { state.wakeScheduled = true }
@@ -206,7 +212,9 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             // dates may land a little after the deadline (on a manual clock, past the end of the advance meant to
             // fire it) or a little before it (and the timer would re-arm itself for nothing).
             let reached = now.addingTimeInterval(Self.deadlineSlack)
-            if reached >= last.addingTimeInterval(interval) || reached >= first.addingTimeInterval(maxAge) { return (true, nil) }
+            if reached >= last.addingTimeInterval(interval) || reached >= first.addingTimeInterval(maxAge) {
+                return (true, nil)
+            }
             guard !state.timerPending else { return (false, nil) }
             state.timerPending = true
             return (false, min(last.addingTimeInterval(interval), first.addingTimeInterval(maxAge)))

@@ -46,9 +46,9 @@ public final class Database: @unchecked Sendable {
     /// The open transaction. Protected by `writeLock` (which orders every access: exempt from the run-time exclusivity
     /// check in release builds, one `swift_beginAccess` per applied update).
     #if DEBUG
-    private var transaction: WriteTransaction?
+        private var transaction: WriteTransaction?
     #else
-    @exclusivity(unchecked) private var transaction: WriteTransaction?
+        @exclusivity(unchecked) private var transaction: WriteTransaction?
     #endif
     /// Called with every committed change set, in commit order, under the write lock (the offline store's
     /// write-behind: one append). Protected by `writeLock`.
@@ -121,7 +121,9 @@ public final class Database: @unchecked Sendable {
     /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
     /// (`nil`: it did not exist), also when the body throws (what it wrote before throwing stays written). Latency
     /// compensation keeps those as the server's versions.
-    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]) {
+    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T) -> (
+        value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]
+    ) {
         begin()
         transaction!.recorders.append(Recorder())
         let value = Result { try body() }
@@ -187,15 +189,20 @@ public final class Database: @unchecked Sendable {
 
     /// Applies one update; `prepared`, a version made ahead on another thread, is used if it was made from the
     /// version the update finds.
-    private func applyInTransaction(_ update: consuming CacheUpdate, prepared: VersionPreparation.PreparedVersion? = nil) {
+    private func applyInTransaction(
+        _ update: consuming CacheUpdate, prepared: VersionPreparation.PreparedVersion? = nil
+    ) {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch consume update {
         case .added(let key, let fields):
             let location = prepared.map { transaction!.locate(key, knownAt: $0.found) } ?? transaction!.locate(key)
-            guard let stored = location.document else { return transaction!.write(key, fields, at: location, previous: nil) }
+            guard let stored = location.document else {
+                return transaction!.write(key, fields, at: location, previous: nil)
+            }
             let current = Document(storage: stored.takeUnretainedValue())
             logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
-            transaction!.write(key, prepared?.document(for: current) ?? current.setting(fields), at: location, previous: current)
+            transaction!.write(
+                key, prepared?.document(for: current) ?? current.setting(fields), at: location, previous: current)
         case .changed(let key, let fields, let cleared):
             let location = prepared.map { transaction!.locate(key, knownAt: $0.found) } ?? transaction!.locate(key)
             guard let stored = location.document else {
@@ -203,7 +210,9 @@ public final class Database: @unchecked Sendable {
                 return transaction!.write(key, fields, at: location, previous: nil)
             }
             let current = Document(storage: stored.takeUnretainedValue())
-            transaction!.write(key, prepared?.document(for: current) ?? current.setting(fields, clearing: cleared), at: location, previous: current)
+            transaction!.write(
+                key, prepared?.document(for: current) ?? current.setting(fields, clearing: cleared), at: location,
+                previous: current)
         case .replaced(let key, let document):
             transaction!.update(key) { _ in .some(document) }
         case .removed(let key):
@@ -262,14 +271,16 @@ public final class Database: @unchecked Sendable {
     func afterCurrentTransaction(_ work: @escaping () -> Void) {
         writeLock.lock()
         defer { writeLock.unlock() }
-        precondition(transaction != nil && isInTransactionOnCurrentThread, "afterCurrentTransaction outside a transaction")
+        precondition(
+            transaction != nil && isInTransactionOnCurrentThread, "afterCurrentTransaction outside a transaction")
         transaction!.afterCommit.append(work)
     }
 
     private func begin() {
         writeLock.lock()
         if transaction == nil {
-            transaction = WriteTransaction(pending: published.load(ordering: .acquiring).snapshot, epoch: nextEpoch, nextArrival: nextArrival)
+            transaction = WriteTransaction(
+                pending: published.load(ordering: .acquiring).snapshot, epoch: nextEpoch, nextArrival: nextArrival)
             nextEpoch += 1
             writerThread.store(currentThreadID(), ordering: .releasing)
         }
@@ -286,7 +297,8 @@ public final class Database: @unchecked Sendable {
         let finished = transaction!.materialized
         let retired = transaction!.retired
         let changes = DatabaseChanges(
-            uniqueDetails: DatabaseChanges.droppingUnchanged(transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }))
+            uniqueDetails: DatabaseChanges.droppingUnchanged(
+                transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }))
         let afterCommit = transaction!.afterCommit
         nextArrival = transaction!.nextArrival
         transaction = nil
@@ -316,11 +328,14 @@ public final class Database: @unchecked Sendable {
 
     private func deliver(_ changes: DatabaseChanges) {
         observerQueue.async {
-            NotificationCenter.default.post(name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
+            NotificationCenter.default.post(
+                name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
         }
         for subscriber in subscribers.withLockedValue({ Array($0.values) }) { subscriber.receive(changes) }
         let snapshot = published.load(ordering: .acquiring).snapshot
-        for query in liveQueries.withLockedValue({ Array($0.values) }) { query.update(with: changes, snapshot: snapshot) }
+        for query in liveQueries.withLockedValue({ Array($0.values) }) {
+            query.update(with: changes, snapshot: snapshot)
+        }
     }
 }
 
@@ -429,7 +444,9 @@ extension WriteTransaction {
     /// and adds back those the server sends again: they stay where they were).
     private mutating func placed(_ new: Document, _ key: DocumentKey, replacing previous: Document?) -> Document {
         if let previous { return new.placed(at: previous.arrival) }
-        if !removedChanges.isEmpty, let change = removedChanges[key], let removed = changeList[Int(change)].documentBefore {
+        if !removedChanges.isEmpty, let change = removedChanges[key],
+            let removed = changeList[Int(change)].documentBefore
+        {
             return new.placed(at: removed.arrival)
         }
         defer { nextArrival += 1 }
@@ -478,8 +495,8 @@ struct Recorder {
 @inline(__always)
 func currentThreadID() -> UInt {
     #if canImport(Darwin)
-    return UInt(bitPattern: pthread_self())
+        return UInt(bitPattern: pthread_self())
     #else
-    return UInt(pthread_self())
+        return UInt(pthread_self())
     #endif
 }

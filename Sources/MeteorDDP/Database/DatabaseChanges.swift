@@ -88,7 +88,9 @@ public struct DatabaseChanges: Sendable, Equatable {
     }
 
     /// Drops the entries whose version after equals the one before (changed and changed back, added and removed).
-    static func droppingUnchanged(_ details: ContiguousArray<DocumentChangeDetails>) -> ContiguousArray<DocumentChangeDetails> {
+    static func droppingUnchanged(_ details: ContiguousArray<DocumentChangeDetails>) -> ContiguousArray<
+        DocumentChangeDetails
+    > {
         droppingUnchanged(details, checking: details.indices)
     }
 
@@ -143,7 +145,8 @@ final class ChangeList: Sendable {
         for change in later.details {
             if let position = positions[change.key] {
                 let before = overwritingBefore ? change.documentBefore : merged[position].documentBefore
-                merged[position] = DocumentChangeDetails(key: change.key, documentBefore: before, documentAfter: change.documentAfter)
+                merged[position] = DocumentChangeDetails(
+                    key: change.key, documentBefore: before, documentAfter: change.documentAfter)
             } else {
                 positions[change.key] = merged.count
                 merged.append(change)
@@ -187,8 +190,9 @@ public struct DocumentChangeDetails: Sendable, Equatable {
     }
 
     init(key: DocumentKey, fieldsBefore: EJSONObject?, fieldsAfter: EJSONObject?) {
-        self.init(key: key, documentBefore: fieldsBefore.map { Document(id: key.documentID, fields: $0) },
-                  documentAfter: fieldsAfter.map { Document(id: key.documentID, fields: $0) })
+        self.init(
+            key: key, documentBefore: fieldsBefore.map { Document(id: key.documentID, fields: $0) },
+            documentAfter: fieldsAfter.map { Document(id: key.documentID, fields: $0) })
     }
 
     /// Its fields before the transaction (`nil`: it did not exist), decoded on each call.
@@ -210,7 +214,8 @@ public struct DocumentChangeDetails: Sendable, Equatable {
     }
 
     public static func == (lhs: DocumentChangeDetails, rhs: DocumentChangeDetails) -> Bool {
-        lhs.key == rhs.key && DatabaseChanges.same(lhs.documentBefore, rhs.documentBefore) && DatabaseChanges.same(lhs.documentAfter, rhs.documentAfter)
+        lhs.key == rhs.key && DatabaseChanges.same(lhs.documentBefore, rhs.documentBefore)
+            && DatabaseChanges.same(lhs.documentAfter, rhs.documentAfter)
     }
 }
 

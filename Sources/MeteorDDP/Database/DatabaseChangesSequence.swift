@@ -18,7 +18,8 @@ extension Database {
     /// Keep the returned token; observation stops when it is cancelled or released.
     /// Commits made after it returns are all delivered: the consumer is registered before it returns.
     @MainActor
-    public func observeChangesOnMainActor(_ handler: @escaping @MainActor (DatabaseChanges) -> Void) -> ObservationToken {
+    public func observeChangesOnMainActor(_ handler: @escaping @MainActor (DatabaseChanges) -> Void) -> ObservationToken
+    {
         let iterator = changes.makeAsyncIterator()
         let task = Task { @MainActor in
             var iterator = iterator

@@ -60,7 +60,9 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable, CustomStri
         var scratch = PackedScratch(capacity: Self.packingScratchBytes)
         defer { scratch.deallocate() }
         for (name, value) in fields { scratch.field(name: name, value: value) }
-        self.init(id: id, fieldCount: fields.count, packedFields: UnsafeRawBufferPointer(start: scratch.base, count: scratch.count))
+        self.init(
+            id: id, fieldCount: fields.count,
+            packedFields: UnsafeRawBufferPointer(start: scratch.base, count: scratch.count))
     }
 
     /// The first size of the buffer ``init(id:fields:)`` packs into (it grows for a larger document).
@@ -69,11 +71,14 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable, CustomStri
     /// A document from packed fields already checked (see `init(id:validatingPackedFields:)`): one copy.
     init(id: String, fieldCount: Int, packedFields: UnsafeRawBufferPointer) {
         var id = id
-        self.init(storage: id.withUTF8 { idBytes in
-            Self.makeStorage(idBytes: UnsafeRawBufferPointer(idBytes), fieldCount: fieldCount, byteCount: packedFields.count) { writer in
-                writer.bytes(packedFields)
-            }
-        })
+        self.init(
+            storage: id.withUTF8 { idBytes in
+                Self.makeStorage(
+                    idBytes: UnsafeRawBufferPointer(idBytes), fieldCount: fieldCount, byteCount: packedFields.count
+                ) { writer in
+                    writer.bytes(packedFields)
+                }
+            })
     }
 
     private static func makeStorage(
@@ -120,19 +125,22 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable, CustomStri
             storage.header.arrival = arrival
             return self
         }
-        return Document(storage: withBytes { bytes in
-            storage.withIDBytes { idBytes in
-                Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: bytes.count, arrival: arrival) { writer in
-                    writer.bytes(bytes)
+        return Document(
+            storage: withBytes { bytes in
+                storage.withIDBytes { idBytes in
+                    Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: bytes.count, arrival: arrival)
+                    { writer in
+                        writer.bytes(bytes)
+                    }
                 }
-            }
-        })
+            })
     }
 
     /// Whether this document came into the cache before `other` (by arrival order, then by id for documents not
     /// stored).
     func arrivedBefore(_ other: Document) -> Bool {
-        let mine = arrival, theirs = other.arrival
+        let mine = arrival
+        let theirs = other.arrival
         return mine != theirs ? mine < theirs : hasSmallerID(than: other)
     }
 
@@ -226,12 +234,14 @@ public struct Document: @unchecked Sendable, Equatable, Identifiable, CustomStri
     @_spi(Storage)
     public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
         try storage.withUnsafeMutablePointers { header, elements in
-            try body(UnsafeRawBufferPointer(start: elements + header.pointee.idByteCount, count: header.pointee.byteCount))
+            try body(
+                UnsafeRawBufferPointer(start: elements + header.pointee.idByteCount, count: header.pointee.byteCount))
         }
     }
 
     /// Calls `body` with each field's name (UTF-8) and value (packed, tag included), in order.
-    func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+    func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows
+    {
         _ = try firstField { name, value in
             try body(name, value)
             return false
@@ -333,7 +343,9 @@ extension Document {
         let change: Int
     }
 
-    private func setting(_ changes: UnsafeBufferPointer<FieldSpan>, clearing cleared: UnsafeBufferPointer<String>) -> Document {
+    private func setting(_ changes: UnsafeBufferPointer<FieldSpan>, clearing cleared: UnsafeBufferPointer<String>)
+        -> Document
+    {
         let oldCount = fieldCount
         // Only the old fields a change or a clear names are noted; the runs of fields between them are copied whole
         // (one copy per run, names included), and once every change has found its field and nothing is cleared, the
@@ -360,8 +372,11 @@ extension Document {
                             reader.skipValue()
                             let fieldEnd = reader.offset
                             if !cleared.isEmpty, Self.index(of: name, in: cleared) != nil {
-                                edits.initializeElement(at: editCount, to: FieldEdit(
-                                    fieldStart: fieldStart, valueStart: valueStart, fieldEnd: fieldEnd, change: FieldEdit.drop))
+                                edits.initializeElement(
+                                    at: editCount,
+                                    to: FieldEdit(
+                                        fieldStart: fieldStart, valueStart: valueStart, fieldEnd: fieldEnd,
+                                        change: FieldEdit.drop))
                                 editCount += 1
                                 byteCount -= fieldEnd - fieldStart
                                 fieldCount -= 1
@@ -369,15 +384,18 @@ extension Document {
                                 continue
                             }
                             guard let change = Self.index(of: name, in: changes) else { continue }
-                            edits.initializeElement(at: editCount, to: FieldEdit(
-                                fieldStart: fieldStart, valueStart: valueStart, fieldEnd: fieldEnd, change: change))
+                            edits.initializeElement(
+                                at: editCount,
+                                to: FieldEdit(
+                                    fieldStart: fieldStart, valueStart: valueStart, fieldEnd: fieldEnd, change: change))
                             editCount += 1
                             replaced[change] = true
                             matched += 1
                             let value = changes[change].value
                             byteCount += value.count - (fieldEnd - valueStart)
                             if !valuesChanged {
-                                valuesChanged = !PackedFields.valuesEqual(value, UnsafeRawBufferPointer(rebasing: old[valueStart..<fieldEnd]))
+                                valuesChanged = !PackedFields.valuesEqual(
+                                    value, UnsafeRawBufferPointer(rebasing: old[valueStart..<fieldEnd]))
                             }
                         }
                     }
@@ -389,24 +407,28 @@ extension Document {
                     }
                     // FieldEdit is trivial: nothing to deinitialise.
                     guard structureChanged || valuesChanged else { return self }
-                    return Document(storage: self.storage.withIDBytes { idBytes in
-                        Self.makeStorage(idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount, arrival: arrival) { writer in
-                            var copied = 0
-                            for edit in edits[..<editCount] {
-                                // The unchanged fields before this one, then (unless dropped) its name and new value.
-                                let keptUntil = edit.change == FieldEdit.drop ? edit.fieldStart : edit.valueStart
-                                writer.bytes(UnsafeRawBufferPointer(rebasing: old[copied..<keptUntil]))
-                                if edit.change != FieldEdit.drop { writer.bytes(changes[edit.change].value) }
-                                copied = edit.fieldEnd
+                    return Document(
+                        storage: self.storage.withIDBytes { idBytes in
+                            Self.makeStorage(
+                                idBytes: idBytes, fieldCount: fieldCount, byteCount: byteCount, arrival: arrival
+                            ) { writer in
+                                var copied = 0
+                                for edit in edits[..<editCount] {
+                                    // The unchanged fields before this one, then (unless dropped) its name and new
+                                    // value.
+                                    let keptUntil = edit.change == FieldEdit.drop ? edit.fieldStart : edit.valueStart
+                                    writer.bytes(UnsafeRawBufferPointer(rebasing: old[copied..<keptUntil]))
+                                    if edit.change != FieldEdit.drop { writer.bytes(changes[edit.change].value) }
+                                    copied = edit.fieldEnd
+                                }
+                                writer.bytes(UnsafeRawBufferPointer(rebasing: old[copied...]))
+                                for j in changes.indices where !replaced[j] {
+                                    writer.varint(UInt64(changes[j].name.count))
+                                    writer.bytes(changes[j].name)
+                                    writer.bytes(changes[j].value)
+                                }
                             }
-                            writer.bytes(UnsafeRawBufferPointer(rebasing: old[copied...]))
-                            for j in changes.indices where !replaced[j] {
-                                writer.varint(UInt64(changes[j].name.count))
-                                writer.bytes(changes[j].name)
-                                writer.bytes(changes[j].value)
-                            }
-                        }
-                    })
+                        })
                 }
             }
         }
@@ -423,7 +445,8 @@ extension Document {
         for index in names.indices {
             let utf8 = names[index].utf8
             guard utf8.count == name.count else { continue }
-            let found = utf8.withContiguousStorageIfAvailable { PackedFields.bytesEqual(name, UnsafeRawBufferPointer($0)) }
+            let found =
+                utf8.withContiguousStorageIfAvailable { PackedFields.bytesEqual(name, UnsafeRawBufferPointer($0)) }
                 ?? utf8.elementsEqual(name)
             if found { return index }
         }
@@ -431,10 +454,14 @@ extension Document {
     }
 
     /// The fields that differ from `before`: new values, and removed fields (for `nil` after, every field of before).
-    static func changedFields(from before: Document?, to after: Document?) -> [String: DocumentChangeDetails.FieldChange] {
+    static func changedFields(from before: Document?, to after: Document?) -> [String: DocumentChangeDetails
+        .FieldChange]
+    {
         var changes: [String: DocumentChangeDetails.FieldChange] = [:]
         after?.forEachField { name, value in
-            let same = before?.withValue(named: name) { old in old.map { PackedFields.valuesEqual(value, $0) } ?? false } ?? false
+            let same =
+                before?.withValue(named: name) { old in old.map { PackedFields.valuesEqual(value, $0) } ?? false }
+                ?? false
             if !same {
                 var reader = PackedFieldsReader(base: value.baseAddress!)
                 changes[String(decoding: name, as: UTF8.self)] = .set(reader.value())

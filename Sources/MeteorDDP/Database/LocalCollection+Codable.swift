@@ -41,7 +41,9 @@ extension DDPCollection {
     /// before anything is sent.
     func encodedFields<T: Encodable>(_ value: T, method: String) throws -> EJSONObject {
         guard case .object(let fields) = try EJSONEncoder().encode(value) else {
-            throw MethodError(methodName: "/\(name)/\(method)", kind: .stubFailed, stubErrorDescription: "\(T.self) does not encode as an object")
+            throw MethodError(
+                methodName: "/\(name)/\(method)", kind: .stubFailed,
+                stubErrorDescription: "\(T.self) does not encode as an object")
         }
         return fields
     }

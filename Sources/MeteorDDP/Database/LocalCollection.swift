@@ -48,7 +48,9 @@ public struct LocalCollection: Sendable {
     /// `collection.find(selector, options).fetch()`).
     ///
     /// - Throws: ``QueryError`` for a selector or sort minimongo would refuse.
-    public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> [Document] {
+    public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError)
+        -> [Document]
+    {
         if let id = MongoID.id(namedBy: selector) { return try find(id: id, options) }
         return find(try Query(selector, options))
     }
@@ -63,7 +65,9 @@ public struct LocalCollection: Sendable {
     }
 
     /// The first document matching a Mongo selector in the order `options` give (Meteor's `findOne`).
-    public func findOne(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> Document? {
+    public func findOne(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError)
+        -> Document?
+    {
         var options = options
         options.limit = 1
         return try find(selector, options).first
@@ -77,7 +81,8 @@ public struct LocalCollection: Sendable {
     }
 
     /// Observes the documents matching a Mongo selector, sorted and windowed as `options` say.
-    public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery {
+    public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery
+    {
         observe(try Query(selector, options))
     }
 }

@@ -42,7 +42,9 @@ public struct Query: Sendable {
     private var sorter: MongoSort
 
     /// Creates a query from Swift code.
-    public init(filter: (@Sendable (Document) -> Bool)? = nil, sort: [SortDescriptor] = [], skip: Int = 0, limit: Int? = nil) {
+    public init(
+        filter: (@Sendable (Document) -> Bool)? = nil, sort: [SortDescriptor] = [], skip: Int = 0, limit: Int? = nil
+    ) {
         self.filter = filter
         self.sort = sort
         self.skip = max(0, skip)
@@ -56,8 +58,9 @@ public struct Query: Sendable {
     public init(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) {
         let sort = try options.sort.map { specifier throws(QueryError) in try MongoSort(specifier) }
         // `limit: 0` means no limit, as in Meteor and Mongo; negative bounds are minimongo's (see `skip`, `limit`).
-        self.init(sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) },
-                  limit: options.limit.flatMap { $0 != 0 ? $0 : nil })
+        self.init(
+            sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) },
+            limit: options.limit.flatMap { $0 != 0 ? $0 : nil })
         skip = options.skip
         self.selector = try MongoSelector(selector)
         self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
@@ -87,10 +90,11 @@ public struct Query: Sendable {
     func window(count: Int) -> Range<Int> {
         func bound(_ position: Int) -> Int { position < 0 ? max(count + position, 0) : min(position, count) }
         let start = bound(skip)
-        let end = limit.map { limit in
-            let (sum, overflow) = limit.addingReportingOverflow(skip)
-            return overflow ? (limit > 0 ? count : 0) : bound(sum)
-        } ?? count
+        let end =
+            limit.map { limit in
+                let (sum, overflow) = limit.addingReportingOverflow(skip)
+                return overflow ? (limit > 0 ? count : 0) : bound(sum)
+            } ?? count
         return start..<max(start, end)
     }
 
@@ -133,7 +137,10 @@ extension MongoSort {
         do {
             try self.init(keys: descriptors.map { Key(path: $0.path, ascending: $0.ascending) })
         } catch {
-            try! self.init(keys: descriptors.filter { !$0.path.isEmpty && !$0.path.hasPrefix("$") }.map { Key(path: $0.path, ascending: $0.ascending) })
+            try! self.init(
+                keys: descriptors.filter { !$0.path.isEmpty && !$0.path.hasPrefix("$") }.map {
+                    Key(path: $0.path, ascending: $0.ascending)
+                })
         }
     }
 }

@@ -28,11 +28,14 @@ extension DDPClient {
     /// - Throws: the server's ``MeteorError`` when it refuses the call, ``MethodError`` for a local failure, or
     ///   `CancellationError`.
     @discardableResult
-    public func call(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions()) async throws -> EJSONValue? {
+    public func call(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions()) async throws
+        -> EJSONValue?
+    {
         if let enclosing = MethodInvocationContext.current {
             return try runNestedStub(name, params: params, enclosing: enclosing)
         }
-        return try await withCancellableContinuation { (resume: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void) in
+        return try await withCancellableContinuation {
+            (resume: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void) in
             _ = try call(name, params: params, options: options, completesInline: true) { resume($0.mapError { $0 }) }
         }
     }
@@ -88,8 +91,9 @@ extension DDPClient {
             // returned (nil).
             database.afterCurrentTransaction { [self] in
                 do {
-                    _ = try call(name, params: params, options: options, completesInline: completesInline,
-                                 stubOutcome: stubOutcome, completion: completion)
+                    _ = try call(
+                        name, params: params, options: options, completesInline: completesInline,
+                        stubOutcome: stubOutcome, completion: completion)
                 } catch {
                     completion(.failure(MethodError.stubFailed(name, error)))
                 }
@@ -142,7 +146,8 @@ extension DDPClient {
                     // writes, and the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
                     core.session.serverDocuments.stubWrote(methodID: id, originals: originals)
                     // Logged where an app sees it, as Meteor's client logs it (Meteor._debug).
-                    logger.warning("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
+                    logger.warning(
+                        "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
                 }
                 randomSeed = context.randomSeedIfUsed
             } else {
@@ -164,7 +169,9 @@ extension DDPClient {
 
     /// A call inside a stub: only the other stub runs, in the same transaction, with a seed derived from the
     /// enclosing invocation; nothing is sent.
-    private func runNestedStub(_ name: String, params: [EJSONValue], enclosing: MethodInvocationContext) throws -> EJSONValue? {
+    private func runNestedStub(_ name: String, params: [EJSONValue], enclosing: MethodInvocationContext) throws
+        -> EJSONValue?
+    {
         guard let stub = stubs.withLockedValue({ $0[name] }) else { return nil }
         var depth = 0
         var outer: MethodInvocationContext? = enclosing
@@ -173,7 +180,9 @@ extension DDPClient {
             outer = current.enclosing
         }
         guard depth < 64 else {
-            throw MethodError(methodName: name, kind: .stubFailed, stubErrorDescription: "stubs nested more than 64 deep (a stub calling itself?)")
+            throw MethodError(
+                methodName: name, kind: .stubFailed,
+                stubErrorDescription: "stubs nested more than 64 deep (a stub calling itself?)")
         }
         let context = MethodInvocationContext(methodName: name, params: params, enclosing: enclosing, client: self)
         return try MethodInvocationContext.$current.withValue(context) { try stub(context) }

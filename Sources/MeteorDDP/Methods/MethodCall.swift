@@ -51,7 +51,9 @@ extension DDPClient {
     /// print("the server says", try await call.value)
     /// ```
     /// The server's result is `.null` when the method returned nothing.
-    public func callAsync(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions()) -> MethodCall<EJSONValue> {
+    public func callAsync(_ name: String, params: [EJSONValue] = [], options: MethodOptions = MethodOptions())
+        -> MethodCall<EJSONValue>
+    {
         startCall(name, params: { params }, options: options) { $0 ?? .null }
     }
 
@@ -84,8 +86,10 @@ extension DDPClient {
     ) -> MethodCall<Value> {
         let call = MethodCall(methodName: name, stub: OneShot(), server: OneShot(), decode: decode)
         do {
-            _ = try self.call(name, params: try params(), options: options, completesInline: true,
-                              stubOutcome: { call.stub.fulfill($0) }) { call.server.fulfill($0) }
+            _ = try self.call(
+                name, params: try params(), options: options, completesInline: true,
+                stubOutcome: { call.stub.fulfill($0) }
+            ) { call.server.fulfill($0) }
         } catch {
             // Parameters that do not encode, or a stub's error with `throwStubExceptions` (nothing was sent).
             call.stub.fulfill(.failure(error))

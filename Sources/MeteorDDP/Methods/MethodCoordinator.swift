@@ -26,7 +26,8 @@ struct MethodCoordinator {
         /// Whether `updated` arrived and the data was flushed.
         var dataVisible = false
 
-        init(id: String, name: String, message: ClientMessage, options: MethodOptions, completion: @escaping Completion) {
+        init(id: String, name: String, message: ClientMessage, options: MethodOptions, completion: @escaping Completion)
+        {
             self.id = id
             self.name = name
             self.message = message
@@ -54,8 +55,8 @@ struct MethodCoordinator {
     /// client queue.
     private(set) var sentIDs: Set<String> = []
     /// Changes whenever a call joins ``sentIDs``: flush waiters registered in the same generation (with no stub write
-    /// between) wait for the same documents (``ServerDocumentBuffer/runWhenAllFlushed(sentMethods:sentGeneration:_:)``).
-    /// Confined to the client queue.
+    /// between) wait for the same documents
+    /// (``ServerDocumentBuffer/runWhenAllFlushed(sentMethods:sentGeneration:_:)``). Confined to the client queue.
     private(set) var sentGeneration = 0
     /// The next method id (decimal, from "1", per connection object). Confined to the client queue.
     private var nextID = 1
@@ -129,7 +130,9 @@ struct MethodCoordinator {
 
     /// `result` (LC `_livedata_result`): only calls in the first block may have one.
     mutating func receivedResult(id: String, _ result: Result<EJSONValue?, any Error>) -> ResultOutcome {
-        guard let index = blocks.first?.methodIDs.firstIndex(of: id), let slot = invocations.index(forKey: id) else { return .unknown }
+        guard let index = blocks.first?.methodIDs.firstIndex(of: id), let slot = invocations.index(forKey: id) else {
+            return .unknown
+        }
         blocks[0].methodIDs.remove(at: index)
         invocations.values[slot].result = result
         return complete(at: slot)
@@ -174,7 +177,9 @@ struct MethodCoordinator {
         var failed: [Invocation] = []
         if var first = blocks.first {
             first.methodIDs.removeAll { id in
-                guard let invocation = invocations[id], sentIDs.contains(id), invocation.options.noRetry else { return false }
+                guard let invocation = invocations[id], sentIDs.contains(id), invocation.options.noRetry else {
+                    return false
+                }
                 invocation.result = .failure(MethodError.invocationFailed(invocation.name))
                 failed.append(invocation)
                 return true

@@ -21,8 +21,8 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The connection dropped after the call was sent and it was made with `noRetry`: it may or may not have run
         /// (Meteor's `invocation-failed`).
         case invocationFailed
-        /// The stub threw and the call was made with `throwStubExceptions` (nothing was sent); ``MethodError/stubError``
-        /// is the stub's error.
+        /// The stub threw and the call was made with `throwStubExceptions` (nothing was sent);
+        /// ``MethodError/stubError`` is the stub's error.
         case stubFailed
         /// The client was closed before the call completed.
         case clientClosed
@@ -42,7 +42,10 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong with the server's answer (for ``Kind/protocolViolation``).
     public let violation: DDPProtocolViolation?
 
-    init(methodName: String, kind: Kind, stubError: (any Error)? = nil, stubErrorDescription: String? = nil, violation: DDPProtocolViolation? = nil) {
+    init(
+        methodName: String, kind: Kind, stubError: (any Error)? = nil, stubErrorDescription: String? = nil,
+        violation: DDPProtocolViolation? = nil
+    ) {
         self.methodName = methodName
         self.kind = kind
         self.stubError = stubError
@@ -67,10 +70,13 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .invocationFailed:
-            return "method '\(methodName)' might have failed: the connection dropped and noRetry was set [invocation-failed]"
+            return
+                "method '\(methodName)' might have failed: the connection dropped and noRetry was set [invocation-failed]"
         case .stubFailed: return "the stub of method '\(methodName)' threw: \(stubErrorDescription ?? "?")"
         case .clientClosed: return "method '\(methodName)' did not complete: the client was closed"
-        case .protocolViolation: return "method '\(methodName)' failed: its result did not parse (\(violation.map(String.init(describing:)) ?? "?"))"
+        case .protocolViolation:
+            return
+                "method '\(methodName)' failed: its result did not parse (\(violation.map(String.init(describing:)) ?? "?"))"
         }
     }
 }
@@ -109,7 +115,9 @@ public struct MethodOptions: Sendable {
     }
 
     /// Creates the default options.
-    public init(wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false) {
+    public init(
+        wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false
+    ) {
         self.wait = wait
         self.noRetry = noRetry
         self.returnStubValue = returnStubValue

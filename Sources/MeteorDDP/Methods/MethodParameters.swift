@@ -51,8 +51,9 @@ public struct MethodParameters: Sendable, Equatable, Sequence, ExpressibleByArra
         do {
             return try EJSONDecoder().decode(type, from: self[position] ?? .null)
         } catch {
-            throw MethodParameterError(methodName: methodName, position: position, expected: "\(T.self)",
-                                       passed: self[position], underlying: error)
+            throw MethodParameterError(
+                methodName: methodName, position: position, expected: "\(T.self)",
+                passed: self[position], underlying: error)
         }
     }
 
@@ -78,7 +79,9 @@ public struct MethodParameterError: Error, Sendable, CustomStringConvertible {
     public let underlying: any Error
 
     public var description: String {
-        let what = passed.map { "got \(EJSON.stringify($0))" } ?? "the call passed only \(position) parameter\(position == 1 ? "" : "s")"
+        let what =
+            passed.map { "got \(EJSON.stringify($0))" }
+            ?? "the call passed only \(position) parameter\(position == 1 ? "" : "s")"
         return "method '\(methodName)': parameter \(position) is not a \(expected) (\(what))"
     }
 }

@@ -82,7 +82,8 @@ public final class MethodInvocationContext: @unchecked Sendable {
         lock.withLock {
             if let seed, let stream { return (seed, stream) }
             guard create else { return nil }
-            let made = RandomStream.makeRpcSeed(enclosing: enclosing?.randomStreamIfMade(create: true)?.stream, methodName: methodName)
+            let made = RandomStream.makeRpcSeed(
+                enclosing: enclosing?.randomStreamIfMade(create: true)?.stream, methodName: methodName)
             let stream = RandomStream(seed: made)
             self.seed = made
             self.stream = stream

@@ -47,7 +47,14 @@ struct ServerDocumentBuffer {
         guard let keys = changedKeys, !keys.isEmpty else { return [] }
         changedKeys = []
         return keys.map { key in
-            (key, documents[key].map { StoredServerDocument(key: key, fields: $0.fields, writtenByMethods: $0.writtenByMethods.sorted(by: MethodCoordinator.idOrder)) })
+            (
+                key,
+                documents[key].map {
+                    StoredServerDocument(
+                        key: key, fields: $0.fields,
+                        writtenByMethods: $0.writtenByMethods.sorted(by: MethodCoordinator.idOrder))
+                }
+            )
         }
     }
 
@@ -74,11 +81,14 @@ struct ServerDocumentBuffer {
         for (key, document) in documents {
             let claiming = document.writtenByMethods.filter { documentsWrittenByMethod[$0]?.contains(key) == true }
             if !claiming.isEmpty, claiming.count == document.writtenByMethods.count { continue }
-            if claiming.isEmpty { documents.removeValue(forKey: key) } else { documents[key]!.writtenByMethods = claiming }
+            if claiming.isEmpty {
+                documents.removeValue(forKey: key)
+            } else {
+                documents[key]!.writtenByMethods = claiming
+            }
             noteChange(key)
         }
     }
-
 
     var isEmpty: Bool { documents.isEmpty }
 
@@ -136,7 +146,9 @@ struct ServerDocumentBuffer {
     }
 
     /// A `changed` for a tracked document updates the copy (tolerantly: a change of a missing copy makes one).
-    mutating func serverChanged(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject, cleared: [String]) -> Routing {
+    mutating func serverChanged(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject, cleared: [String])
+        -> Routing
+    {
         guard !documents.isEmpty, documents[key] != nil else { return .toCache }
         noteChange(key)
         guard var current = documents[key]!.fields else {
@@ -163,7 +175,9 @@ struct ServerDocumentBuffer {
     /// replacements (to apply to the cache in one batch) and the flush callbacks to run once applied. A document
     /// still written by methods that are not sent (queued behind a wait method) stays, but its flush callbacks run
     /// too: those methods cannot go out before the callers' block is done, so waiting for them would never end.
-    mutating func methodUpdated(_ methodID: String, isSent: (String) -> Bool) -> (replacements: [Replacement], callbacks: [@Sendable () -> Void]) {
+    mutating func methodUpdated(_ methodID: String, isSent: (String) -> Bool) -> (
+        replacements: [Replacement], callbacks: [@Sendable () -> Void]
+    ) {
         guard let keys = documentsWrittenByMethod.removeValue(forKey: methodID) else { return ([], []) }
         var replacements: [Replacement] = []
         var callbacks: [@Sendable () -> Void] = []
@@ -204,9 +218,13 @@ struct ServerDocumentBuffer {
     ///   callback per such group, not one per waiter. The callbacks of a group run in the order they were registered.
     ///   (A socket reset empties the sent calls without a flush; no waiter is registered while none is sent, and
     ///   sending them again starts a new generation.)
-    mutating func runWhenAllFlushed(sentMethods: Set<String>, sentGeneration: Int, _ callback: @escaping @Sendable () -> Void) -> Bool {
+    mutating func runWhenAllFlushed(
+        sentMethods: Set<String>, sentGeneration: Int, _ callback: @escaping @Sendable () -> Void
+    ) -> Bool {
         guard !documents.isEmpty, !sentMethods.isEmpty else { return false }
-        if let latest = latestWaiters, latest.countdown.isWaiting, latest.sentGeneration == sentGeneration, latest.stubWrites == stubWrites {
+        if let latest = latestWaiters, latest.countdown.isWaiting, latest.sentGeneration == sentGeneration,
+            latest.stubWrites == stubWrites
+        {
             latest.countdown.add(callback)
             return true
         }
@@ -215,7 +233,9 @@ struct ServerDocumentBuffer {
             // Every key listed for a method is a tracked document that method wrote (see `stubWrote`, `restore`).
             for id in sentMethods { counted.formUnion(documentsWrittenByMethod[id] ?? []) }
         } else {
-            for (key, document) in documents where !document.writtenByMethods.isDisjoint(with: sentMethods) { counted.insert(key) }
+            for (key, document) in documents where !document.writtenByMethods.isDisjoint(with: sentMethods) {
+                counted.insert(key)
+            }
         }
         guard !counted.isEmpty else { return false }
         let countdown = FlushCountdown(count: counted.count, callback: callback)

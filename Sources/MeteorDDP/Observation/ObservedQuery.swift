@@ -86,8 +86,10 @@ public final class ObservedQuery<Model: Decodable & Sendable>: Observable, @unch
 extension TypedCollection {
     /// A live query as an `Observable` model, changed on `scheduler` (the main actor by default).
     @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
-    public func observed(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions(),
-                         scheduler: ObservationScheduler = .mainActor) throws(QueryError) -> ObservedQuery<Model> {
+    public func observed(
+        _ selector: EJSONValue = [:], _ options: FindOptions = FindOptions(),
+        scheduler: ObservationScheduler = .mainActor
+    ) throws(QueryError) -> ObservedQuery<Model> {
         ObservedQuery(try observe(selector, options), scheduler: scheduler)
     }
 }

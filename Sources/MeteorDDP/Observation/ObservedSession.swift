@@ -11,7 +11,8 @@ public final class ObservedValue<Value: Sendable>: Observable, @unchecked Sendab
     private let state: NIOLockedValueBox<Value>
     private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
-    init<S: AsyncSequence & Sendable>(initial: Value, updates: S, scheduler: ObservationScheduler) where S.Element == Value {
+    init<S: AsyncSequence & Sendable>(initial: Value, updates: S, scheduler: ObservationScheduler)
+    where S.Element == Value {
         state = NIOLockedValueBox(initial)
         let started = Task { [weak self] in
             do {

@@ -12,7 +12,9 @@ extension DDPClient {
     /// The logged-in user's document, decoded, as an `Observable` model that follows logins, logouts and changes to
     /// the document, on `scheduler` (the main actor by default).
     @available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
-    public func observedUser<Model: Decodable & Sendable>(as model: Model.Type, scheduler: ObservationScheduler = .mainActor) -> ObservedUser<Model> {
+    public func observedUser<Model: Decodable & Sendable>(
+        as model: Model.Type, scheduler: ObservationScheduler = .mainActor
+    ) -> ObservedUser<Model> {
         ObservedUser(client: self, scheduler: scheduler)
     }
 }
@@ -44,7 +46,9 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
             for await account in accounts {
                 guard let self, let client else { return }
                 let reason = account == nil ? client.logoutReason : nil
-                scheduler.schedule { [weak self] in self?.follow(account?.userID, reason: reason, client: client, scheduler: scheduler) }
+                scheduler.schedule { [weak self] in
+                    self?.follow(account?.userID, reason: reason, client: client, scheduler: scheduler)
+                }
             }
         }
         task.withLockedValue { $0 = started }
@@ -109,7 +113,9 @@ public final class ObservedUser<Model: Decodable & Sendable>: Observable, @unche
                 state.user = nil
             }
         }
-        guard let userID, let live = try? client.database.collection("users").observe(["_id": .string(userID)]) else { return }
+        guard let userID, let live = try? client.database.collection("users").observe(["_id": .string(userID)]) else {
+            return
+        }
         let cache = DecodedDocuments<Model>()
         let token = live.onChange(on: scheduler.dispatchQueue) { [weak self] snapshot in
             guard let self, self.state.withLockedValue({ $0.generation == generation }) else { return }

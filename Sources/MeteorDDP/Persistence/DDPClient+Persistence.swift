@@ -12,9 +12,11 @@ final class ClientPersistence: @unchecked Sendable {
 
     // MARK: - Mutable State (confined to the client queue)
 
-    /// Whether the first connection after a restart has yet to reconcile the restored cache. Confined to the client queue.
+    /// Whether the first connection after a restart has yet to reconcile the restored cache. Confined to the client
+    /// queue.
     var pendingReconciliation = false
-    /// The subscriptions that were active when the app stopped, until the reconciliation delay ends. Confined to the client queue.
+    /// The subscriptions that were active when the app stopped, until the reconciliation delay ends. Confined to the
+    /// client queue.
     var restoredSubscriptions: Set<StoredSubscription> = []
     /// Calls kept in the store, not completed yet. Confined to the client queue.
     var persistedMethods: Set<String> = []
@@ -49,7 +51,8 @@ final class ClientPersistence: @unchecked Sendable {
         do {
             store = try settings.openStore()
         } catch {
-            report.problem = (error as? PersistenceError) ?? PersistenceError(.cannotOpen, path: nil, reason: "\(error)")
+            report.problem =
+                (error as? PersistenceError) ?? PersistenceError(.cannotOpen, path: nil, reason: "\(error)")
             return (nil, StoredState(), report)
         }
         let path = (store as? SQLiteStore)?.fileURL.path
@@ -76,7 +79,9 @@ final class ClientPersistence: @unchecked Sendable {
         // One call per id (a custom store might list one twice).
         var seen = Set<String>()
         state.methods = state.methods.filter { seen.insert($0.id).inserted }
-        let calls = state.methods.map { RestoredCall(id: $0.id, name: $0.name, params: $0.params, randomSeed: $0.randomSeed) }
+        let calls = state.methods.map {
+            RestoredCall(id: $0.id, name: $0.name, params: $0.params, randomSeed: $0.randomSeed)
+        }
         let persistence = ClientPersistence(
             settings: settings,
             writer: WriteBehind(store: store),
@@ -110,11 +115,13 @@ extension DDPClient {
                 var options = MethodOptions()
                 options.wait = method.wait
                 options.noRetry = method.noRetry
-                let source: RestoredCallOutcome.Source = method.result != nil ? .savedAnswer : (method.noRetry ? .notSent : .sentAgain)
+                let source: RestoredCallOutcome.Source =
+                    method.result != nil ? .savedAnswer : (method.noRetry ? .notSent : .sentAgain)
                 let invocation = MethodCoordinator.Invocation(
                     id: method.id,
                     name: method.name,
-                    message: .method(id: method.id, method: method.name, params: method.params, randomSeed: method.randomSeed),
+                    message: .method(
+                        id: method.id, method: method.name, params: method.params, randomSeed: method.randomSeed),
                     options: options,
                     completion: { calls.record(call, $0, source: source) }
                 )
@@ -125,7 +132,8 @@ extension DDPClient {
                 case .error(let error)?: invocation.result = .failure(error)
                 case nil where method.noRetry:
                     // Whether it went out before the restart cannot be known, and it must not run twice: it fails as a
-                    // sent noRetry call does at a reconnect (completing, with its stub's effect undone, at reconciliation).
+                    // sent noRetry call does at a reconnect (completing, with its stub's effect undone, at
+                    // reconciliation).
                     invocation.result = .failure(MethodError.invocationFailed(method.name))
                 case nil: break
                 }
@@ -135,7 +143,8 @@ extension DDPClient {
             persistence.restoredStubEffects = Self.restoredStubEffects(state)
             persistence.restoredSubscriptions = Set(state.subscriptions)
             persistence.storedSubscriptions = state.subscriptions
-            persistence.pendingReconciliation = !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
+            persistence.pendingReconciliation =
+                !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
             // Server versions no restored call claims were dropped: the store forgets them too.
             persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
             persistence.writer.restored(state.methods)
@@ -172,7 +181,9 @@ extension DDPClient {
             if let recorded = method.stubEffects {
                 own = recorded
             } else {
-                if storedDocuments == nil { storedDocuments = Dictionary(state.documents.map { ($0.key, $0.fields) }, uniquingKeysWith: { $1 }) }
+                if storedDocuments == nil {
+                    storedDocuments = Dictionary(state.documents.map { ($0.key, $0.fields) }, uniquingKeysWith: { $1 })
+                }
                 own = method.stubWrote.map { StoredStubEffect(key: $0, set: storedDocuments?[$0]) }
             }
             if judgedIDs.contains(method.id) {
@@ -215,9 +226,14 @@ extension DDPClient {
     ///
     /// `stubOriginals` are the versions from before the stub of each document it wrote; the cache holds the versions
     /// it left (server data for them is kept aside from now on), so what the stub did is recorded with the call.
-    func persistCall(_ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue], stubOriginals: [(DocumentKey, EJSONObject?)]) {
-        guard let persistence, !invocation.options.keepsInMemoryOnly, !persistence.settings.memoryOnlyMethods.contains(invocation.name),
-              !persistence.writer.hasFailed else {
+    func persistCall(
+        _ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue],
+        stubOriginals: [(DocumentKey, EJSONObject?)]
+    ) {
+        guard let persistence, !invocation.options.keepsInMemoryOnly,
+            !persistence.settings.memoryOnlyMethods.contains(invocation.name),
+            !persistence.writer.hasFailed
+        else {
             if let onDurable = invocation.options.onDurable { userCode.run { onDurable(false) } }
             return
         }
@@ -226,7 +242,9 @@ extension DDPClient {
         persistence.notDurable.insert(id)
         // The stub's server versions first: they are in the same batch as the call, or an earlier one.
         persistSessionChanges()
-        let effects = stubOriginals.map { key, before in StoredStubEffect(key: key, before: before, after: database.document(key)?.fields) }
+        let effects = stubOriginals.map { key, before in
+            StoredStubEffect(key: key, before: before, after: database.document(key)?.fields)
+        }
         let method = StoredMethod(
             id: id, name: invocation.name, params: params, randomSeed: randomSeed, wait: invocation.options.wait,
             noRetry: invocation.options.noRetry, stubWrote: stubOriginals.map(\.0), stubEffects: effects
@@ -246,7 +264,9 @@ extension DDPClient {
     /// Whether `invocation` must wait for the store before going out (it, or a call before it, is not on disk).
     func mustAwaitDurability(_ invocation: MethodCoordinator.Invocation) -> Bool {
         guard let persistence else { return false }
-        guard !persistence.awaitingDurability.isEmpty || persistence.notDurable.contains(invocation.id) else { return false }
+        guard !persistence.awaitingDurability.isEmpty || persistence.notDurable.contains(invocation.id) else {
+            return false
+        }
         persistence.awaitingDurability.append(invocation)
         return true
     }
@@ -270,7 +290,8 @@ extension DDPClient {
     /// The server answered a kept call before its data was visible: the answer is kept too (after a restart the
     /// call is not sent again; it completes at reconciliation, as after a reconnect).
     func persistResult(_ invocation: MethodCoordinator.Invocation) {
-        guard let persistence, persistence.persistedMethods.contains(invocation.id), let result = invocation.result else { return }
+        guard let persistence, persistence.persistedMethods.contains(invocation.id), let result = invocation.result
+        else { return }
         switch result {
         case .success(let value): persistence.writer.methodResult(invocation.id, .value(value))
         case .failure(let error):
@@ -309,9 +330,14 @@ extension DDPClient {
     private func judge(_ stub: [StoredStubEffect]) -> (match: Bool, missing: Bool) {
         // A document another pending call's stub also wrote still shows that stub's value: its server version is the
         // copy kept aside.
-        let server = Dictionary(stub.map { effect in
-            (effect.key, core.session.serverDocuments.contains(effect.key) ? core.session.serverDocuments.serverFields(effect.key) : database.document(effect.key)?.fields)
-        }, uniquingKeysWith: { first, _ in first })
+        let server = Dictionary(
+            stub.map { effect in
+                (
+                    effect.key,
+                    core.session.serverDocuments.contains(effect.key)
+                        ? core.session.serverDocuments.serverFields(effect.key) : database.document(effect.key)?.fields
+                )
+            }, uniquingKeysWith: { first, _ in first })
         let missing = stub.contains { effect in effect.set != nil && (server[effect.key] ?? nil) == nil }
         return (RestoredCalls.serverHasStubEffect(stub: stub, server: server), missing)
     }
@@ -319,7 +345,9 @@ extension DDPClient {
     /// Subscriptions became ready or ended (their data flushed): restored calls that waited for the server's data
     /// are judged once none is pending (`force`: now, the client is closing).
     func judgeRestoredCallsAwaitingServerData(force: Bool = false) {
-        guard let persistence, !persistence.awaitingServerData.isEmpty, force || !core.session.subscriptions.hasPendingSubscriptions else { return }
+        guard let persistence, !persistence.awaitingServerData.isEmpty,
+            force || !core.session.subscriptions.hasPendingSubscriptions
+        else { return }
         let awaiting = persistence.awaitingServerData
         persistence.awaitingServerData = [:]
         for (id, stub) in awaiting.sorted(by: { (Int($0.key) ?? 0, $0.key) < (Int($1.key) ?? 0, $1.key) }) {
@@ -334,14 +362,18 @@ extension DDPClient {
         persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
         // close() stopped the subscriptions here, not in the app: the store keeps those it had, for the next launch.
         guard !isClosed else { return }
-        let source = (membershipVersion: core.session.subscriptions.membershipVersion,
-                      restored: persistence.pendingReconciliation ? persistence.restoredSubscriptions.count : -1)
+        let source = (
+            membershipVersion: core.session.subscriptions.membershipVersion,
+            restored: persistence.pendingReconciliation ? persistence.restoredSubscriptions.count : -1
+        )
         guard persistence.storedSubscriptionsSource.map({ $0 != source }) ?? true else { return }
         persistence.storedSubscriptionsSource = source
         var subscriptions = core.session.subscriptions.active
         if persistence.pendingReconciliation {
             let made = Set(subscriptions)
-            subscriptions += persistence.restoredSubscriptions.filter { !made.contains($0) }.sorted { $0.name < $1.name }
+            subscriptions += persistence.restoredSubscriptions.filter { !made.contains($0) }.sorted {
+                $0.name < $1.name
+            }
         }
         if subscriptions != persistence.storedSubscriptions {
             persistence.storedSubscriptions = subscriptions
@@ -387,11 +419,14 @@ extension DDPClient {
     /// failed.
     func clearPersistenceOnLogout(erased: @escaping @Sendable () -> Void) {
         guard let persistence else { return erased() }
-        persistence.writer.clear(keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: persistence.persistedMethods)
+        persistence.writer.clear(
+            keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: persistence.persistedMethods)
         persistence.storedSubscriptions = []
         persistence.restoredSubscriptions = []
-        persistence.storedSubscriptionsSource = (membershipVersion: core.session.subscriptions.membershipVersion,
-                                                 restored: persistence.pendingReconciliation ? 0 : -1)
+        persistence.storedSubscriptionsSource = (
+            membershipVersion: core.session.subscriptions.membershipVersion,
+            restored: persistence.pendingReconciliation ? 0 : -1
+        )
         persistSessionChanges()
         persistence.writer.whenWritten(erased)
     }

@@ -46,7 +46,7 @@ public struct Persistence: Sendable {
     /// Methods whose calls stay in memory only (never written to the store): those that carry passwords or tokens.
     public var memoryOnlyMethods: Set<String> = [
         "login", "logout", "logoutOtherClients", "getNewToken", "removeOtherTokens", "createUser", "changePassword",
-        "forgotPassword", "resetPassword", "verifyEmail",
+        "forgotPassword", "resetPassword", "verifyEmail"
     ]
 
     /// Persistence through any ``ClientStore`` (a custom store; tests use an in-memory one).
@@ -64,9 +64,11 @@ public struct Persistence: Sendable {
     /// A file in the application-support directory (`~/Library/Application Support/MeteorDDP/` on Apple
     /// platforms, `$XDG_DATA_HOME` or `~/.local/share/MeteorDDP/` on Linux), its directory created 0700.
     public static func defaultFileURL(named name: String = "MeteorDDP.sqlite") throws -> URL {
-        let base = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
+        let base = try FileManager.default.url(
+            for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
         let directory = base.appendingPathComponent("MeteorDDP", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return directory.appendingPathComponent(name)
     }
 }
@@ -100,7 +102,10 @@ public struct StoredState: Sendable, Equatable {
     /// Active subscriptions, in subscription order.
     public var subscriptions: [StoredSubscription]
 
-    public init(documents: [StoredDocument] = [], serverDocuments: [StoredServerDocument] = [], methods: [StoredMethod] = [], subscriptions: [StoredSubscription] = []) {
+    public init(
+        documents: [StoredDocument] = [], serverDocuments: [StoredServerDocument] = [], methods: [StoredMethod] = [],
+        subscriptions: [StoredSubscription] = []
+    ) {
         self.documents = documents
         self.serverDocuments = serverDocuments
         self.methods = methods
@@ -159,7 +164,8 @@ public struct StoredMethod: Sendable, Equatable {
     public var stubEffects: [StoredStubEffect]?
 
     public init(
-        id: String, name: String, params: [EJSONValue], randomSeed: String?, wait: Bool, noRetry: Bool, stubWrote: [DocumentKey] = [],
+        id: String, name: String, params: [EJSONValue], randomSeed: String?, wait: Bool, noRetry: Bool,
+        stubWrote: [DocumentKey] = [],
         result: StoredMethodResult? = nil, stubEffects: [StoredStubEffect]? = nil
     ) {
         self.id = id
@@ -198,7 +204,8 @@ public struct StoredStubEffect: Sendable, Equatable {
             return
         }
         var set: EJSONObject = [:]
-        for (name, value) in after where !(before?[name].map { EJSON.equals($0, value, keyOrderSensitive: true) } ?? false) {
+        for (name, value) in after
+        where !(before?[name].map { EJSON.equals($0, value, keyOrderSensitive: true) } ?? false) {
             set[name] = value
         }
         self.set = set
@@ -241,7 +248,8 @@ public struct StoreBatch: Sendable {
     public init() {}
 
     public var isEmpty: Bool {
-        documents.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty && methodsRemoved.isEmpty
+        documents.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty
+            && methodsRemoved.isEmpty
             && subscriptions == nil
     }
 }

@@ -38,10 +38,12 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
         let location = path.map { " (\($0))" } ?? ""
         switch kind {
         case .corruptFile: return "offline store unreadable\(location), moved to \(movedTo ?? "?"): \(reason)"
-        case .newerSchema: return "offline store written by a newer version\(location), moved to \(movedTo ?? "?"): \(reason)"
+        case .newerSchema:
+            return "offline store written by a newer version\(location), moved to \(movedTo ?? "?"): \(reason)"
         case .cannotOpen: return "offline store cannot be opened\(location); keeping everything in memory: \(reason)"
         case .readFailed: return "offline store could not be read\(location); starting with an empty cache: \(reason)"
-        case .writeFailed: return "offline store write failed\(location); keeping everything in memory from now on: \(reason)"
+        case .writeFailed:
+            return "offline store write failed\(location); keeping everything in memory from now on: \(reason)"
         }
     }
 }

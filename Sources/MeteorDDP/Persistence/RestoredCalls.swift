@@ -70,7 +70,10 @@ public final class RestoredCalls: AsyncSequence, Sendable {
         /// Calls whose judgement waits for the server's data of their documents (a subscription still on its way).
         var awaitingServerData: Set<String> = []
         /// Refusals of such calls, reported once they are judged.
-        var deferred: [String: (call: RestoredCall, result: Swift.Result<EJSONValue?, any Error>, source: RestoredCallOutcome.Source)] = [:]
+        var deferred:
+            [String: (
+                call: RestoredCall, result: Swift.Result<EJSONValue?, any Error>, source: RestoredCallOutcome.Source
+            )] = [:]
     }
 
     /// The restored calls, in call order.
@@ -105,14 +108,17 @@ public final class RestoredCalls: AsyncSequence, Sendable {
             return id
         }
         if let id {
-            continuation.onTermination = { [weak self] _ in _ = self?.state.withLockedValue { $0.continuations.removeValue(forKey: id) } }
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLockedValue { $0.continuations.removeValue(forKey: id) }
+            }
         } else {
             continuation.finish()
         }
         return stream.makeAsyncIterator()
     }
 
-    /// Notes whether the server has what the stub of call `id` wrote (see ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
+    /// Notes whether the server has what the stub of call `id` wrote (see
+    /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``).
     func noteServerVersions(of id: String, matchStub: Bool) {
         state.withLockedValue { $0.alreadyOnServer[id] = matchStub }
     }
@@ -145,24 +151,31 @@ public final class RestoredCalls: AsyncSequence, Sendable {
     }
 
     /// Call `call` ended with `result`.
-    func record(_ call: RestoredCall, _ result: Swift.Result<EJSONValue?, any Error>, source: RestoredCallOutcome.Source) {
+    func record(
+        _ call: RestoredCall, _ result: Swift.Result<EJSONValue?, any Error>, source: RestoredCallOutcome.Source
+    ) {
         order.withLock {
-            let handOver: (RestoredCallOutcome, live: [AsyncStream<RestoredCallOutcome>.Continuation], complete: Bool)? = state.withLockedValue { state in
-                let outcome: RestoredCallOutcome.Result
-                switch result {
-                case .success(let value): outcome = .succeeded(value)
-                case .failure(let error as MethodError) where error.kind == .clientClosed: return nil
-                case .failure where state.awaitingServerData.contains(call.id):
-                    state.deferred[call.id] = (call, result, source)
-                    return nil
-                case .failure(let error as MeteorError) where state.alreadyOnServer[call.id] == true: outcome = .alreadyApplied(error)
-                case .failure(let error): outcome = .failed(error)
-                }
-                let element = RestoredCallOutcome(call: call, result: outcome, source: source)
-                state.outcomes.append(element)
-                guard state.outcomes.count >= calls.count else { return (element, Array(state.continuations.values), false) }
-                return (element, Self.takeContinuations(&state), true)
-            }
+            let handOver:
+                (RestoredCallOutcome, live: [AsyncStream<RestoredCallOutcome>.Continuation], complete: Bool)? =
+                    state.withLockedValue { state in
+                        let outcome: RestoredCallOutcome.Result
+                        switch result {
+                        case .success(let value): outcome = .succeeded(value)
+                        case .failure(let error as MethodError) where error.kind == .clientClosed: return nil
+                        case .failure where state.awaitingServerData.contains(call.id):
+                            state.deferred[call.id] = (call, result, source)
+                            return nil
+                        case .failure(let error as MeteorError) where state.alreadyOnServer[call.id] == true:
+                            outcome = .alreadyApplied(error)
+                        case .failure(let error): outcome = .failed(error)
+                        }
+                        let element = RestoredCallOutcome(call: call, result: outcome, source: source)
+                        state.outcomes.append(element)
+                        guard state.outcomes.count >= calls.count else {
+                            return (element, Array(state.continuations.values), false)
+                        }
+                        return (element, Self.takeContinuations(&state), true)
+                    }
             guard let (element, live, complete) = handOver else { return }
             for continuation in live { continuation.yield(element) }
             if complete { for continuation in live { continuation.finish() } }

@@ -8,8 +8,8 @@ import GRDB
 /// Documents are stored as the cache keeps them (packed fields, about their JSON size): writing one is a copy, and
 /// reading one back is a validation pass and a copy (a changed file gives a typed error,
 /// never a bad read). A change of that format comes with a migration. Parameters and results of calls are EJSON
-/// text. Rows are keyed by collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files) to
-/// `<name>.unusable-<timestamp>` and starts a new one; see ``PersistenceError``.
+/// text. Rows are keyed by collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files)
+/// to `<name>.unusable-<timestamp>` and starts a new one; see ``PersistenceError``.
 public final class SQLiteStore: ClientStore, @unchecked Sendable {
     // @unchecked because `database` is a GRDB `DatabaseQueue` (Sendable, serialising every access itself) and the
     // rest is immutable.
@@ -24,7 +24,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     static let migrations = ["v1"]
 
     /// Opens (or creates) the store at `fileURL`.
-    /// - Throws: ``PersistenceError`` of kind ``PersistenceError/Kind/cannotOpen`` when the file cannot be opened at all.
+    /// - Throws: ``PersistenceError`` of kind ``PersistenceError/Kind/cannotOpen`` when the file cannot be opened at
+    ///   all.
     public init(fileURL: URL) throws {
         self.fileURL = fileURL
         let path = fileURL.path
@@ -65,7 +66,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         let fileManager = FileManager.default
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !fileManager.fileExists(atPath: directory) {
-            try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try fileManager.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         if !fileManager.fileExists(atPath: path) {
             guard fileManager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
@@ -76,7 +78,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         // companions: it holds what the user saw and did.
         for file in [path, path + "-wal", path + "-shm"] {
             guard let permissions = (try? fileManager.attributesOfItem(atPath: file))?[.posixPermissions] as? NSNumber,
-                  permissions.intValue & 0o077 != 0 else { continue }
+                permissions.intValue & 0o077 != 0
+            else { continue }
             try fileManager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
         }
     }
@@ -95,7 +98,9 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master")
             if try migrator.hasBeenSuperseded(db) {
                 let applied = try migrator.appliedIdentifiers(db)
-                throw Unusable(kind: .newerSchema, reason: "schema versions \(applied.sorted()) include some this library does not know")
+                throw Unusable(
+                    kind: .newerSchema,
+                    reason: "schema versions \(applied.sorted()) include some this library does not know")
             }
         }
         try migrator.migrate(database)
@@ -105,12 +110,13 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     private static func makeMigrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields BLOB NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
-                CREATE TABLE serverDocument (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT, methods TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
-                CREATE TABLE method (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL, params TEXT NOT NULL, randomSeed TEXT, wait INTEGER NOT NULL, noRetry INTEGER NOT NULL, stubWrote TEXT NOT NULL, result TEXT);
-                CREATE TABLE subscription (position INTEGER PRIMARY KEY, name TEXT NOT NULL, params TEXT NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields BLOB NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                    CREATE TABLE serverDocument (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT, methods TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                    CREATE TABLE method (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL, params TEXT NOT NULL, randomSeed TEXT, wait INTEGER NOT NULL, noRetry INTEGER NOT NULL, stubWrote TEXT NOT NULL, result TEXT);
+                    CREATE TABLE subscription (position INTEGER PRIMARY KEY, name TEXT NOT NULL, params TEXT NOT NULL);
+                    """)
         }
         // A document's place in the arrival order (`Document.arrival`), so a restored cache lists unsorted results
         // as they were listed before. Documents stored before this version (0) come first, by id.
@@ -132,10 +138,15 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
 
     /// A store in place of one whose file turned out damaged while reading: the file is moved aside and a new one
     /// created. Returns the new store and the problem to report.
-    static func replacingDamagedFile(of store: SQLiteStore, _ error: any Error) throws -> (SQLiteStore, PersistenceError) {
+    static func replacingDamagedFile(of store: SQLiteStore, _ error: any Error) throws -> (
+        SQLiteStore, PersistenceError
+    ) {
         let path = store.fileURL.path
         let movedTo = try moveAside(path)
-        return (try SQLiteStore(fileURL: store.fileURL), PersistenceError(.corruptFile, path: path, movedTo: movedTo, reason: "\(error)"))
+        return (
+            try SQLiteStore(fileURL: store.fileURL),
+            PersistenceError(.corruptFile, path: path, movedTo: movedTo, reason: "\(error)")
+        )
     }
 
     /// Moves the file and its `-wal`/`-shm` companions aside; returns the new path of the file.
@@ -155,9 +166,11 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     public func load() throws -> StoredState {
         try database.read { db in
             var state = StoredState()
-            let documents = try Row.fetchCursor(db, sql: "SELECT collection, id, fields FROM document ORDER BY arrival, collection, id")
+            let documents = try Row.fetchCursor(
+                db, sql: "SELECT collection, id, fields FROM document ORDER BY arrival, collection, id")
             while let row = try documents.next() {
-                let key = DocumentKey(collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1))
+                let key = DocumentKey(
+                    collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1))
                 let document = try row.withUnsafeData(atIndex: 2) { packed in
                     guard let packed else { throw BadRow(description: "a stored document without fields") }
                     return try packed.withUnsafeBytes { bytes in
@@ -173,26 +186,37 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             let servers = try Row.fetchCursor(db, sql: "SELECT collection, id, fields, methods FROM serverDocument")
             while let row = try servers.next() {
                 let fields: String? = try row.decode(atIndex: 2)
-                state.serverDocuments.append(StoredServerDocument(
-                    key: DocumentKey(collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1)),
-                    fields: try fields.map(Self.object),
-                    writtenByMethods: try Self.strings(try row.decode(atIndex: 3))
-                ))
+                state.serverDocuments.append(
+                    StoredServerDocument(
+                        key: DocumentKey(
+                            collectionName: try row.decode(atIndex: 0), documentID: try row.decode(atIndex: 1)),
+                        fields: try fields.map(Self.object),
+                        writtenByMethods: try Self.strings(try row.decode(atIndex: 3))
+                    ))
             }
-            let methods = try Row.fetchCursor(db, sql: "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects FROM method ORDER BY position")
+            let methods = try Row.fetchCursor(
+                db,
+                sql:
+                    "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects FROM method ORDER BY position"
+            )
             while let row = try methods.next() {
                 let result: String? = try row.decode(atIndex: 7)
                 let effects: String? = try row.decode(atIndex: 8)
-                state.methods.append(StoredMethod(
-                    id: try row.decode(atIndex: 0), name: try row.decode(atIndex: 1), params: try Self.array(try row.decode(atIndex: 2)),
-                    randomSeed: try row.decode(atIndex: 3), wait: try row.decode(atIndex: 4), noRetry: try row.decode(atIndex: 5),
-                    stubWrote: try Self.keys(try row.decode(atIndex: 6)), result: try result.map(Self.methodResult),
-                    stubEffects: try effects.map(Self.stubEffects)
-                ))
+                state.methods.append(
+                    StoredMethod(
+                        id: try row.decode(atIndex: 0), name: try row.decode(atIndex: 1),
+                        params: try Self.array(try row.decode(atIndex: 2)),
+                        randomSeed: try row.decode(atIndex: 3), wait: try row.decode(atIndex: 4),
+                        noRetry: try row.decode(atIndex: 5),
+                        stubWrote: try Self.keys(try row.decode(atIndex: 6)), result: try result.map(Self.methodResult),
+                        stubEffects: try effects.map(Self.stubEffects)
+                    ))
             }
             let subscriptions = try Row.fetchCursor(db, sql: "SELECT name, params FROM subscription ORDER BY position")
             while let row = try subscriptions.next() {
-                state.subscriptions.append(StoredSubscription(name: try row.decode(atIndex: 0), params: try Self.array(try row.decode(atIndex: 1))))
+                state.subscriptions.append(
+                    StoredSubscription(
+                        name: try row.decode(atIndex: 0), params: try Self.array(try row.decode(atIndex: 1))))
             }
             return state
         }
@@ -201,12 +225,15 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     public func write(_ batch: StoreBatch) throws {
         try database.write { db in
             if !batch.documents.isEmpty {
-                let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO document (collection, id, fields, arrival) VALUES (?, ?, ?, ?)")
+                let upsert = try db.cachedStatement(
+                    sql: "INSERT OR REPLACE INTO document (collection, id, fields, arrival) VALUES (?, ?, ?, ?)")
                 let delete = try db.cachedStatement(sql: "DELETE FROM document WHERE collection = ? AND id = ?")
                 for (key, document) in batch.documents {
                     if let document {
                         let packed = document.withBytes { Data($0) }
-                        try upsert.execute(arguments: [key.collectionName, key.documentID, packed, Int64(bitPattern: document.arrival)])
+                        try upsert.execute(arguments: [
+                            key.collectionName, key.documentID, packed, Int64(bitPattern: document.arrival)
+                        ])
                     } else {
                         try delete.execute(arguments: [key.collectionName, key.documentID])
                     }
@@ -215,19 +242,28 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             for (key, document) in batch.serverDocuments {
                 if let document {
                     try db.execute(
-                        sql: "INSERT OR REPLACE INTO serverDocument (collection, id, fields, methods) VALUES (?, ?, ?, ?)",
-                        arguments: [key.collectionName, key.documentID, document.fields.map { EJSON.stringify(.object($0)) },
-                                    EJSON.stringify(.array(document.writtenByMethods.map { .string($0) }))]
+                        sql:
+                            "INSERT OR REPLACE INTO serverDocument (collection, id, fields, methods) VALUES (?, ?, ?, ?)",
+                        arguments: [
+                            key.collectionName, key.documentID, document.fields.map { EJSON.stringify(.object($0)) },
+                            EJSON.stringify(.array(document.writtenByMethods.map { .string($0) }))
+                        ]
                     )
                 } else {
-                    try db.execute(sql: "DELETE FROM serverDocument WHERE collection = ? AND id = ?", arguments: [key.collectionName, key.documentID])
+                    try db.execute(
+                        sql: "DELETE FROM serverDocument WHERE collection = ? AND id = ?",
+                        arguments: [key.collectionName, key.documentID])
                 }
             }
             for method in batch.methodsAdded {
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    arguments: [method.id, method.name, EJSON.stringify(.array(method.params)), method.randomSeed, method.wait, method.noRetry,
-                                Self.text(method.stubWrote), method.result.map(Self.text), method.stubEffects.map(Self.text)]
+                    sql:
+                        "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        method.id, method.name, EJSON.stringify(.array(method.params)), method.randomSeed, method.wait,
+                        method.noRetry,
+                        Self.text(method.stubWrote), method.result.map(Self.text), method.stubEffects.map(Self.text)
+                    ]
                 )
             }
             for (id, result) in batch.methodResults {
@@ -251,7 +287,10 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     public func clear(keepingDocuments: Bool, keepingCalls: Set<String>) throws {
         try database.write { db in
             // The documents the kept calls' stubs wrote, in a temporary table for the deletions below.
-            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS kept (collection TEXT NOT NULL, id TEXT NOT NULL); DELETE FROM kept")
+            try db.execute(
+                sql:
+                    "CREATE TEMP TABLE IF NOT EXISTS kept (collection TEXT NOT NULL, id TEXT NOT NULL); DELETE FROM kept"
+            )
             let methods = try Row.fetchAll(db, sql: "SELECT id, stubWrote FROM method")
             for row in methods {
                 let id: String = try row.decode(atIndex: 0)
@@ -260,7 +299,9 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
                     continue
                 }
                 for key in try Self.keys(try row.decode(atIndex: 1)) {
-                    try db.execute(sql: "INSERT INTO kept (collection, id) VALUES (?, ?)", arguments: [key.collectionName, key.documentID])
+                    try db.execute(
+                        sql: "INSERT INTO kept (collection, id) VALUES (?, ?)",
+                        arguments: [key.collectionName, key.documentID])
                 }
             }
             let unkept = "(collection, id) NOT IN (SELECT collection, id FROM kept)"
@@ -276,12 +317,16 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     }
 
     private static func object(_ text: String) throws -> EJSONObject {
-        guard case .object(let object) = try EJSON.parse(text) else { throw BadRow(description: "a stored document is not an object") }
+        guard case .object(let object) = try EJSON.parse(text) else {
+            throw BadRow(description: "a stored document is not an object")
+        }
         return object
     }
 
     private static func array(_ text: String) throws -> [EJSONValue] {
-        guard case .array(let array) = try EJSON.parse(text) else { throw BadRow(description: "stored parameters are not an array") }
+        guard case .array(let array) = try EJSON.parse(text) else {
+            throw BadRow(description: "stored parameters are not an array")
+        }
         return array
     }
 
@@ -295,7 +340,9 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     private static func keys(_ text: String) throws -> [DocumentKey] {
         let parts = try strings(text)
         guard parts.count % 2 == 0 else { throw BadRow(description: "stored document keys are not pairs") }
-        return stride(from: 0, to: parts.count, by: 2).map { DocumentKey(collectionName: parts[$0], documentID: parts[$0 + 1]) }
+        return stride(from: 0, to: parts.count, by: 2).map {
+            DocumentKey(collectionName: parts[$0], documentID: parts[$0 + 1])
+        }
     }
 
     private static func text(_ keys: [DocumentKey]) -> String {
@@ -323,22 +370,31 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     private static func methodResult(_ text: String) throws -> StoredMethodResult {
         let object = try object(text)
         if let error = object["error"] { return .error(MeteorError(ejson: error)) }
-        guard case .object(let wrapped)? = object["value"] else { throw BadRow(description: "a stored result has neither value nor error") }
+        guard case .object(let wrapped)? = object["value"] else {
+            throw BadRow(description: "a stored result has neither value nor error")
+        }
         return .value(wrapped["v"])
     }
 
     /// Stub effects as `[[collection, id, set or null, [unset…]], …]`.
     private static func text(_ effects: [StoredStubEffect]) -> String {
-        EJSON.stringify(.array(effects.map { effect in
-            [.string(effect.key.collectionName), .string(effect.key.documentID), effect.set.map { .object($0) } ?? .null,
-             .array(effect.unset.map { .string($0) })]
-        }))
+        EJSON.stringify(
+            .array(
+                effects.map { effect in
+                    [
+                        .string(effect.key.collectionName), .string(effect.key.documentID),
+                        effect.set.map { .object($0) } ?? .null,
+                        .array(effect.unset.map { .string($0) })
+                    ]
+                }))
     }
 
     private static func stubEffects(_ text: String) throws -> [StoredStubEffect] {
         try array(text).map { entry in
-            guard case .array(let parts) = entry, parts.count == 4, case .string(let collection) = parts[0], case .string(let id) = parts[1],
-                  case .array(let unset) = parts[3] else {
+            guard case .array(let parts) = entry, parts.count == 4, case .string(let collection) = parts[0],
+                case .string(let id) = parts[1],
+                case .array(let unset) = parts[3]
+            else {
                 throw BadRow(description: "a stored stub effect is not [collection, id, set, unset]")
             }
             let set: EJSONObject?
@@ -347,7 +403,9 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             case .object(let fields): set = fields
             default: throw BadRow(description: "a stored stub effect's fields are not an object")
             }
-            return StoredStubEffect(key: DocumentKey(collectionName: collection, documentID: id), set: set, unset: unset.compactMap(\.stringValue))
+            return StoredStubEffect(
+                key: DocumentKey(collectionName: collection, documentID: id), set: set,
+                unset: unset.compactMap(\.stringValue))
         }
     }
 }

@@ -63,7 +63,8 @@ final class WriteBehind: @unchecked Sendable {
         var clear: ClearRequest?
 
         var isEmpty: Bool {
-            changes.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty && methodsRemoved.isEmpty
+            changes.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty
+                && methodsRemoved.isEmpty
                 && subscriptions == nil && durable.isEmpty && clear == nil
         }
     }

@@ -67,7 +67,9 @@ public enum ClientMessage: Sendable, Hashable {
         let reader = try MessageReader(value)
         switch reader.msg {
         case "connect":
-            let support = try reader.optionalArray("support")?.compactMap { $0.stringValue.map(DDPVersion.init(rawValue:)) }
+            let support = try reader.optionalArray("support")?.compactMap {
+                $0.stringValue.map(DDPVersion.init(rawValue:))
+            }
             self = .connect(
                 session: try reader.optionalString("session"),
                 version: DDPVersion(rawValue: try reader.string("version")),
@@ -76,7 +78,9 @@ public enum ClientMessage: Sendable, Hashable {
         case "ping": self = .ping(id: try reader.optionalString("id"))
         case "pong": self = .pong(id: try reader.optionalString("id"))
         case "sub":
-            self = .sub(id: try reader.string("id"), name: try reader.string("name"), params: try reader.optionalArray("params") ?? [])
+            self = .sub(
+                id: try reader.string("id"), name: try reader.string("name"),
+                params: try reader.optionalArray("params") ?? [])
         case "unsub": self = .unsub(id: try reader.string("id"))
         case "method":
             self = .method(

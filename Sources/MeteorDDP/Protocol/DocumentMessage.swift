@@ -28,7 +28,9 @@ struct DocumentMessage: Sendable {
     }
 
     init(kind: Kind, key: DocumentKey, wireID: String, fields: Document, cleared: [String]) {
-        self.init(kind: kind, key: key, escapedWireID: wireID == key.documentID ? nil : wireID, fields: fields, cleared: cleared)
+        self.init(
+            kind: kind, key: key, escapedWireID: wireID == key.documentID ? nil : wireID, fields: fields,
+            cleared: cleared)
     }
 
     /// The id as it travelled.

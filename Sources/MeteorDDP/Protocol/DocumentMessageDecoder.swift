@@ -41,8 +41,8 @@ struct DocumentMessageDecoder {
 
     /// Memory a decoder writes into, kept from one frame to the next by whoever decodes a connection's frames, so that
     /// decoding a frame allocates only the document it makes. A transport delivers a connection's events one at a
-    /// time; should two decodes overlap anyway, the second works in memory of its own (``decode(_:scratch:)-(String,_)``
-    /// claims the scratch with an atomic flag).
+    /// time; should two decodes overlap anyway, the second works in memory of its own
+    /// (``decode(_:scratch:)-(String,_)`` claims the scratch with an atomic flag).
     final class Scratch: @unchecked Sendable {
         // @unchecked because `packed` and `names` are used only by the decode that claimed `inUse`.
         fileprivate(set) var packed = PackedScratch(capacity: Scratch.initialBytes)
@@ -51,7 +51,7 @@ struct DocumentMessageDecoder {
         fileprivate var lastCollection: RecentName?
         private let inUse = ManagedAtomic(false)
         /// What a scratch keeps between frames; a larger frame's memory is given back after it.
-        static let initialBytes = 1024  // a connection each: many clients in one process keep theirs small
+        static let initialBytes = 1024 // a connection each: many clients in one process keep theirs small
         static let keptBytes = 1 << 20
 
         init() {}
@@ -95,7 +95,7 @@ struct DocumentMessageDecoder {
         // Two decodes at once (a transport breaking its contract): the second one gets memory of its own.
         guard scratch.claim() else { return decode(bytes, scratch: Scratch()) }
         var decoder = DocumentMessageDecoder(bytes: bytes, scratch: scratch)
-        let message = decoder.message()  // the buffers may have grown (moved): they go back to the scratch
+        let message = decoder.message() // the buffers may have grown (moved): they go back to the scratch
         scratch.giveBack(decoder.out, decoder.names)
         return message
     }
@@ -181,7 +181,7 @@ struct DocumentMessageDecoder {
         }
         skipWhitespace()
         guard index == bytes.count, let kind, let collection, let wireID else { return nil }
-        let escaped = wireID.utf8.first == UInt8(ascii: "-")  // only an id escaped with `-` stands for another
+        let escaped = wireID.utf8.first == UInt8(ascii: "-") // only an id escaped with `-` stands for another
         let documentID = escaped ? DDPClient.documentID(fromWire: wireID) : wireID
         let fields = Document(
             id: documentID, fieldCount: fieldCount ?? 0,
@@ -313,14 +313,20 @@ struct DocumentMessageDecoder {
     private mutating func dateObject() -> Double? {
         let literal: StaticString = #"{"$date":"#
         let count = literal.utf8CodeUnitCount
-        guard bytes.count - index > count, memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0 else { return nil }
+        guard bytes.count - index > count, memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0 else {
+            return nil
+        }
         let start = index
         index += count
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]),
-           let milliseconds = number() {
+        if index < bytes.count,
+            bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]),
+            let milliseconds = number()
+        {
             skipWhitespace()
-            if take(UInt8(ascii: "}")) { return milliseconds.rounded(.towardZero) == 0 ? 0 : milliseconds.rounded(.towardZero) }
+            if take(UInt8(ascii: "}")) {
+                return milliseconds.rounded(.towardZero) == 0 ? 0 : milliseconds.rounded(.towardZero)
+            }
         }
         index = start
         return nil
@@ -338,7 +344,9 @@ struct DocumentMessageDecoder {
             while true {
                 skipWhitespace()
                 guard peek() == UInt8(ascii: "\"") else { return nil }
-                guard let name = writeName(), count < Self.maximumFieldsPerObject, names.push(name, in: out, from: namesBase) else { return nil }
+                guard let name = writeName(), count < Self.maximumFieldsPerObject,
+                    names.push(name, in: out, from: namesBase)
+                else { return nil }
                 skipWhitespace()
                 guard take(UInt8(ascii: ":")) else { return nil }
                 skipWhitespace()
@@ -437,8 +445,8 @@ struct DocumentMessageDecoder {
         return false
     }
 
-    /// Where the first byte of `word` (little-endian: its lowest byte first) that is `"`, `\\` or below 0x20 is, 0 to 7;
-    /// 8 if none is. SWAR: a byte equal to `c` is a zero byte of `word ^ c`, and `(x - 0x01…) & ~x & 0x80…` flags
+    /// Where the first byte of `word` (little-endian: its lowest byte first) that is `"`, `\\` or below 0x20 is, 0 to
+    /// 7; 8 if none is. SWAR: a byte equal to `c` is a zero byte of `word ^ c`, and `(x - 0x01…) & ~x & 0x80…` flags
     /// the zero bytes of `x` (with 0x20… in place of 0x01…, the bytes below 0x20). A borrow can flag a byte above a
     /// flagged one, never below it, so the lowest flag is exact. Bytes of 0x80 and above (UTF-8 sequences) never count.
     @inline(__always)
@@ -493,7 +501,9 @@ struct DocumentMessageDecoder {
 
     private mutating func literal(_ text: StaticString) -> Bool {
         let count = text.utf8CodeUnitCount
-        guard bytes.count - index >= count, memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0 else { return false }
+        guard bytes.count - index >= count, memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0 else {
+            return false
+        }
         index += count
         return true
     }

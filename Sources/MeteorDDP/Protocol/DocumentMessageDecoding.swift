@@ -17,11 +17,18 @@ public enum DocumentMessageDecoding {
     /// byte-identical packed fields.
     public static func disagreement(_ frame: String) -> String? {
         guard let fast = DocumentMessageDecoder.decode(frame) else { return nil }
-        guard case .success(let expected) = DDPClient.parseGenerally(frame) else { return "the general parser rejects \(frame)" }
-        guard fast.serverMessage == expected else { return "read \(fast.serverMessage), the general parser \(expected)" }
-        guard case .added(_, _, let fields) = expected.normalizedForPacking else { return "not added/changed: \(expected)" }
+        guard case .success(let expected) = DDPClient.parseGenerally(frame) else {
+            return "the general parser rejects \(frame)"
+        }
+        guard fast.serverMessage == expected else {
+            return "read \(fast.serverMessage), the general parser \(expected)"
+        }
+        guard case .added(_, _, let fields) = expected.normalizedForPacking else {
+            return "not added/changed: \(expected)"
+        }
         let packed = Document(id: fast.key.documentID, fields: fields)
-        let same = fast.fields.fieldCount == packed.fieldCount && fast.fields.hasSameID(as: packed)
+        let same =
+            fast.fields.fieldCount == packed.fieldCount && fast.fields.hasSameID(as: packed)
             && fast.fields.withBytes { mine in packed.withBytes { PackedFields.bytesEqual(mine, $0) } }
         return same ? nil : "packed fields differ for \(frame)"
     }
@@ -34,7 +41,8 @@ extension DocumentMessageDecoding {
     public static func lostWaiters(_ frame: String) -> String? {
         guard case .failure(let violation) = DDPClient.parseGenerally(frame) else { return nil }
         guard case .object(let object)? = try? EJSON.parseJSON(frame), case .string(let msg)? = object["msg"] else {
-            return violation.unreadable == nil ? nil : "waiters read from a frame that is not a JSON object with a msg: \(frame)"
+            return violation.unreadable == nil
+                ? nil : "waiters read from a frame that is not a JSON object with a msg: \(frame)"
         }
         let ids: [String]
         switch msg {
@@ -53,10 +61,12 @@ extension DocumentMessageDecoding {
     }
 }
 
-private extension ServerMessage {
+extension ServerMessage {
     /// `changed` read as `added` (the same collection, id and fields), for comparing packed fields.
-    var normalizedForPacking: ServerMessage {
-        if case .changed(let collection, let id, let fields, _) = self { return .added(collection: collection, id: id, fields: fields) }
+    fileprivate var normalizedForPacking: ServerMessage {
+        if case .changed(let collection, let id, let fields, _) = self {
+            return .added(collection: collection, id: id, fields: fields)
+        }
         return self
     }
 }

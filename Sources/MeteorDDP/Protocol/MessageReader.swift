@@ -1,6 +1,7 @@
 import EJSON
 
-/// Typed field access for decoding DDP messages, throwing ``DDPProtocolViolation`` with the message kept for the report.
+/// Typed field access for decoding DDP messages, throwing ``DDPProtocolViolation`` with the message kept for the
+/// report.
 struct MessageReader {
     let value: EJSONValue
     let object: EJSONObject
@@ -9,15 +10,21 @@ struct MessageReader {
     init(_ value: EJSONValue) throws(DDPProtocolViolation) {
         guard case .object(let object) = value else { throw DDPProtocolViolation(.notAnObject, message: value) }
         guard let msg = object["msg"] else { throw DDPProtocolViolation(.missingMsg, message: value) }
-        guard case .string(let name) = msg else { throw DDPProtocolViolation(.wrongFieldType(message: "?", field: "msg"), message: value) }
+        guard case .string(let name) = msg else {
+            throw DDPProtocolViolation(.wrongFieldType(message: "?", field: "msg"), message: value)
+        }
         self.value = value
         self.object = object
         self.msg = name
     }
 
     func string(_ field: String) throws(DDPProtocolViolation) -> String {
-        guard let v = object[field] else { throw DDPProtocolViolation(.missingField(message: msg, field: field), message: value) }
-        guard case .string(let s) = v else { throw DDPProtocolViolation(.wrongFieldType(message: msg, field: field), message: value) }
+        guard let v = object[field] else {
+            throw DDPProtocolViolation(.missingField(message: msg, field: field), message: value)
+        }
+        guard case .string(let s) = v else {
+            throw DDPProtocolViolation(.wrongFieldType(message: msg, field: field), message: value)
+        }
         return s
     }
 
@@ -52,7 +59,9 @@ struct MessageReader {
         var strings: [String] = []
         strings.reserveCapacity(array.count)
         for element in array {
-            guard case .string(let s) = element else { throw DDPProtocolViolation(.wrongFieldType(message: msg, field: field), message: value) }
+            guard case .string(let s) = element else {
+                throw DDPProtocolViolation(.wrongFieldType(message: msg, field: field), message: value)
+            }
             strings.append(s)
         }
         return strings

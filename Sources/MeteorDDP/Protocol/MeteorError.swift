@@ -10,7 +10,9 @@ public struct MeteorError: Error, Sendable, Hashable, CustomStringConvertible {
     ///
     /// Compare it with a literal, as Meteor's JavaScript compares `e.error`: `error.error == 403`,
     /// `error.error == "not-authorized"`.
-    public enum Code: Sendable, Hashable, CustomStringConvertible, ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
+    public enum Code: Sendable, Hashable, CustomStringConvertible, ExpressibleByIntegerLiteral,
+        ExpressibleByStringLiteral
+    {
         /// A numeric code, such as HTTP-style 403.
         case number(Double)
         /// A string code, such as `"too-many-requests"`.
@@ -42,7 +44,10 @@ public struct MeteorError: Error, Sendable, Hashable, CustomStringConvertible {
     public var errorType: String?
 
     /// Creates an error.
-    public init(error: Code, reason: String? = nil, details: EJSONValue? = nil, message: String? = nil, errorType: String? = "Meteor.Error") {
+    public init(
+        error: Code, reason: String? = nil, details: EJSONValue? = nil, message: String? = nil,
+        errorType: String? = "Meteor.Error"
+    ) {
         self.error = error
         self.reason = reason
         self.details = details
@@ -104,7 +109,9 @@ extension MeteorError {
     /// }
     /// ```
     public var retryAfter: Duration? {
-        guard isRateLimited, case .number(let milliseconds)? = details?["timeToReset"], milliseconds.isFinite, milliseconds >= 0 else { return nil }
+        guard isRateLimited, case .number(let milliseconds)? = details?["timeToReset"], milliseconds.isFinite,
+            milliseconds >= 0
+        else { return nil }
         return .milliseconds(Int64(milliseconds.rounded(.up)))
     }
 }

@@ -96,7 +96,8 @@ struct PackedScratch {
         return count
     }
 
-    /// Writes a container's tag and reserves its 4-byte length; returns where the length goes (see ``patchLength(at:)``).
+    /// Writes a container's tag and reserves its 4-byte length; returns where the length goes (see
+    /// ``patchLength(at:)``).
     mutating func beginContainer(_ tag: PackedFields.Tag) -> Int {
         byte(tag.rawValue)
         return reserve(4)

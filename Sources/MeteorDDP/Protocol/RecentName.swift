@@ -21,6 +21,8 @@ struct RecentName {
     /// Whether `utf8` are this name's bytes.
     func matches(_ utf8: UnsafeRawBufferPointer) -> Bool {
         guard utf8.count == count else { return false }
-        return withUnsafeBytes(of: bytes) { PackedFields.bytesEqual(UnsafeRawBufferPointer(rebasing: $0[..<count]), utf8) }
+        return withUnsafeBytes(of: bytes) {
+            PackedFields.bytesEqual(UnsafeRawBufferPointer(rebasing: $0[..<count]), utf8)
+        }
     }
 }

@@ -70,13 +70,17 @@ public enum ServerMessage: Sendable, Hashable {
         case "ping": self = .ping(id: try reader.optionalString("id"))
         case "pong": self = .pong(id: try reader.optionalString("id"))
         case "added":
-            self = .added(collection: try reader.string("collection"), id: try reader.string("id"), fields: try reader.optionalObject("fields") ?? [:])
+            self = .added(
+                collection: try reader.string("collection"), id: try reader.string("id"),
+                fields: try reader.optionalObject("fields") ?? [:])
         case "changed":
             let cleared = try reader.optionalArray("cleared") ?? []
             var names: [String] = []
             names.reserveCapacity(cleared.count)
             for field in cleared {
-                guard case .string(let s) = field else { throw DDPProtocolViolation(.wrongFieldType(message: "changed", field: "cleared"), message: value) }
+                guard case .string(let s) = field else {
+                    throw DDPProtocolViolation(.wrongFieldType(message: "changed", field: "cleared"), message: value)
+                }
                 names.append(s)
             }
             self = .changed(
@@ -87,11 +91,18 @@ public enum ServerMessage: Sendable, Hashable {
             )
         case "removed": self = .removed(collection: try reader.string("collection"), id: try reader.string("id"))
         case "ready": self = .ready(subscriptionIDs: try reader.stringArray("subs"))
-        case "nosub": self = .nosub(id: try reader.string("id"), error: reader.optionalValue("error").map(MeteorError.init(ejson:)))
+        case "nosub":
+            self = .nosub(
+                id: try reader.string("id"), error: reader.optionalValue("error").map(MeteorError.init(ejson:)))
         case "result":
-            self = .result(id: try reader.string("id"), result: reader.optionalValue("result"), error: reader.optionalValue("error").map(MeteorError.init(ejson:)))
+            self = .result(
+                id: try reader.string("id"), result: reader.optionalValue("result"),
+                error: reader.optionalValue("error").map(MeteorError.init(ejson:)))
         case "updated": self = .updated(methodIDs: try reader.stringArray("methods"))
-        case "error": self = .error(reason: try reader.optionalString("reason") ?? "", offendingMessage: reader.optionalValue("offendingMessage"))
+        case "error":
+            self = .error(
+                reason: try reader.optionalString("reason") ?? "",
+                offendingMessage: reader.optionalValue("offendingMessage"))
         default: throw DDPProtocolViolation(.unknownMessage(reader.msg), message: value)
         }
     }

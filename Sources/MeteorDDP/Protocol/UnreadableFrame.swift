@@ -20,7 +20,9 @@ enum UnreadableFrame: Sendable, Hashable {
     /// What `frame` names, if it is a `result`, `updated`, `ready` or `nosub` whose ids can be read; otherwise `nil`.
     /// Only frames that failed to parse come here, so the second reading costs nothing on the normal path.
     init?(frame: String) {
-        guard case .object(let object)? = try? EJSON.parseJSON(frame), case .string(let msg)? = object["msg"] else { return nil }
+        guard case .object(let object)? = try? EJSON.parseJSON(frame), case .string(let msg)? = object["msg"] else {
+            return nil
+        }
         func strings(_ field: String) -> [String] {
             guard case .array(let elements)? = object[field] else { return [] }
             return elements.compactMap(\.stringValue)

@@ -34,7 +34,10 @@ enum BitwiseOperators {
             return littleEndianBytes(UInt32(bitPattern: toInt32(number)))
         case .binary(let bytes):
             return Array(bytes)
-        case .array(let positions) where positions.allSatisfy({ if case .number(let n) = $0 { n >= 0 && n.rounded(.towardZero) == n && n.isFinite } else { false } }):
+        case .array(let positions)
+        where positions.allSatisfy({
+            if case .number(let n) = $0 { n >= 0 && n.rounded(.towardZero) == n && n.isFinite } else { false }
+        }):
             // JavaScript: `new ArrayBuffer((Math.max(...positions) >> 3) + 1)`, `>>` on the position as an Int32;
             // bits past the end are dropped as a typed array drops them.
             let bits = positions.compactMap { $0.doubleValue }.map { Int(toInt32($0)) }
@@ -46,7 +49,9 @@ enum BitwiseOperators {
             for bit in bits where bit >= 0 && bit >> 3 < count { mask[bit >> 3] |= 1 << UInt8(bit & 7) }
             return mask
         default:
-            throw QueryError("operand to \(name) must be a numeric bitmask (representable as a non-negative 32-bit signed integer), a bindata bitmask or an array with bit positions (non-negative integers)")
+            throw QueryError(
+                "operand to \(name) must be a numeric bitmask (representable as a non-negative 32-bit signed integer), a bindata bitmask or an array with bit positions (non-negative integers)"
+            )
         }
     }
 

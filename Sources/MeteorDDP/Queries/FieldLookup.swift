@@ -38,8 +38,9 @@ struct FieldLookup: Sendable {
         parts = path.split(separator: ".", omittingEmptySubsequences: false).enumerated().map { position, name in
             let isNumeric = !name.isEmpty && name.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
             let index = isNumeric ? Int(name) : nil
-            return Part(name: String(name), index: index, isCanonicalIndex: index.map { String($0) == name } ?? false,
-                        isID: position == 0 && name == "_id")
+            return Part(
+                name: String(name), index: index, isCanonicalIndex: index.map { String($0) == name } ?? false,
+                isID: position == 0 && name == "_id")
         }
         self.forSort = forSort
     }
@@ -61,7 +62,9 @@ struct FieldLookup: Sendable {
         return result
     }
 
-    private func follow(_ value: EJSONValue?, parentIsArray: Bool, from position: Int, _ body: (EJSONValue?, Bool) -> Bool) -> Bool {
+    private func follow(
+        _ value: EJSONValue?, parentIsArray: Bool, from position: Int, _ body: (EJSONValue?, Bool) -> Bool
+    ) -> Bool {
         guard position < parts.count else {
             return body(value, parentIsArray && value?.isArray == true)
         }
@@ -69,12 +72,16 @@ struct FieldLookup: Sendable {
             return parentIsArray ? false : body(nil, false)
         }
         let part = parts[position]
-        if let (child, isArray) = Self.child(of: value, part), follow(child, parentIsArray: isArray, from: position + 1, body) {
+        if let (child, isArray) = Self.child(of: value, part),
+            follow(child, parentIsArray: isArray, from: position + 1, body)
+        {
             return true
         }
         if case .array(let elements) = value, !(part.index != nil && forSort) {
             for element in elements where element.isPlainObject {
-                if let (child, _) = Self.child(of: element, part), follow(child, parentIsArray: false, from: position + 1, body) {
+                if let (child, _) = Self.child(of: element, part),
+                    follow(child, parentIsArray: false, from: position + 1, body)
+                {
                     return true
                 }
             }

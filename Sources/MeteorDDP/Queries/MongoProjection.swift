@@ -27,7 +27,9 @@ public struct MongoProjection: Sendable {
             if path.split(separator: ".", omittingEmptySubsequences: false).contains("$") {
                 throw QueryError("Minimongo doesn't support $ operator in projections yet.")
             }
-            if case .object(let operators) = value, ["$elemMatch", "$meta", "$slice"].contains(where: { operators[$0] != nil }) {
+            if case .object(let operators) = value,
+                ["$elemMatch", "$meta", "$slice"].contains(where: { operators[$0] != nil })
+            {
                 throw QueryError("Minimongo doesn't support operators in projections yet.")
             }
             switch value {
@@ -50,14 +52,15 @@ public struct MongoProjection: Sendable {
         // The rule tree (minimongo's `pathsToTree`), keys in sorted path order.
         var root = Self.Builder()
         for path in paths {
-            try root.add(path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)[...], fullPath: path)
+            try root.add(
+                path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)[...], fullPath: path)
         }
         (keys, rules) = root.built()
     }
 
     private struct Builder {
         var order: [String] = []
-        var children: [String: Builder?] = [:]  // nil: a leaf
+        var children: [String: Builder?] = [:] // nil: a leaf
 
         mutating func add(_ parts: ArraySlice<String>, fullPath: String, prefix: String = "") throws(QueryError) {
             let key = parts.first!
@@ -83,7 +86,9 @@ public struct MongoProjection: Sendable {
         }
 
         static func conflict(_ current: String, _ another: String) -> QueryError {
-            QueryError("both \(current) and \(another) found in fields option, using both of them may trigger unexpected behavior. Did you mean to use only one of them?")
+            QueryError(
+                "both \(current) and \(another) found in fields option, using both of them may trigger unexpected behavior. Did you mean to use only one of them?"
+            )
         }
 
         func built() -> ([String], [String: Rule]) {
@@ -102,13 +107,17 @@ public struct MongoProjection: Sendable {
 
     /// The projected fields of a document (without `_id`).
     public func apply(_ document: Document) -> Document {
-        guard case .object(let fields) = transform(.object(document.fields), keys: keys[...], rules: rules) else { return document }
+        guard case .object(let fields) = transform(.object(document.fields), keys: keys[...], rules: rules) else {
+            return document
+        }
         return Document(id: document.id, fields: fields.filter { $0.key != "_id" })
     }
 
     /// A document given as EJSON, projected (`_id` kept unless excluded).
     public func apply(_ document: EJSONObject) -> EJSONObject {
-        guard case .object(var result) = transform(.object(document), keys: keys[...], rules: rules) else { return document }
+        guard case .object(var result) = transform(.object(document), keys: keys[...], rules: rules) else {
+            return document
+        }
         if includesID, let id = document["_id"] {
             result["_id"] = id
         } else if !includesID {

@@ -21,8 +21,9 @@ struct MongoRegularExpression: @unchecked Sendable {
         if flags.contains("m") { options.insert(.anchorsMatchLines) }
         do {
             // ICU refuses an empty pattern; JavaScript's matches everywhere, as this empty group does.
-            expression = try NSRegularExpression(pattern: pattern.isEmpty ? "(?:)" : Self.icuPattern(pattern, multiline: flags.contains("m")),
-                                                 options: options)
+            expression = try NSRegularExpression(
+                pattern: pattern.isEmpty ? "(?:)" : Self.icuPattern(pattern, multiline: flags.contains("m")),
+                options: options)
         } catch {
             throw QueryError("Invalid regular expression: /\(pattern)/: \(error.localizedDescription)")
         }
@@ -45,7 +46,8 @@ struct MongoRegularExpression: @unchecked Sendable {
     // MARK: - JavaScript's reading of a pattern
 
     private static let word = "A-Za-z0-9_"
-    private static let space = #"\t\n\x{0B}\f\r\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"#
+    private static let space =
+        #"\t\n\x{0B}\f\r\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}"#
 
     /// `pattern` (JavaScript's syntax) rewritten so that ICU matches what JavaScript matches: the class escapes
     /// `\d \D \w \W \s \S` as JavaScript defines them (ASCII digits and word characters, its whitespace set), `\b`
@@ -94,8 +96,12 @@ struct MongoRegularExpression: @unchecked Sendable {
                 } else {
                     inClass = true
                     result += "["
-                    if characters.first == "^" { result += "^"; characters.removeFirst() }
-                    // A `]` first in a class closes it in JavaScript (`[]`, handled above); ICU would take it literally.
+                    if characters.first == "^" {
+                        result += "^"
+                        characters.removeFirst()
+                    }
+                    // A `]` first in a class closes it in JavaScript (`[]`, handled above); ICU would take it
+                    // literally.
                 }
             case "$" where !multiline:
                 result += "(?![\\s\\S])"

@@ -28,7 +28,8 @@ public struct MongoSelector: Sendable {
             let id = selector
             matcher = { root in
                 switch root {
-                case .document(let document): return MongoID.parse(document.id).map { MongoEquality.equal($0, id) } ?? false
+                case .document(let document):
+                    return MongoID.parse(document.id).map { MongoEquality.equal($0, id) } ?? false
                 case .value(let value): return value["_id"].map { MongoEquality.equal($0, id) } ?? false
                 }
             }

@@ -46,7 +46,8 @@ public struct MongoSort: Sendable {
                 case .string(let path):
                     keys.append(Key(path: path, ascending: true))
                 case .array(let pair):
-                    keys.append(Key(path: pair.first?.stringValue ?? "", ascending: pair.count < 2 || pair[1] != "desc"))
+                    keys.append(
+                        Key(path: pair.first?.stringValue ?? "", ascending: pair.count < 2 || pair[1] != "desc"))
                 default:
                     throw QueryError("sort keys must be non-empty")
                 }
@@ -165,8 +166,10 @@ extension FieldLookup {
         return result
     }
 
-    private func collectUnexpanded(_ value: EJSONValue?, parentIsArray: Bool, indices: [Int], from position: Int,
-                                   into result: inout [(value: EJSONValue?, dontIterate: Bool, indices: [Int])]) {
+    private func collectUnexpanded(
+        _ value: EJSONValue?, parentIsArray: Bool, indices: [Int], from position: Int,
+        into result: inout [(value: EJSONValue?, dontIterate: Bool, indices: [Int])]
+    ) {
         guard position < parts.count else {
             result.append((value, parentIsArray && value?.isArray == true, indices))
             return
@@ -177,12 +180,15 @@ extension FieldLookup {
         }
         let part = parts[position]
         if let (child, isArray) = Self.child(of: value, part) {
-            collectUnexpanded(child, parentIsArray: isArray, indices: isArray ? indices + [part.index!] : indices, from: position + 1, into: &result)
+            collectUnexpanded(
+                child, parentIsArray: isArray, indices: isArray ? indices + [part.index!] : indices, from: position + 1,
+                into: &result)
         }
         if case .array(let elements) = value, !(part.index != nil && forSort) {
             for (index, element) in elements.enumerated() where element.isPlainObject {
                 if let (child, _) = Self.child(of: element, part) {
-                    collectUnexpanded(child, parentIsArray: false, indices: indices + [index], from: position + 1, into: &result)
+                    collectUnexpanded(
+                        child, parentIsArray: false, indices: indices + [index], from: position + 1, into: &result)
                 }
             }
         }

@@ -19,7 +19,11 @@ extension MongoSelector {
                 }
             case "$or":
                 // minimongo's $or keeps indices only when it has a single clause.
-                if let clauses = condition.arrayValue, clauses.count == 1, let indices = arrayIndices(clauses[0], in: document) { found = indices }
+                if let clauses = condition.arrayValue, clauses.count == 1,
+                    let indices = arrayIndices(clauses[0], in: document)
+                {
+                    found = indices
+                }
             default:
                 if !key.hasPrefix("$"), let indices = fieldIndices(key, condition, in: document) { found = indices }
             }
@@ -39,7 +43,9 @@ extension MongoSelector {
                 elementMatch = try? MongoSelector(inner)
             }
         }
-        if case .object(let operators) = condition, !operators.isEmpty, operators.keys.allSatisfy({ ["$ne", "$nin", "$not", "$exists"].contains($0) }) {
+        if case .object(let operators) = condition, !operators.isEmpty,
+            operators.keys.allSatisfy({ ["$ne", "$nin", "$not", "$exists"].contains($0) })
+        {
             // Inverted conditions match no particular element (minimongo gives them no indices).
             return nil
         }
@@ -48,7 +54,8 @@ extension MongoSelector {
             if case .array(let elements)? = value, elementMatch != nil || elementValueMatch != nil {
                 // $elemMatch picks the element it matched.
                 for (index, element) in elements.enumerated() {
-                    let matched = elementValueMatch.map { $0(.single(element)) }
+                    let matched =
+                        elementValueMatch.map { $0(.single(element)) }
                         ?? (element.objectValue.map { elementMatch!.matches($0) } ?? false)
                     if matched { return indices + [index] }
                 }
@@ -56,7 +63,9 @@ extension MongoSelector {
             }
             if matcher(.single(value)), !indices.isEmpty { return indices }
             if case .array(let elements)? = value, !dontIterate {
-                for (index, element) in elements.enumerated() where matcher(.single(element)) { return indices + [index] }
+                for (index, element) in elements.enumerated() where matcher(.single(element)) {
+                    return indices + [index]
+                }
             }
         }
         return nil
@@ -124,8 +133,12 @@ extension MongoSelector {
     /// odd quoting included).
     private static func validateForStorage(_ object: EJSONObject, path: String) throws(QueryError) {
         for (key, value) in object {
-            if key.contains(".") { throw QueryError("The dotted field '\(key)' in '\(path).\(key) is not valid for storage.") }
-            if key.hasPrefix("$") { throw QueryError("The dollar ($) prefixed field  '\(path).\(key) is not valid for storage.") }
+            if key.contains(".") {
+                throw QueryError("The dotted field '\(key)' in '\(path).\(key) is not valid for storage.")
+            }
+            if key.hasPrefix("$") {
+                throw QueryError("The dollar ($) prefixed field  '\(path).\(key) is not valid for storage.")
+            }
             if case .object(let child) = value { try validateForStorage(child, path: path + "." + key) }
         }
     }

@@ -29,7 +29,9 @@ typealias ElementMatcher = @Sendable (EJSONValue?) -> Bool
 /// `$size` and `$elemMatch`, and `$type`, which looks at the elements only); `$ne`, `$nin`, `$not` and
 /// `$exists: false` invert the whole branched match.
 enum SelectorCompiler {
-    static func documentSelector(_ selector: EJSONObject, inElemMatch: Bool = false) throws(QueryError) -> DocumentMatcher {
+    static func documentSelector(_ selector: EJSONObject, inElemMatch: Bool = false) throws(QueryError)
+        -> DocumentMatcher
+    {
         var matchers: [DocumentMatcher] = []
         for (key, subSelector) in selector {
             if key.hasPrefix("$") {
@@ -64,13 +66,19 @@ enum SelectorCompiler {
         }
     }
 
-    private static func logicalOperator(_ name: String, _ operand: EJSONValue, inElemMatch: Bool) throws(QueryError) -> DocumentMatcher {
+    private static func logicalOperator(_ name: String, _ operand: EJSONValue, inElemMatch: Bool) throws(QueryError)
+        -> DocumentMatcher
+    {
         switch name {
         case "$and", "$or", "$nor":
-            guard case .array(let selectors) = operand, !selectors.isEmpty else { throw QueryError("$and/$or/$nor must be nonempty array") }
+            guard case .array(let selectors) = operand, !selectors.isEmpty else {
+                throw QueryError("$and/$or/$nor must be nonempty array")
+            }
             var matchers: [DocumentMatcher] = []
             for selector in selectors {
-                guard case .object(let object) = selector else { throw QueryError("$or/$and/$nor entries need to be full objects") }
+                guard case .object(let object) = selector else {
+                    throw QueryError("$or/$and/$nor entries need to be full objects")
+                }
                 matchers.append(try documentSelector(object, inElemMatch: inElemMatch))
             }
             let compiled = matchers
@@ -126,7 +134,8 @@ enum SelectorCompiler {
     /// minimongo's `$elemMatch` decides: its keys other than logical operators are all operators.
     static func isValueCondition(_ value: EJSONValue) throws(QueryError) -> Bool {
         guard case .object(let object) = value else { return false }
-        let nonLogical = EJSONObject(uniqueKeysWithValues: object.filter { !logicalOperators.contains($0.key) }.map { ($0.key, $0.value) })
+        let nonLogical = EJSONObject(
+            uniqueKeysWithValues: object.filter { !logicalOperators.contains($0.key) }.map { ($0.key, $0.value) })
         return try isOperatorObject(.object(nonLogical), inconsistentOK: true)
     }
 
@@ -134,7 +143,9 @@ enum SelectorCompiler {
 
     /// minimongo's `convertElementMatcherToBranchedMatcher`: some branch, or (unless told otherwise) some element of
     /// an array branch, matches.
-    static func expanding(expandLeafArrays: Bool = true, includeLeafArrays: Bool = true, _ element: @escaping ElementMatcher) -> BranchedMatcher {
+    static func expanding(
+        expandLeafArrays: Bool = true, includeLeafArrays: Bool = true, _ element: @escaping ElementMatcher
+    ) -> BranchedMatcher {
         guard expandLeafArrays else {
             return { branches in branches.any { value, _ in element(value) } }
         }
@@ -161,7 +172,9 @@ enum SelectorCompiler {
         return { branches in compiled.allSatisfy { $0(branches) } }
     }
 
-    private static func valueOperator(_ name: String, _ operand: EJSONValue, selector: EJSONObject) throws(QueryError) -> BranchedMatcher {
+    private static func valueOperator(_ name: String, _ operand: EJSONValue, selector: EJSONObject) throws(QueryError)
+        -> BranchedMatcher
+    {
         switch name {
         case "$eq": return expanding(try equality(operand))
         case "$ne": return inverted(expanding(try equality(operand)))
@@ -189,7 +202,9 @@ enum SelectorCompiler {
         case "$gt": return expanding(try inequality(operand) { $0 > 0 })
         case "$gte": return expanding(try inequality(operand) { $0 >= 0 })
         case "$mod":
-            guard case .array(let pair) = operand, pair.count == 2, case .number(let divisor) = pair[0], case .number(let remainder) = pair[1] else {
+            guard case .array(let pair) = operand, pair.count == 2, case .number(let divisor) = pair[0],
+                case .number(let remainder) = pair[1]
+            else {
                 throw QueryError("argument to $mod must be an array of two numbers")
             }
             return expanding { value in
@@ -199,7 +214,7 @@ enum SelectorCompiler {
         case "$size":
             let size: Double
             switch operand {
-            case .string: size = 0  // what Mongo does, by minimongo's experiments
+            case .string: size = 0 // what Mongo does, by minimongo's experiments
             case .number(let number): size = number
             default: throw QueryError("$size needs a number")
             }
@@ -217,17 +232,21 @@ enum SelectorCompiler {
             let expression: MongoRegularExpression
             let options = selector["$options"]
             if let options {
-                guard case .string(let flags) = options, flags.unicodeScalars.allSatisfy({ "gim".unicodeScalars.contains($0) }) else {
+                guard case .string(let flags) = options,
+                    flags.unicodeScalars.allSatisfy({ "gim".unicodeScalars.contains($0) })
+                else {
                     throw QueryError("Only the i, m, and g regexp options are supported")
                 }
                 switch operand {
-                case .string(let pattern), .regularExpression(let pattern, _): expression = try MongoRegularExpression(pattern: pattern, flags: flags)
+                case .string(let pattern), .regularExpression(let pattern, _):
+                    expression = try MongoRegularExpression(pattern: pattern, flags: flags)
                 default: throw QueryError("$regex has to be a string or RegExp")
                 }
             } else {
                 switch operand {
                 case .string(let pattern): expression = try MongoRegularExpression(pattern: pattern, flags: "")
-                case .regularExpression(let pattern, let flags): expression = try MongoRegularExpression(pattern: pattern, flags: flags)
+                case .regularExpression(let pattern, let flags):
+                    expression = try MongoRegularExpression(pattern: pattern, flags: flags)
                 default: throw QueryError("$regex has to be a string or RegExp")
                 }
             }
@@ -304,7 +323,9 @@ enum SelectorCompiler {
     /// minimongo's `makeInequality`: values of another type never match (`$gt: 5` skips strings); an array operand
     /// matches nothing; numbers compare as their difference (`_cmp`), so NaN and `Infinity` vs `Infinity` match no
     /// inequality.
-    private static func inequality(_ operand: EJSONValue, _ accepts: @escaping @Sendable (Int) -> Bool) throws(QueryError) -> ElementMatcher {
+    private static func inequality(_ operand: EJSONValue, _ accepts: @escaping @Sendable (Int) -> Bool)
+        throws(QueryError) -> ElementMatcher
+    {
         if case .array = operand { return { _ in false } }
         let operandType = MongoType.code(of: operand)
         if case .number(let bound) = operand {
@@ -330,7 +351,9 @@ enum SelectorCompiler {
     private static func typeCode(_ operand: EJSONValue) throws(QueryError) -> Int {
         switch operand {
         case .string(let alias):
-            guard let code = MongoType.aliases[alias] else { throw QueryError("unknown string alias for $type: \(alias)") }
+            guard let code = MongoType.aliases[alias] else {
+                throw QueryError("unknown string alias for $type: \(alias)")
+            }
             return code
         case .number(let number):
             guard number != 0, number >= -1, number <= 19 || number == 127, number.rounded() == number else {
@@ -386,7 +409,7 @@ enum MongoType {
     static let aliases: [String: Int] = [
         "double": 1, "string": 2, "object": 3, "array": 4, "binData": 5, "undefined": 6, "objectId": 7, "bool": 8,
         "date": 9, "null": 10, "regex": 11, "dbPointer": 12, "javascript": 13, "symbol": 14, "javascriptWithScope": 15,
-        "int": 16, "timestamp": 17, "long": 18, "decimal": 19, "minKey": -1, "maxKey": 127,
+        "int": 16, "timestamp": 17, "long": 18, "decimal": 19, "minKey": -1, "maxKey": 127
     ]
 }
 

@@ -27,7 +27,7 @@ public final class Alea: RandomGenerator, @unchecked Sendable {
             let t = 2_091_639 * s0 + c * 0x1p-32
             s0 = s1
             s1 = s2
-            c = t.rounded(.towardZero)  // t | 0; t is in [0, 2^31)
+            c = t.rounded(.towardZero) // t | 0; t is in [0, 2^31)
             s2 = t - c
             return s2
         }

@@ -1,9 +1,9 @@
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A source of random fractions with Meteor's derived helpers (`Random.id`, `secret`, `hexString`, `choice`),
@@ -110,26 +110,27 @@ enum SystemEntropy {
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         #if canImport(Darwin)
-        arc4random_buf(base, buffer.count)
+            arc4random_buf(base, buffer.count)
         #else
-        // getentropy (glibc 2.25, musl 1.1.20) is getrandom(2) without partial reads, at most 256 bytes a call.
-        var filled = 0
-        while filled < buffer.count {
-            let chunk = min(256, buffer.count - filled)
-            if getentropy(base + filled, chunk) == 0 {
-                filled += chunk
-            } else {
-                // No getrandom in the kernel (before Linux 3.17): the standard library's generator, eight bytes at a time.
-                var generator = SystemRandomNumberGenerator()
-                while filled < buffer.count {
-                    withUnsafeBytes(of: generator.next()) { bytes in
-                        let n = min(bytes.count, buffer.count - filled)
-                        (base + filled).copyMemory(from: bytes.baseAddress!, byteCount: n)
-                        filled += n
+            // getentropy (glibc 2.25, musl 1.1.20) is getrandom(2) without partial reads, at most 256 bytes a call.
+            var filled = 0
+            while filled < buffer.count {
+                let chunk = min(256, buffer.count - filled)
+                if getentropy(base + filled, chunk) == 0 {
+                    filled += chunk
+                } else {
+                    // No getrandom in the kernel (before Linux 3.17): the standard library's generator, eight bytes at
+                    // a time.
+                    var generator = SystemRandomNumberGenerator()
+                    while filled < buffer.count {
+                        withUnsafeBytes(of: generator.next()) { bytes in
+                            let n = min(bytes.count, buffer.count - filled)
+                            (base + filled).copyMemory(from: bytes.baseAddress!, byteCount: n)
+                            filled += n
+                        }
                     }
                 }
             }
-        }
         #endif
     }
 }

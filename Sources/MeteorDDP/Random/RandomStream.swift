@@ -33,7 +33,8 @@ public final class RandomStream: @unchecked Sendable {
     }
 
     /// The named sequence, created once (Meteor's `RandomStream._sequence`: the name is used as given; it is
-    /// `DDP.randomStream` that maps an empty name to `"default"`, see ``MethodInvocationContext/randomID(forSequence:)``).
+    /// `DDP.randomStream` that maps an empty name to `"default"`, see
+    /// ``MethodInvocationContext/randomID(forSequence:)``).
     public func sequence(_ name: String) -> Alea {
         lock.withLock {
             if let existing = sequences[name] { return existing }

@@ -48,7 +48,9 @@ extension ClientCore {
 
     /// After the hooks: the calls to send now (the blocks set aside, behind what the hooks called) and the
     /// subscriptions not sent on this socket yet, in subscription order (marked sent).
-    mutating func reconnectHooksRan() -> (calls: [MethodCoordinator.Invocation], subscriptions: [SubscriptionManager.Record]) {
+    mutating func reconnectHooksRan() -> (
+        calls: [MethodCoordinator.Invocation], subscriptions: [SubscriptionManager.Record]
+    ) {
         let calls = session.methods.reconnectHooksRan()
         let subscriptions = session.subscriptions.recordsNotSent()
         for record in subscriptions { session.subscriptions.markSent(record.id) }

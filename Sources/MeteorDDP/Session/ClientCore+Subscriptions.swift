@@ -16,7 +16,8 @@ extension ClientCore {
     mutating func subscribe(
         name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String
     ) -> Subscribed {
-        let (record, isNew) = session.subscriptions.acquire(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode, makeID: makeID)
+        let (record, isNew) = session.subscriptions.acquire(
+            name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode, makeID: makeID)
         let sendNow = isNew && machine.isSocketOpen
         if sendNow { session.subscriptions.markSent(record.id) }
         return Subscribed(record: record, isNew: isNew, sendNow: sendNow)
@@ -24,7 +25,9 @@ extension ClientCore {
 
     /// An unused subscription's delay (`notInUseTimeout`) elapsed: the subscription to `unsub` (stopped), if no
     /// handle took it up again meanwhile, and the held messages to apply when quiescence waited for it.
-    mutating func unsubscribeIfUnused(_ id: String, generation: Int) -> (record: SubscriptionManager.Record, quiescent: QuiescenceHold?)? {
+    mutating func unsubscribeIfUnused(_ id: String, generation: Int) -> (
+        record: SubscriptionManager.Record, quiescent: QuiescenceHold?
+    )? {
         guard let record = session.subscriptions.unsubscribeTimerFired(id, generation: generation) else { return nil }
         return (record, quiescenceIfReached())
     }

@@ -13,7 +13,8 @@ struct ClientCore {
     var connectionGeneration = 0
     /// Subscriptions, methods, stub-written documents and quiescence.
     var session: SessionState
-    /// The most data messages held while waiting for quiescence (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
+    /// The most data messages held while waiting for quiescence
+    /// (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
     let maxMessagesHeldForQuiescence: Int
 
     init(configuration: DDPClient.Configuration) {

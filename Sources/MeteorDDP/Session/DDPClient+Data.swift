@@ -32,13 +32,20 @@ extension DDPClient {
         let routing: ServerDocumentBuffer.Routing
         switch message.kind {
         case .added:
-            guard admit(core.session.undeclaredCollections.added(message.key.collectionName, message.key.documentID), message.key.collectionName)
+            guard
+                admit(
+                    core.session.undeclaredCollections.added(message.key.collectionName, message.key.documentID),
+                    message.key.collectionName)
             else { return }
             routing = core.session.serverDocuments.serverAdded(message.key, fields: message.fields.fields)
         case .changed:
-            guard admit(core.session.undeclaredCollections.changed(message.key.collectionName, message.key.documentID), message.key.collectionName)
+            guard
+                admit(
+                    core.session.undeclaredCollections.changed(message.key.collectionName, message.key.documentID),
+                    message.key.collectionName)
             else { return }
-            routing = core.session.serverDocuments.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
+            routing = core.session.serverDocuments.serverChanged(
+                message.key, fields: message.fields.fields, cleared: message.cleared)
         }
         if case .keptAside(let anomaly) = routing { return logKeptAside(anomaly, key: message.key) }
         // The message's key, fields and cleared names move on into the update (no copy of them per frame).
@@ -54,10 +61,13 @@ extension DDPClient {
         case .changed(let collection, let id, let fields, let cleared):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
             let document = Document(id: key.documentID, fields: fields)
-            processDocumentMessage(DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
+            processDocumentMessage(
+                DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
         case .removed(let collection, let id):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            guard admit(core.session.undeclaredCollections.removed(collection, key.documentID), collection) else { return }
+            guard admit(core.session.undeclaredCollections.removed(collection, key.documentID), collection) else {
+                return
+            }
             route(core.session.serverDocuments.serverRemoved(key), key: key) { .removed(key) }
         case .ready(let ids):
             subscriptionsBecameReady(ids)
@@ -76,10 +86,11 @@ extension DDPClient {
         case .apply: return true
         case .drop: return false
         case .dropAndReport:
-            report(.limitReached(
-                "\(configuration.maxDocumentsInUndeclaredCollections) documents cached for collections the app never declared; "
-                    + "new documents of \"\(collection)\" are dropped (declare it with DDPClient.collection(_:))"
-            ))
+            report(
+                .limitReached(
+                    "\(configuration.maxDocumentsInUndeclaredCollections) documents cached for collections the app never declared; "
+                        + "new documents of \"\(collection)\" are dropped (declare it with DDPClient.collection(_:))"
+                ))
             return false
         }
     }
@@ -98,9 +109,13 @@ extension DDPClient {
     /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.
     private func logKeptAside(_ anomaly: ServerDocumentBuffer.Anomaly?, key: DocumentKey) {
         if let anomaly {
-            logger.debug("server data anomaly for a stub-written document", metadata: ["anomaly": "\(anomaly)", "id": "\(key.documentID)"])
+            logger.debug(
+                "server data anomaly for a stub-written document",
+                metadata: ["anomaly": "\(anomaly)", "id": "\(key.documentID)"])
         } else {
-            logger.trace("kept aside for a pending stub", metadata: ["collection": "\(key.collectionName)", "id": "\(key.documentID)"])
+            logger.trace(
+                "kept aside for a pending stub",
+                metadata: ["collection": "\(key.collectionName)", "id": "\(key.documentID)"])
         }
     }
 
@@ -159,7 +174,9 @@ extension DDPClient {
         let (replacements, flushCallbacks) = core.session.serverDocuments.methodUpdated(id, isSent: sent.contains)
         if let persistence, !replacements.isEmpty { persistence.writer.hold(replacements.map(\.key)) }
         for replacement in replacements {
-            store.enqueue(.replaced(replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
+            store.enqueue(
+                .replaced(
+                    replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }
         for callback in flushCallbacks { callback() }
     }
@@ -177,7 +194,8 @@ extension DDPClient {
         switch unreadable {
         case .result(let id):
             guard let name = core.session.methods.name(of: id) else { return }
-            methodResultReceived(id, outcome: .failure(MethodError(methodName: name, kind: .protocolViolation, violation: violation)))
+            methodResultReceived(
+                id, outcome: .failure(MethodError(methodName: name, kind: .protocolViolation, violation: violation)))
         case .updated(let ids):
             handleSessionMessage(.message(.updated(methodIDs: ids)))
         case .ready(let ids):
@@ -189,7 +207,8 @@ extension DDPClient {
 
     private func subscriptionFailed(_ id: String, _ violation: DDPProtocolViolation) {
         guard let record = core.session.subscriptions.nosub(id) else { return }
-        logger.debug("subscription failed: the server's frame for it did not parse", metadata: ["name": "\(record.name)"])
+        logger.debug(
+            "subscription failed: the server's frame for it did not parse", metadata: ["name": "\(record.name)"])
         let error = MeteorError(error: .string("protocol-violation"), reason: violation.description)
         record.shared.update(.failed(SubscriptionError(name: record.name, meteorError: error, violation: violation)))
     }
@@ -219,7 +238,10 @@ extension DDPClient {
     private func handle(_ outcome: MethodCoordinator.ResultOutcome, id: String, message: String) {
         switch outcome {
         case .unknown:
-            report(.protocolViolation(DDPProtocolViolation(.unexpected(message: message, reason: "no outstanding method has id \(id)"), frame: id)))
+            report(
+                .protocolViolation(
+                    DDPProtocolViolation(
+                        .unexpected(message: message, reason: "no outstanding method has id \(id)"), frame: id)))
         case .recorded:
             break
         case .completed(let invocation, let next):

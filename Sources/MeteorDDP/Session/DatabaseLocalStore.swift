@@ -12,9 +12,9 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     /// Updates not yet handed to the buffer. Confined to the client queue (which orders every access: exempt from the
     /// run-time exclusivity check in release builds, as the client's own state is).
     #if DEBUG
-    private var pending: [CacheUpdate] = []
+        private var pending: [CacheUpdate] = []
     #else
-    @exclusivity(unchecked) private var pending: [CacheUpdate] = []
+        @exclusivity(unchecked) private var pending: [CacheUpdate] = []
     #endif
 
     init(database: Database, buffer: DataUpdateBuffer) {

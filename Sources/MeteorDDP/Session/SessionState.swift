@@ -10,7 +10,8 @@ struct SessionState {
     var methods = MethodCoordinator()
     /// Confined to the client queue.
     var serverDocuments = ServerDocumentBuffer()
-    /// Wait methods (and methods re-sent after a reconnect) whose `updated` has not arrived. Confined to the client queue.
+    /// Wait methods (and methods re-sent after a reconnect) whose `updated` has not arrived. Confined to the client
+    /// queue.
     var methodsBlockingQuiescence: Set<String> = []
     /// While waiting for quiescence: the data messages held back. Confined to the client queue.
     var quiescence: QuiescenceHold?
@@ -21,7 +22,8 @@ struct SessionState {
     /// The login token every new socket resumes first, before the app's hooks and before old methods are re-sent
     /// (accounts-base's `onReconnect`). Confined to the client queue.
     var resumeToken: String?
-    /// The app's hooks (``DDPClient/onReconnect(_:_:)``), run on the callback queue by name. Confined to the client queue.
+    /// The app's hooks (``DDPClient/onReconnect(_:_:)``), run on the callback queue by name. Confined to the client
+    /// queue.
     var userReconnectHooks: [String: @Sendable () -> Void] = [:]
     /// While the app's hooks run for a new socket: that run's number (incoming messages are held meanwhile).
     /// Confined to the client queue.

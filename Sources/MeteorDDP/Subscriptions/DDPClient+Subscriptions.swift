@@ -18,9 +18,13 @@ extension DDPClient {
     ///   - notInUseTimeout: How long the subscription lingers after its last handle stops before `unsub` is sent
     ///     (so a quick re-subscribe reuses it). Default 180 s; zero unsubscribes at once.
     /// - Returns: A handle; keep it while you need the data and call ``Subscription/stop()`` (or drop it) after.
-    public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180)) -> Subscription {
+    public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180))
+        -> Subscription
+    {
         let (record, isNew) = onClientQueue {
-            let subscribed = core.subscribe(name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode) {
+            let subscribed = core.subscribe(
+                name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode
+            ) {
                 randomGenerator.id()
             }
             let record = subscribed.record

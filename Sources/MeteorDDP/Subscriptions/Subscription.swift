@@ -14,8 +14,8 @@ import NIOConcurrencyHelpers
 ///
 /// ## Concurrency
 /// A handle may be used from any thread. ``stop()`` is idempotent and also happens when the handle is deinitialised.
-/// Completion handlers run on the client's callback queue (at once on the calling thread when already settled), never on
-/// the client queue: they may subscribe, call or stop again.
+/// Completion handlers run on the client's callback queue (at once on the calling thread when already settled), never
+/// on the client queue: they may subscribe, call or stop again.
 public final class Subscription: Sendable {
     /// The publication's name.
     public let name: String
@@ -54,8 +54,9 @@ public final class Subscription: Sendable {
     /// Returns once the subscription is ready.
     ///
     /// - Throws: the server's ``MeteorError`` when it ends the subscription with an error (`nosub`), as any server
-    ///   refusal is thrown; ``SubscriptionError`` when its `ready` or `nosub` did not parse; ``SubscriptionStoppedError`` when it is
-    ///   stopped first (or the client is closed), `CancellationError` at once when the task is cancelled.
+    ///   refusal is thrown; ``SubscriptionError`` when its `ready` or `nosub` did not parse;
+    ///   ``SubscriptionStoppedError`` when it is stopped first (or the client is closed), `CancellationError` at once
+    ///   when the task is cancelled.
     public func ready() async throws {
         // A cancelled wait lets go of its waiter at once: a subscription that never becomes ready does not collect
         // one per cancelled `ready()`.
@@ -142,13 +143,15 @@ final class SubscriptionState: Sendable {
 
     /// Sets the status and runs the waiters if it settled.
     func update(_ status: SubscriptionStatus) {
-        let (changed, waiters, result): (Bool, [@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?) = state.withLockedValue { state in
-            let changed = state.status != status
-            state.status = status
-            guard let result = Self.result(status, name: name) else { return (changed, [], nil) }
-            defer { state.waiters.removeAll() }
-            return (changed, state.waiters.sorted { $0.key < $1.key }.map(\.value), result)
-        }
+        let (changed, waiters, result):
+            (Bool, [@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?) = state.withLockedValue {
+                state in
+                let changed = state.status != status
+                state.status = status
+                guard let result = Self.result(status, name: name) else { return (changed, [], nil) }
+                defer { state.waiters.removeAll() }
+                return (changed, state.waiters.sorted { $0.key < $1.key }.map(\.value), result)
+            }
         if changed { broadcaster.yield(status) }
         switch status {
         case .failed, .stopped: broadcaster.finish()

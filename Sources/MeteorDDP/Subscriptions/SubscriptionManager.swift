@@ -39,8 +39,12 @@ struct SubscriptionManager {
 
     /// Finds an in-use or lingering record with the same name and EJSON-equal params, or makes a new one.
     /// Returns the record and whether it is new (a new one must be sent).
-    mutating func acquire(name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String) -> (Record, isNew: Bool) {
-        if let id = order.first(where: { records[$0]?.name == name && records[$0]?.params == params }), var record = records[id] {
+    mutating func acquire(
+        name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String
+    ) -> (Record, isNew: Bool) {
+        if let id = order.first(where: { records[$0]?.name == name && records[$0]?.params == params }),
+            var record = records[id]
+        {
             record.useCount += 1
             record.unsubscribeGeneration = nil
             records[id] = record
@@ -51,7 +55,9 @@ struct SubscriptionManager {
             // Made again while the first connection after a restart waits for it.
             beingRevived.insert(id)
         }
-        let record = Record(id: id, name: name, params: params, shared: SubscriptionState(name: name, userCode: userCode), notInUseTimeout: notInUseTimeout, useCount: 1)
+        let record = Record(
+            id: id, name: name, params: params, shared: SubscriptionState(name: name, userCode: userCode),
+            notInUseTimeout: notInUseTimeout, useCount: 1)
         records[id] = record
         order.append(id)
         membershipVersion += 1
@@ -78,7 +84,9 @@ struct SubscriptionManager {
 
     /// The unsubscribe timer fired: removes the record if it is still unused. Returns it to send `unsub`.
     mutating func unsubscribeTimerFired(_ id: String, generation: Int) -> Record? {
-        guard let record = records[id], record.useCount == 0, record.unsubscribeGeneration == generation else { return nil }
+        guard let record = records[id], record.useCount == 0, record.unsubscribeGeneration == generation else {
+            return nil
+        }
         remove(id)
         record.shared.update(.stopped)
         return record
@@ -165,7 +173,8 @@ struct SubscriptionManager {
     /// made yet are awaited.
     mutating func startRestoredRevival(_ restored: Set<StoredSubscription>) {
         beingRevived = Set(records.keys)
-        awaitingRestored = restored.subtracting(records.values.map { StoredSubscription(name: $0.name, params: $0.params) })
+        awaitingRestored = restored.subtracting(
+            records.values.map { StoredSubscription(name: $0.name, params: $0.params) })
     }
 
     /// The delay for making restored subscriptions again is over.

@@ -47,7 +47,8 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
     /// A new stream for one consumer (starting with the current value, if the broadcaster keeps one). After
     /// ``finish()`` it still starts with that value, then ends.
     func makeStream() -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
         let id: Int? = order.withLock {
             let (id, current): (Int?, Element?) = state.withLockedValue { state in
                 guard !state.finished else { return (nil, state.current) }

@@ -4,10 +4,12 @@ extension DDPClient {
     func stateSummary() -> String {
         queue.sync {
             let methods = core.session.methods
-            let invocations = methods.invocations.values.sorted { MethodCoordinator.idOrder($0.id, $1.id) }.prefix(20).map {
-                "\($0.id) \($0.name) sent=\(methods.isSent($0.id)) result=\($0.result != nil) visible=\($0.dataVisible)"
-            }
-            let quiescence = core.session.quiescence.map { "held \($0.messages.count) (resetting \($0.resetting))" } ?? "none"
+            let invocations = methods.invocations.values.sorted { MethodCoordinator.idOrder($0.id, $1.id) }.prefix(20)
+                .map {
+                    "\($0.id) \($0.name) sent=\(methods.isSent($0.id)) result=\($0.result != nil) visible=\($0.dataVisible)"
+                }
+            let quiescence =
+                core.session.quiescence.map { "held \($0.messages.count) (resetting \($0.resetting))" } ?? "none"
             return """
                 state \(core.machine.state); connection \(connection == nil ? "none" : "open") (generation \(core.connectionGeneration)); \
                 timers \(timers.keys.map { "\($0)" }.sorted()); inbox \(inbox.summary); \

@@ -78,5 +78,7 @@ final class UserCodeQueue: Sendable {
 
 extension UserCodeQueue {
     /// What waits, for ``DDPClient/stateSummary()``.
-    var summary: String { state.withLockedValue { "\($0.pending.count) pending, draining \($0.draining), holds \($0.holds)" } }
+    var summary: String {
+        state.withLockedValue { "\($0.pending.count) pending, draining \($0.draining), holds \($0.holds)" }
+    }
 }

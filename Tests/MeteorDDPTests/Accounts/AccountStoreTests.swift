@@ -8,7 +8,8 @@ final class AccountStoreTests: XCTestCase {
     private var directory: URL!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("AccountStoreTests-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "AccountStoreTests-\(UUID().uuidString)")
     }
 
     override func tearDownWithError() throws {
@@ -35,13 +36,16 @@ final class AccountStoreTests: XCTestCase {
         try store.save(Account(userID: "u", token: "t"))
         let permissions = try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber
         XCTAssertEqual(permissions?.intValue, 0o600)
-        XCTAssertEqual(try FileAccountStore(url: url).load()?.userID, "u", "a new store (a restarted client) reads it back")
+        XCTAssertEqual(
+            try FileAccountStore(url: url).load()?.userID, "u", "a new store (a restarted client) reads it back")
     }
 
     func testFileStoreRejectsACorruptFile() throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("account.json")
-        XCTAssertTrue(FileManager.default.createFile(atPath: url.path, contents: Data("{not json".utf8), attributes: [.posixPermissions: 0o600]))
+        XCTAssertTrue(
+            FileManager.default.createFile(
+                atPath: url.path, contents: Data("{not json".utf8), attributes: [.posixPermissions: 0o600]))
         XCTAssertThrowsError(try FileAccountStore(url: url).load()) { error in
             XCTAssertEqual((error as? AccountError)?.kind, .unreadableStore)
         }
@@ -60,7 +64,9 @@ final class AccountStoreTests: XCTestCase {
     func testAClientWithACorruptStoreStartsLoggedOut() throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("account.json")
-        XCTAssertTrue(FileManager.default.createFile(atPath: url.path, contents: Data("garbage".utf8), attributes: [.posixPermissions: 0o600]))
+        XCTAssertTrue(
+            FileManager.default.createFile(
+                atPath: url.path, contents: Data("garbage".utf8), attributes: [.posixPermissions: 0o600]))
         let harness = ClientHarness { $0.accountStore = FileAccountStore(url: url) }
         XCTAssertNil(harness.client.account)
     }

@@ -5,10 +5,14 @@ import XCTest
 @testable import MeteorDDP
 
 final class DDPClientAccountsTests: XCTestCase {
-    private let loginResult: EJSONValue = ["id": "lovelace", "token": "tok1", "tokenExpires": .date(millisecondsSince1970: 4_102_444_800_000)]
+    private let loginResult: EJSONValue = [
+        "id": "lovelace", "token": "tok1", "tokenExpires": .date(millisecondsSince1970: 4_102_444_800_000)
+    ]
 
     private func methods(_ harness: ClientHarness) -> [(id: String, name: String, params: [EJSONValue])] {
-        harness.sent.compactMap { if case .method(let id, let name, let params, _) = $0 { (id, name, params) } else { nil } }
+        harness.sent.compactMap {
+            if case .method(let id, let name, let params, _) = $0 { (id, name, params) } else { nil }
+        }
     }
 
     /// Waits until the client has sent `count` method messages in all (the transport wakes the test; no polling).
@@ -35,8 +39,16 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertTrue(harness.client.loggingIn)
         let sent = methods(harness)[0]
         XCTAssertEqual(sent.name, "login")
-        XCTAssertEqual(sent.params, [["user": ["email": "ada@example.com"], "password": ["digest": .string(MeteorPassword.digest("correct")), "algorithm": "sha-256"]]])
-        XCTAssertFalse(harness.transport.sentFrames.joined().contains("\"correct\""), "the plaintext never leaves the process")
+        XCTAssertEqual(
+            sent.params,
+            [
+                [
+                    "user": ["email": "ada@example.com"],
+                    "password": ["digest": .string(MeteorPassword.digest("correct")), "algorithm": "sha-256"]
+                ]
+            ])
+        XCTAssertFalse(
+            harness.transport.sentFrames.joined().contains("\"correct\""), "the plaintext never leaves the process")
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: loginResult, error: nil))
         let account = try await value(of: login)
@@ -61,7 +73,8 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.establishConnection()
         let login = Task { try await harness.client.login(email: "ada@example.com", password: "wrong") }
         await waitForMethods(harness, count: 1)
-        harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "Incorrect password")))
+        harness.receive(
+            .result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "Incorrect password")))
         harness.receive(.updated(methodIDs: ["1"]))
         do {
             _ = try await value(of: login)
@@ -139,10 +152,15 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.advance(by: .milliseconds(10))
         harness.transport.open()
         harness.receive(.connected(session: "S2"))
-        let loggedOut = expectation(forNotification: .ddpClientAccountDidChange, object: harness.client) { notification in
+        let loggedOut = expectation(forNotification: .ddpClientAccountDidChange, object: harness.client) {
+            notification in
             notification.userInfo?[DDPClient.accountUserInfoKey] != nil && harness.client.account == nil
         }
-        harness.receive(.result(id: "2", result: nil, error: MeteorError(error: .number(403), reason: "You've been logged out by the server. Please log in again.")))
+        harness.receive(
+            .result(
+                id: "2", result: nil,
+                error: MeteorError(
+                    error: .number(403), reason: "You've been logged out by the server. Please log in again.")))
         harness.receive(.updated(methodIDs: ["2"]))
         await fulfillment(of: [loggedOut], timeout: 5)
         XCTAssertNil(harness.client.account)
@@ -225,13 +243,15 @@ final class DDPClientAccountsTests: XCTestCase {
         XCTAssertEqual(methods(harness).first?.params, [["resume": "stored"]])
         harness.client.close()
         harness.settle()
-        harness.client.callbackQueue.sync {}  // the resume's failure (clientClosed) goes back to the client queue
+        harness.client.callbackQueue.sync {} // the resume's failure (clientClosed) goes back to the client queue
         harness.settle()
         XCTAssertEqual(try store.load()?.token, "stored")
         XCTAssertEqual(harness.client.account?.userID, "lovelace")
         XCTAssertFalse(harness.client.loggingIn)
 
-        let neverConnected = ClientHarness { $0.accountStore = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil)) }
+        let neverConnected = ClientHarness {
+            $0.accountStore = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil))
+        }
         XCTAssertTrue(neverConnected.client.loggingIn)
         neverConnected.client.close()
         neverConnected.settle()

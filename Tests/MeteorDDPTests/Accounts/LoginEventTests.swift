@@ -9,19 +9,27 @@ import XCTest
 final class LoginEventTests: XCTestCase {
     /// The harness's clock starts at 1,700,000,000 s; this token lasts two hours from then.
     private let expiresInTwoHours = Date(timeIntervalSince1970: 1_700_000_000 + 7_200)
-    private let loggedOutByTheServer = MeteorError(error: .number(403), reason: "You've been logged out by the server. Please log in again.")
+    private let loggedOutByTheServer = MeteorError(
+        error: .number(403), reason: "You've been logged out by the server. Please log in again.")
 
     private func loginResult(token: String = "tok1", type: String = "password", expires: Date? = nil) -> EJSONValue {
-        ["id": "lovelace", "token": .string(token), "tokenExpires": .date(expires ?? expiresInTwoHours), "type": .string(type)]
+        [
+            "id": "lovelace", "token": .string(token), "tokenExpires": .date(expires ?? expiresInTwoHours),
+            "type": .string(type)
+        ]
     }
 
     private func methods(_ harness: ClientHarness) -> [(id: String, name: String, params: [EJSONValue])] {
-        harness.sent.compactMap { if case .method(let id, let name, let params, _) = $0 { (id, name, params) } else { nil } }
+        harness.sent.compactMap {
+            if case .method(let id, let name, let params, _) = $0 { (id, name, params) } else { nil }
+        }
     }
 
     /// Logs in with a password, the server answering with `result`; returns the login's method id.
     @discardableResult
-    private func logIn(_ harness: ClientHarness, result: EJSONValue? = nil, error: MeteorError? = nil) async throws -> String {
+    private func logIn(_ harness: ClientHarness, result: EJSONValue? = nil, error: MeteorError? = nil) async throws
+        -> String
+    {
         let before = methods(harness).count
         let login = Task { try await harness.client.login(email: "ada@example.com", password: "correct") }
         await harness.transport.waitUntilSent(count: before + 1) { if case .method = $0 { true } else { false } }
@@ -63,12 +71,16 @@ final class LoginEventTests: XCTestCase {
         try await value(of: logout)
 
         let received = try await next(3, of: events)
-        guard case .loginFailed(let error as MeteorError, isResume: false) = received[0] else { return XCTFail("\(received[0])") }
+        guard case .loginFailed(let error as MeteorError, isResume: false) = received[0] else {
+            return XCTFail("\(received[0])")
+        }
         XCTAssertEqual(error.reason, "Incorrect password")
         guard case .loggedIn(let account, type: .password) = received[1] else { return XCTFail("\(received[1])") }
         XCTAssertEqual(account.token, "tok1")
         guard case .loggedOut(userID: "lovelace", reason: .app) = received[2] else { return XCTFail("\(received[2])") }
-        guard case .app? = harness.client.logoutReason else { return XCTFail("\(String(describing: harness.client.logoutReason))") }
+        guard case .app? = harness.client.logoutReason else {
+            return XCTFail("\(String(describing: harness.client.logoutReason))")
+        }
     }
 
     /// Another client's `logoutOtherClients` (or a password change elsewhere) removes the token: the server closes the
@@ -80,9 +92,13 @@ final class LoginEventTests: XCTestCase {
         XCTAssertEqual(methods(harness).map(\.params), [[["resume": "tok1"]]], "the resume went out first")
         let received = try await next(3, of: events)
         guard case .loggedIn(_, type: .password) = received[0] else { return XCTFail("\(received[0])") }
-        guard case .loginFailed(let failure as MeteorError, isResume: true) = received[1] else { return XCTFail("\(received[1])") }
+        guard case .loginFailed(let failure as MeteorError, isResume: true) = received[1] else {
+            return XCTFail("\(received[1])")
+        }
         XCTAssertEqual(failure.reason, loggedOutByTheServer.reason)
-        guard case .loggedOut(userID: "lovelace", reason: .tokenRevoked) = received[2] else { return XCTFail("\(received[2])") }
+        guard case .loggedOut(userID: "lovelace", reason: .tokenRevoked) = received[2] else {
+            return XCTFail("\(received[2])")
+        }
         // Each event comes after the state it reports.
         XCTAssertNil(harness.client.account)
         XCTAssertNil(try store.load())
@@ -108,7 +124,9 @@ final class LoginEventTests: XCTestCase {
         let expired = MeteorError(error: .number(403), reason: "Your session has expired. Please log in again.")
         answerResume(harness, error: expired)
         let received = try await next(3, of: events)
-        guard case .loggedOut(userID: "lovelace", reason: .tokenExpired(let error?)) = received[2] else { return XCTFail("\(received[2])") }
+        guard case .loggedOut(userID: "lovelace", reason: .tokenExpired(let error?)) = received[2] else {
+            return XCTFail("\(received[2])")
+        }
         XCTAssertEqual(error.reason, expired.reason)
     }
 
@@ -123,7 +141,9 @@ final class LoginEventTests: XCTestCase {
     /// Meteor's `_unstoreLoginTokenIfExpiresSoon` at start-up: an expired stored token is never sent; the client
     /// starts logged out, says why, and clears the store.
     func testAnExpiredStoredTokenIsNeverSentAndTheClientStartsLoggedOutSayingWhy() throws {
-        for expires in [Date(timeIntervalSince1970: 1_700_000_000 - 60), Date(timeIntervalSince1970: 1_700_000_000 + 60)] {
+        for expires in [
+            Date(timeIntervalSince1970: 1_700_000_000 - 60), Date(timeIntervalSince1970: 1_700_000_000 + 60)
+        ] {
             let store = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: expires))
             let harness = ClientHarness { $0.accountStore = store }
             XCTAssertNil(harness.client.account)
@@ -159,7 +179,9 @@ final class LoginEventTests: XCTestCase {
         XCTAssertNil(harness.client.account)
         XCTAssertNil(try store.load())
         let received = try await next(2, of: events)
-        guard case .loggedOut(userID: "lovelace", reason: .tokenExpired(nil)) = received[1] else { return XCTFail("\(received[1])") }
+        guard case .loggedOut(userID: "lovelace", reason: .tokenExpired(nil)) = received[1] else {
+            return XCTFail("\(received[1])")
+        }
     }
 
     /// A login result the client cannot use fails the login and, for a client that was logged in, logs it out with
@@ -168,7 +190,9 @@ final class LoginEventTests: XCTestCase {
         let (harness, events) = try await loggedIn()
         answerResume(harness, result: ["id": "lovelace"])
         let received = try await next(3, of: events)
-        guard case .loginFailed(let error as AccountError, isResume: true) = received[1] else { return XCTFail("\(received[1])") }
+        guard case .loginFailed(let error as AccountError, isResume: true) = received[1] else {
+            return XCTFail("\(received[1])")
+        }
         XCTAssertEqual(error.kind, .malformedLoginResult)
         guard case .loggedOut(userID: "lovelace", reason: .loginFailed(let reason as AccountError)) = received[2] else {
             return XCTFail("\(received[2])")

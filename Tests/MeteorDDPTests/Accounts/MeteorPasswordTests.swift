@@ -11,7 +11,9 @@ final class MeteorPasswordTests: XCTestCase {
         for testCase in cases {
             let password = try XCTUnwrap(testCase["password"] as? String)
             let expected = try XCTUnwrap((testCase["hashPassword"] as? [String: Any])?["digest"] as? String)
-            XCTAssertEqual(MeteorPassword.digest(password), expected, "password \(password.unicodeScalars.map { String($0.value, radix: 16) })")
+            XCTAssertEqual(
+                MeteorPassword.digest(password), expected,
+                "password \(password.unicodeScalars.map { String($0.value, radix: 16) })")
         }
     }
 

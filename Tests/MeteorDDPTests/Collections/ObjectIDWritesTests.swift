@@ -47,7 +47,8 @@ final class ObjectIDWritesTests: XCTestCase {
         try await withTimeout(5, "the update sent") {
             await transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
         }
-        XCTAssertEqual(sentMethod(harness, "/things/update")?.first, ["_id": lamp.ejsonValue], "not refused as a selector")
+        XCTAssertEqual(
+            sentMethod(harness, "/things/update")?.first, ["_id": lamp.ejsonValue], "not refused as a selector")
         XCTAssertEqual(things.document(id: lamp.hexString)?["lit"], true, "the stub found the document")
         update.cancel()
 
@@ -66,7 +67,10 @@ final class ObjectIDWritesTests: XCTestCase {
         _ = client.collection("things")
         let shelf = ObjectID("5f1d7a3c9e1b2a00123456ff")!
         client.defineStub("things.ensureShelf") { context in
-            .number(Double(try context.collection("things").update(["_id": shelf.ejsonValue], ["$set": ["name": "shelf"]], options: UpdateOptions(upsert: true))))
+            .number(
+                Double(
+                    try context.collection("things").update(
+                        ["_id": shelf.ejsonValue], ["$set": ["name": "shelf"]], options: UpdateOptions(upsert: true))))
         }
         _ = try client.call("things.ensureShelf") { _ in }
         XCTAssertEqual(client.collection("things").document(id: shelf.hexString)?.ejsonValue["_id"], shelf.ejsonValue)
@@ -82,7 +86,8 @@ final class ObjectIDWritesTests: XCTestCase {
             .number(Double(try context.collection("letters").update(["_id": ["$in": ["c", "a"]]], ["$inc": ["n": 1]])))
         }
         _ = try client.call("letters.bumpOne") { _ in }
-        XCTAssertEqual(try client.collection("letters").find(["n": 1]).map(\.id), ["c"], "minimongo visits the $in's ids in order")
+        XCTAssertEqual(
+            try client.collection("letters").find(["n": 1]).map(\.id), ["c"], "minimongo visits the $in's ids in order")
     }
 
     func testAStubInsertIntoAnObjectIDCollectionMakesTheServersObjectID() throws {
@@ -94,7 +99,9 @@ final class ObjectIDWritesTests: XCTestCase {
             context.collection("things").insert(["name": "rug"]).map { .string($0) }
         }
         let value = try client.call("things.add", options: MethodOptions(returnStubValue: true)) { _ in }
-        guard case .method(_, "things.add", _, let seed?)? = harness.sent.last else { return XCTFail("no call with a seed sent") }
+        guard case .method(_, "things.add", _, let seed?)? = harness.sent.last else {
+            return XCTFail("no call with a seed sent")
+        }
         let expected = RandomStream(seed: seed).hexString(forSequence: "/collection/things", digits: 24)
         XCTAssertEqual(value, .string(expected), "new Mongo.ObjectID(stream.hexString(24))")
         XCTAssertEqual(client.collection("things").document(id: expected)?.idValue, ObjectID(expected)!.ejsonValue)

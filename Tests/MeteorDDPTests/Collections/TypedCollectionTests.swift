@@ -15,7 +15,10 @@ final class TypedCollectionTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         for i in 0..<count {
-            harness.receive(.added(collection: "players", id: "p\(i)", fields: ["name": .string("player \(i)"), "score": .number(Double(i))]))
+            harness.receive(
+                .added(
+                    collection: "players", id: "p\(i)",
+                    fields: ["name": .string("player \(i)"), "score": .number(Double(i))]))
         }
         harness.flushData()
         return harness
@@ -25,10 +28,14 @@ final class TypedCollectionTests: XCTestCase {
         let harness = connectedWithPlayers()
         let players = harness.client.collection("players", as: Player.self)
         XCTAssertEqual(try players.document(id: "p1"), Player(_id: "p1", name: "player 1", score: 1))
-        XCTAssertEqual(try players.find(["score": ["$gte": 1]], FindOptions(sort: ["score": -1])).map(\.name), ["player 2", "player 1"])
+        XCTAssertEqual(
+            try players.find(["score": ["$gte": 1]], FindOptions(sort: ["score": -1])).map(\.name),
+            ["player 2", "player 1"])
         XCTAssertEqual(try players.findOne([:], FindOptions(sort: ["score": 1]))?._id, "p0")
         struct Wrong: Codable, Sendable { var missing: Int }
-        XCTAssertThrowsError(try harness.client.collection("players", as: Wrong.self).find()) { XCTAssertTrue($0 is DecodingError, "\($0)") }
+        XCTAssertThrowsError(try harness.client.collection("players", as: Wrong.self).find()) {
+            XCTAssertTrue($0 is DecodingError, "\($0)")
+        }
     }
 
     func testATypedInsertEncodesTheModelAndItsStubShowsItAtOnce() async throws {
@@ -37,7 +44,9 @@ final class TypedCollectionTests: XCTestCase {
         let task = Task { try await players.insert(Player(_id: "ada", name: "Ada", score: 36)) }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
         XCTAssertEqual(try players.document(id: "ada"), Player(_id: "ada", name: "Ada", score: 36))
-        guard case .method(let id, "/players/insert", let params, _)? = harness.sent.last else { return XCTFail("no insert") }
+        guard case .method(let id, "/players/insert", let params, _)? = harness.sent.last else {
+            return XCTFail("no insert")
+        }
         XCTAssertEqual(params, [["_id": "ada", "name": "Ada", "score": 36]])
         harness.receive(.added(collection: "players", id: "ada", fields: ["name": "Ada", "score": 36]))
         harness.receive(.result(id: id, result: "ada", error: nil))
@@ -49,7 +58,8 @@ final class TypedCollectionTests: XCTestCase {
 
     func testATypedLiveQueryDecodesOnlyTheDocumentsThatChanged() async throws {
         let harness = connectedWithPlayers(1_000)
-        let live = try harness.client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1]))
+        let live = try harness.client.collection("players", as: Player.self).observe(
+            [:], FindOptions(sort: ["score": -1]))
         var snapshots = live.snapshots.makeAsyncIterator()
         let first = try await snapshots.next()
         XCTAssertEqual(first?.values.count, 1_000)
@@ -68,7 +78,8 @@ final class TypedCollectionTests: XCTestCase {
     func testAProjectedTypedLiveQueryStillDecodesOnlyWhatChanged() async throws {
         struct Name: Codable, Sendable { var name: String }
         let harness = connectedWithPlayers(100)
-        let live = try harness.client.collection("players", as: Name.self).observe([:], FindOptions(sort: ["score": -1], fields: ["name": 1]))
+        let live = try harness.client.collection("players", as: Name.self).observe(
+            [:], FindOptions(sort: ["score": -1], fields: ["name": 1]))
         var snapshots = live.snapshots.makeAsyncIterator()
         _ = try await snapshots.next()
         XCTAssertEqual(live.decodeCount, 100)
@@ -76,17 +87,25 @@ final class TypedCollectionTests: XCTestCase {
         harness.flushData()
         let second = try await snapshots.next()
         XCTAssertTrue(second?.values.contains { $0.name == "renamed" } == true)
-        XCTAssertEqual(live.decodeCount, 101, "a projection makes new document objects; equal ones are not decoded again")
+        XCTAssertEqual(
+            live.decodeCount, 101, "a projection makes new document objects; equal ones are not decoded again")
         live.stop()
     }
 
     func testTypedCallsEncodeParamsAndDecodeResultsAndErrorDetails() async throws {
         let harness = connectedWithPlayers(0)
         let client = harness.client
-        struct Scored: Codable, Sendable, Equatable { var player: String; var points: Int }
-        let task = Task { try await client.call("players.score", Scored(player: "ada", points: 3), 2, returning: Scored.self) }
+        struct Scored: Codable, Sendable, Equatable {
+            var player: String
+            var points: Int
+        }
+        let task = Task {
+            try await client.call("players.score", Scored(player: "ada", points: 3), 2, returning: Scored.self)
+        }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
-        guard case .method(let id, "players.score", let params, _)? = harness.sent.last else { return XCTFail("no call") }
+        guard case .method(let id, "players.score", let params, _)? = harness.sent.last else {
+            return XCTFail("no call")
+        }
         XCTAssertEqual(params, [["player": "ada", "points": 3], 2])
         harness.receive(.result(id: id, result: ["player": "ada", "points": 6], error: nil))
         harness.receive(.updated(methodIDs: [id]))
@@ -97,7 +116,10 @@ final class TypedCollectionTests: XCTestCase {
         let failing = Task { try await client.call("players.score", "bad", returning: Int?.self) }
         await harness.transport.waitUntilSent(count: 2) { if case .method = $0 { true } else { false } }
         guard case .method(let secondID, _, _, _)? = harness.sent.last else { return XCTFail("no call") }
-        harness.receive(.result(id: secondID, result: nil, error: MeteorError(error: .string("validation-error"), reason: "bad", details: ["field": "player"])))
+        harness.receive(
+            .result(
+                id: secondID, result: nil,
+                error: MeteorError(error: .string("validation-error"), reason: "bad", details: ["field": "player"])))
         harness.receive(.updated(methodIDs: [secondID]))
         do {
             _ = try await value(of: failing, within: 5)

@@ -23,7 +23,9 @@ final class ClosedClientTests: XCTestCase {
     func testACallOnAClosedClientFailsWithClientClosed() async throws {
         let harness = closedHarness()
         do {
-            _ = try await withTimeout(5, "a call on a closed client") { try await harness.client.call("m", params: [1]) }
+            _ = try await withTimeout(5, "a call on a closed client") {
+                try await harness.client.call("m", params: [1])
+            }
             XCTFail("must throw")
         } catch {
             XCTAssertEqual((error as? MethodError)?.kind, .clientClosed, "\(error)")
@@ -76,8 +78,12 @@ final class ClosedClientTests: XCTestCase {
 
     /// Before, an iteration of `restoredCalls` waited forever for the outcome of a call the close cut short.
     func testRestoredCallsEndWhenTheClientCloses() async throws {
-        let store = ScriptedClientStore(StoredState(
-            methods: [StoredMethod(id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false)]))
+        let store = ScriptedClientStore(
+            StoredState(
+                methods: [
+                    StoredMethod(
+                        id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false)
+                ]))
         let harness = ClientHarness { $0.persistence = .store(store) }
         harness.establishConnection()
         let iterating = expectation(description: "iterating the restored calls")
@@ -90,7 +96,9 @@ final class ClosedClientTests: XCTestCase {
         }
         await fulfillment(of: [iterating], timeout: 5)
         harness.client.close()
-        let outcomesBefore = try await withTimeout(5, "an iteration started before the close to end") { await before.value }
+        let outcomesBefore = try await withTimeout(5, "an iteration started before the close to end") {
+            await before.value
+        }
         XCTAssertEqual(outcomesBefore, 0)
         let outcomesAfter = try await withTimeout(5, "an iteration started after the close to end") {
             var outcomes = 0
@@ -104,7 +112,9 @@ final class ClosedClientTests: XCTestCase {
 
     /// Before, a stream made after the close ended at once, without the value it promises to start with.
     func testAccountAndStatusStreamsMadeAfterTheCloseStartWithTheValueNow() async throws {
-        let harness = ClientHarness { $0.accountStore = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil)) }
+        let harness = ClientHarness {
+            $0.accountStore = InMemoryAccountStore(Account(userID: "lovelace", token: "stored", tokenExpires: nil))
+        }
         harness.establishConnection()
         harness.client.close()
         harness.settle()
@@ -151,7 +161,7 @@ final class ClosedClientTests: XCTestCase {
         XCTAssertEqual(store.stored.subscriptions.map(\.name), ["lists"])
         harness.client.close()
         harness.settle()
-        harness.transport.receive(.ping(id: "after"))  // whatever still arrives is drained: nothing is written
+        harness.transport.receive(.ping(id: "after")) // whatever still arrives is drained: nothing is written
         harness.client.waitUntilPersisted()
         XCTAssertEqual(store.stored.subscriptions.map(\.name), ["lists"])
         withExtendedLifetime(subscription) {}

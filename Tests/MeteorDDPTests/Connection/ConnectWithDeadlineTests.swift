@@ -29,7 +29,8 @@ final class ConnectWithDeadlineTests: XCTestCase {
         let connecting = Task { try await harness.client.connect(timeout: .seconds(10)) }
         try await deadlineScheduled(harness, .seconds(10))
         harness.settle()
-        harness.transport.fail(TransportError(.upgradeRefused(status: 503), "the server answered the upgrade with HTTP 503"))
+        harness.transport.fail(
+            TransportError(.upgradeRefused(status: 503), "the server answered the upgrade with HTTP 503"))
         harness.settle()
         harness.advance(by: .seconds(10))
         do {
@@ -62,7 +63,7 @@ final class ConnectWithDeadlineTests: XCTestCase {
         let collecting = Task { for await error in stream { errors.mutate { $0.append(error) } } }
         harness.client.disconnect()
         harness.settle()
-        harness.transport.fail(TransportError(.other, "the probe"))   // an error after it: the stream carries it
+        harness.transport.fail(TransportError(.other, "the probe")) // an error after it: the stream carries it
         harness.client.connect()
         harness.settle()
         harness.transport.open()

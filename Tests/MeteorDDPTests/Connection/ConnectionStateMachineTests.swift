@@ -11,11 +11,19 @@ final class ConnectionStateMachineTests: XCTestCase {
     }
 
     func testConnectingOpensTheTransportAndSendsConnectWhenTheSocketOpens() {
-        XCTAssertEqual(machine.connectRequested(), [.openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting))])
-        XCTAssertEqual(machine.transportOpened(), [.sendConnect(.connect(session: nil, version: .v1, support: DDPVersion.supported)), .resetSession])
+        XCTAssertEqual(
+            machine.connectRequested(),
+            [.openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting))])
+        XCTAssertEqual(
+            machine.transportOpened(),
+            [.sendConnect(.connect(session: nil, version: .v1, support: DDPVersion.supported)), .resetSession])
         XCTAssertEqual(
             machine.receivedConnected(session: "s1"),
-            [.cancelConnectTimeout, .startHeartbeat, .sessionEstablished(session: "s1", version: .v1, isReconnect: false), .publishStatus(.init(state: .connected))]
+            [
+                .cancelConnectTimeout, .startHeartbeat,
+                .sessionEstablished(session: "s1", version: .v1, isReconnect: false),
+                .publishStatus(.init(state: .connected))
+            ]
         )
         XCTAssertEqual(machine.version, .v1)
     }
@@ -31,35 +39,54 @@ final class ConnectionStateMachineTests: XCTestCase {
     func testReconnectSendsThePreviousSessionID() {
         connect(session: "s1")
         let lost = DDPError.connectionLost("closed")
-        XCTAssertEqual(machine.transportClosed(lost), [.stopHeartbeat, .connectionLost(lost), .scheduleRetry(retryCount: 0, reason: lost)])
-        XCTAssertEqual(machine.retryElapsed(), [.openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting, retryCount: 1))])
-        XCTAssertEqual(machine.transportOpened(), [.sendConnect(.connect(session: "s1", version: .v1, support: DDPVersion.supported)), .resetSession])
+        XCTAssertEqual(
+            machine.transportClosed(lost),
+            [.stopHeartbeat, .connectionLost(lost), .scheduleRetry(retryCount: 0, reason: lost)])
+        XCTAssertEqual(
+            machine.retryElapsed(),
+            [.openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting, retryCount: 1))])
+        XCTAssertEqual(
+            machine.transportOpened(),
+            [.sendConnect(.connect(session: "s1", version: .v1, support: DDPVersion.supported)), .resetSession])
         XCTAssertEqual(
             machine.receivedConnected(session: "s2"),
-            [.cancelConnectTimeout, .startHeartbeat, .sessionEstablished(session: "s2", version: .v1, isReconnect: true), .publishStatus(.init(state: .connected))]
+            [
+                .cancelConnectTimeout, .startHeartbeat,
+                .sessionEstablished(session: "s2", version: .v1, isReconnect: true),
+                .publishStatus(.init(state: .connected))
+            ]
         )
     }
 
     func testRetryCountGrowsWithEachFailedAttemptAndResetsOnConnected() {
         _ = machine.connectRequested()
         let lost = DDPError.connectionLost("refused")
-        XCTAssertEqual(machine.transportClosed(lost), [.cancelConnectTimeout, .scheduleRetry(retryCount: 0, reason: lost)])
+        XCTAssertEqual(
+            machine.transportClosed(lost), [.cancelConnectTimeout, .scheduleRetry(retryCount: 0, reason: lost)])
         _ = machine.retryElapsed()
-        XCTAssertEqual(machine.transportClosed(lost), [.cancelConnectTimeout, .scheduleRetry(retryCount: 1, reason: lost)])
+        XCTAssertEqual(
+            machine.transportClosed(lost), [.cancelConnectTimeout, .scheduleRetry(retryCount: 1, reason: lost)])
         _ = machine.retryElapsed()
-        XCTAssertEqual(machine.transportClosed(lost), [.cancelConnectTimeout, .scheduleRetry(retryCount: 2, reason: lost)])
+        XCTAssertEqual(
+            machine.transportClosed(lost), [.cancelConnectTimeout, .scheduleRetry(retryCount: 2, reason: lost)])
         _ = machine.retryElapsed()
         _ = machine.transportOpened()
         _ = machine.receivedConnected(session: "s")
         let dropped = DDPError.connectionLost("dropped")
-        XCTAssertEqual(machine.transportClosed(dropped), [.stopHeartbeat, .connectionLost(dropped), .scheduleRetry(retryCount: 0, reason: dropped)])
+        XCTAssertEqual(
+            machine.transportClosed(dropped),
+            [.stopHeartbeat, .connectionLost(dropped), .scheduleRetry(retryCount: 0, reason: dropped)])
     }
 
     func testServerRequestingAnotherSupportedVersionReconnectsProposingIt() {
         _ = machine.connectRequested()
         _ = machine.transportOpened()
-        XCTAssertEqual(machine.receivedFailed(version: "pre1"), [.cancelConnectTimeout, .closeTransport, .openTransport, .scheduleConnectTimeout])
-        XCTAssertEqual(machine.transportOpened(), [.sendConnect(.connect(session: nil, version: .pre1, support: DDPVersion.supported)), .resetSession])
+        XCTAssertEqual(
+            machine.receivedFailed(version: "pre1"),
+            [.cancelConnectTimeout, .closeTransport, .openTransport, .scheduleConnectTimeout])
+        XCTAssertEqual(
+            machine.transportOpened(),
+            [.sendConnect(.connect(session: nil, version: .pre1, support: DDPVersion.supported)), .resetSession])
         let actions = machine.receivedConnected(session: "s")
         XCTAssertFalse(actions.contains(.startHeartbeat), "pre1 has no heartbeats")
         XCTAssertEqual(machine.version, .pre1)
@@ -81,25 +108,32 @@ final class ConnectionStateMachineTests: XCTestCase {
         _ = machine.connectRequested()
         _ = machine.transportOpened()
         let actions = machine.receivedFailed(version: "1")
-        XCTAssertEqual(actions.last, .publishStatus(.init(state: .failed, reason: .versionNegotiationFailed(serverVersion: "1"))))
+        XCTAssertEqual(
+            actions.last, .publishStatus(.init(state: .failed, reason: .versionNegotiationFailed(serverVersion: "1"))))
     }
 
     func testConnectTimeoutClosesTheAttemptAndWaits() {
         _ = machine.connectRequested()
-        XCTAssertEqual(machine.connectTimeoutElapsed(), [.closeTransport, .scheduleRetry(retryCount: 0, reason: .connectTimedOut())])
+        XCTAssertEqual(
+            machine.connectTimeoutElapsed(),
+            [.closeTransport, .scheduleRetry(retryCount: 0, reason: .connectTimedOut())])
     }
 
     func testHeartbeatTimeoutDropsTheConnection() {
         connect(session: "s")
         let error = DDPError.heartbeatTimedOut()
-        XCTAssertEqual(machine.heartbeatTimedOut(), [.stopHeartbeat, .closeTransport, .connectionLost(error), .scheduleRetry(retryCount: 0, reason: error)])
+        XCTAssertEqual(
+            machine.heartbeatTimedOut(),
+            [.stopHeartbeat, .closeTransport, .connectionLost(error), .scheduleRetry(retryCount: 0, reason: error)])
     }
 
     func testLosingTheConnectionWhileUnreachableGoesOfflineAndReachabilityReconnects() {
         connect(session: "s")
         _ = machine.networkReachabilityChanged(reachable: false)
         let lost = DDPError.connectionLost("down")
-        XCTAssertEqual(machine.transportClosed(lost), [.stopHeartbeat, .connectionLost(lost), .publishStatus(.init(state: .offline, reason: lost))])
+        XCTAssertEqual(
+            machine.transportClosed(lost),
+            [.stopHeartbeat, .connectionLost(lost), .publishStatus(.init(state: .offline, reason: lost))])
         XCTAssertEqual(
             machine.networkReachabilityChanged(reachable: true),
             [.openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting, retryCount: 0))],
@@ -119,13 +153,18 @@ final class ConnectionStateMachineTests: XCTestCase {
         _ = machine.transportClosed(.connectionLost("refused"))
         XCTAssertEqual(
             machine.networkReachabilityChanged(reachable: true),
-            [.cancelRetry, .openTransport, .scheduleConnectTimeout, .publishStatus(.init(state: .connecting, retryCount: 0))]
+            [
+                .cancelRetry, .openTransport, .scheduleConnectTimeout,
+                .publishStatus(.init(state: .connecting, retryCount: 0))
+            ]
         )
     }
 
     func testDisconnectStopsEverything() {
         connect(session: "s")
-        XCTAssertEqual(machine.disconnectRequested(), [.stopHeartbeat, .closeTransport, .disconnectedByClient, .publishStatus(.init(state: .offline))])
+        XCTAssertEqual(
+            machine.disconnectRequested(),
+            [.stopHeartbeat, .closeTransport, .disconnectedByClient, .publishStatus(.init(state: .offline))])
         XCTAssertEqual(machine.retryElapsed(), [])
         XCTAssertEqual(machine.transportClosed(.connectionLost("late")), [])
     }

@@ -16,15 +16,21 @@ final class DDPClientBadInputTests: XCTestCase {
         harness.receive(frame: frame)
         let error = await errors.next()
         XCTAssertEqual(error?.code, .protocolViolation, file: file, line: line)
-        XCTAssertTrue(error?.violation.map { expected($0.kind) } ?? false, "got \(String(describing: error))", file: file, line: line)
+        XCTAssertTrue(
+            error?.violation.map { expected($0.kind) } ?? false, "got \(String(describing: error))", file: file,
+            line: line)
         XCTAssertEqual(harness.status, .connected, file: file, line: line)
         harness.transport.clearSentFrames()
         harness.receive(frame: #"{"msg":"ping","id":"after"}"#)
-        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"pong","id":"after"}"#], "the connection still works", file: file, line: line)
+        XCTAssertEqual(
+            harness.transport.sentFrames, [#"{"msg":"pong","id":"after"}"#], "the connection still works", file: file,
+            line: line)
     }
 
     func testTruncatedJSONIsReported() async {
-        await assertReportedAndSurvived(#"{"msg":"added","collection":"c""#) { if case .malformedJSON = $0 { true } else { false } }
+        await assertReportedAndSurvived(#"{"msg":"added","collection":"c""#) {
+            if case .malformedJSON = $0 { true } else { false }
+        }
     }
 
     func testNonObjectIsReported() async {
@@ -42,11 +48,15 @@ final class DDPClientBadInputTests: XCTestCase {
     }
 
     func testMissingFieldIsReported() async {
-        await assertReportedAndSurvived(#"{"msg":"added","id":"1"}"#) { $0 == .missingField(message: "added", field: "collection") }
+        await assertReportedAndSurvived(#"{"msg":"added","id":"1"}"#) {
+            $0 == .missingField(message: "added", field: "collection")
+        }
     }
 
     func testWronglyTypedFieldIsReported() async {
-        await assertReportedAndSurvived(#"{"msg":"ready","subs":"a"}"#) { $0 == .wrongFieldType(message: "ready", field: "subs") }
+        await assertReportedAndSurvived(#"{"msg":"ready","subs":"a"}"#) {
+            $0 == .wrongFieldType(message: "ready", field: "subs")
+        }
     }
 
     func testConnectedWhileConnectedIsReportedAsOutOfPlace() async {

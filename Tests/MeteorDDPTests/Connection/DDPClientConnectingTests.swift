@@ -11,7 +11,8 @@ final class DDPClientConnectingTests: XCTestCase {
         XCTAssertEqual(harness.status, .connecting)
         harness.transport.open()
         harness.settle()
-        XCTAssertEqual(harness.transport.sentFrames, [#"{"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#])
+        XCTAssertEqual(
+            harness.transport.sentFrames, [#"{"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#])
     }
 
     func testAFrameFromTheTransportsThreadIsHandledBeforeItsCallbackReturns() {
@@ -42,7 +43,8 @@ final class DDPClientConnectingTests: XCTestCase {
         XCTAssertEqual(harness.transport.connectionAttempts, 2)
         harness.transport.open()
         harness.settle()
-        XCTAssertEqual(harness.transport.sentFrames.last, #"{"msg":"connect","version":"pre1","support":["1","pre2","pre1"]}"#)
+        XCTAssertEqual(
+            harness.transport.sentFrames.last, #"{"msg":"connect","version":"pre1","support":["1","pre2","pre1"]}"#)
         harness.receive(.connected(session: "s"))
         XCTAssertEqual(harness.client.negotiatedVersion, .pre1)
     }
@@ -110,7 +112,9 @@ final class DDPClientConnectingTests: XCTestCase {
         harness.advance(by: .milliseconds(10))
         harness.transport.open()
         harness.settle()
-        XCTAssertEqual(harness.transport.sentFrames.last, #"{"msg":"connect","session":"SESSION-A","version":"1","support":["1","pre2","pre1"]}"#)
+        XCTAssertEqual(
+            harness.transport.sentFrames.last,
+            #"{"msg":"connect","session":"SESSION-A","version":"1","support":["1","pre2","pre1"]}"#)
     }
 
     func testLostConnectionWhileUnreachableGoesOfflineUntilReachable() {
@@ -240,6 +244,7 @@ final class DDPClientConnectingTests: XCTestCase {
         let client = harness.client
         client.onReconnect("version") { versions.mutate { $0.append(client.negotiatedVersion) } }
         harness.dropAndReopen()
-        XCTAssertEqual(versions.value, [nil], "read before the new session's `connected` is handled: no deadlock, no trap")
+        XCTAssertEqual(
+            versions.value, [nil], "read before the new session's `connected` is handled: no deadlock, no trap")
     }
 }

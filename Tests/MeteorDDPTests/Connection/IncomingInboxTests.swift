@@ -65,7 +65,8 @@ final class IncomingInboxTests: XCTestCase {
     func testBatchArraysAreReusedOnAFloodAndSmallOnesWhenTrafficIsLight() {
         XCTAssertTrue(IncomingInbox.keepsForReuse(capacity: 4, count: 1), "a small array is always kept")
         XCTAssertTrue(IncomingInbox.keepsForReuse(capacity: 256, count: 200), "a flood's batch array is reused")
-        XCTAssertFalse(IncomingInbox.keepsForReuse(capacity: 256, count: 11), "a client back to small batches lets it go")
+        XCTAssertFalse(
+            IncomingInbox.keepsForReuse(capacity: 256, count: 11), "a client back to small batches lets it go")
         XCTAssertFalse(IncomingInbox.keepsForReuse(capacity: 2_048, count: 2_000), "never one past the bound")
     }
 
@@ -125,7 +126,10 @@ final class IncomingInboxTests: XCTestCase {
         let arrived = expectation(description: "the document is in the cache")
         let watcher = Task {
             while let change = await changes.next() {
-                if change.affectedDocumentKeys.contains(DocumentKey(collectionName: "c", documentID: "1")) { arrived.fulfill(); return }
+                if change.affectedDocumentKeys.contains(DocumentKey(collectionName: "c", documentID: "1")) {
+                    arrived.fulfill()
+                    return
+                }
             }
         }
         await fulfillment(of: [arrived], timeout: 5)

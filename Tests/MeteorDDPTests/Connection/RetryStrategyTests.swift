@@ -19,14 +19,19 @@ final class RetryStrategyTests: XCTestCase {
         }
     }
 
-    private func assertMatches(_ table: String, fraction: Double, fuzz: Double = 0.5, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertMatches(
+        _ table: String, fraction: Double, fuzz: Double = 0.5, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let strategy = RetryStrategy(fuzz: fuzz, random: FixedFraction(value: fraction))
         let rows = try rows(table)
         XCTAssertGreaterThan(rows.count, 10, file: file, line: line)
         for row in rows {
             let ours = strategy.timeout(forRetryCount: row.count)
-            XCTAssertEqual(ours, row.timeout, accuracy: row.timeout * 4 * Double.ulpOfOne, "count \(row.count)", file: file, line: line)
-            XCTAssertEqual(Int(ours), Int(row.timeout), "whole milliseconds, as setTimeout uses them", file: file, line: line)
+            XCTAssertEqual(
+                ours, row.timeout, accuracy: row.timeout * 4 * Double.ulpOfOne, "count \(row.count)", file: file,
+                line: line)
+            XCTAssertEqual(
+                Int(ours), Int(row.timeout), "whole milliseconds, as setTimeout uses them", file: file, line: line)
         }
     }
 
@@ -43,7 +48,10 @@ final class RetryStrategyTests: XCTestCase {
     func testTheFirstRetriesUseTheMinimumAndDrawNoFraction() {
         final class Counting: RandomGenerator, @unchecked Sendable {
             var draws = 0
-            func fraction() -> Double { draws += 1; return 0.5 }
+            func fraction() -> Double {
+                draws += 1
+                return 0.5
+            }
         }
         let counting = Counting()
         let strategy = RetryStrategy(random: counting)

@@ -19,7 +19,7 @@ final class ServerURLTests: XCTestCase {
             ("/relative", nil),
             ("", nil),
             ("ftp://example.com", nil),
-            ("http://", nil),
+            ("http://", nil)
         ]
         for (typed, expected) in cases {
             XCTAssertEqual(ServerURL.webSocketURL(typed)?.absoluteString, expected, typed)
@@ -27,7 +27,9 @@ final class ServerURLTests: XCTestCase {
     }
 
     func testTheClientTranslatesAnHTTPURL() {
-        XCTAssertEqual(ServerURL.translating(URL(string: "http://localhost:3000")!).absoluteString, "ws://localhost:3000/websocket")
+        XCTAssertEqual(
+            ServerURL.translating(URL(string: "http://localhost:3000")!).absoluteString, "ws://localhost:3000/websocket"
+        )
         XCTAssertEqual(ServerURL.translating(URL(string: "ws://h:1/websocket")!).absoluteString, "ws://h:1/websocket")
     }
 }

@@ -31,8 +31,10 @@ final class TransportEventThreadsTests: XCTestCase {
             }
             let id = String(n + 1)
             // The result and the updated come in turn from the two loops; each delivery ends before the next starts.
-            try loops[n % 2].submit { harness.transport.receive(#"{"msg":"result","id":"\#(id)","result":\#(n)}"#) }.wait()
-            try loops[(n + 1) % 2].submit { harness.transport.receive(#"{"msg":"updated","methods":["\#(id)"]}"#) }.wait()
+            try loops[n % 2].submit { harness.transport.receive(#"{"msg":"result","id":"\#(id)","result":\#(n)}"#) }
+                .wait()
+            try loops[(n + 1) % 2].submit { harness.transport.receive(#"{"msg":"updated","methods":["\#(id)"]}"#) }
+                .wait()
         }
         wait(for: completed, timeout: 30)
     }

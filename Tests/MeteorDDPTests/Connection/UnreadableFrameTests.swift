@@ -26,7 +26,9 @@ final class UnreadableFrameTests: XCTestCase {
         harness.receive(frame: #"{"msg":"result","id":"1","result":{"$type":"app.Unknown","$value":1}}"#)
         harness.receive(.updated(methodIDs: ["1"]))
         await fulfillment(of: [done], timeout: 5)
-        guard case .failure(let error as MethodError)? = box.result else { return XCTFail("not failed: \(String(describing: box.result))") }
+        guard case .failure(let error as MethodError)? = box.result else {
+            return XCTFail("not failed: \(String(describing: box.result))")
+        }
         XCTAssertEqual(error.kind, .protocolViolation)
         guard case .malformedJSON(let reason)? = error.violation?.kind else { return XCTFail("no violation: \(error)") }
         XCTAssertTrue(reason.contains("Custom EJSON type app.Unknown is not defined"), reason)
@@ -40,7 +42,9 @@ final class UnreadableFrameTests: XCTestCase {
         let resultSeen = XCTestExpectation(description: "the result callback")
         var options = MethodOptions()
         options.onResultReceived = { result in
-            if case .failure(let error as MethodError) = result, error.kind == .protocolViolation { resultSeen.fulfill() }
+            if case .failure(let error as MethodError) = result, error.kind == .protocolViolation {
+                resultSeen.fulfill()
+            }
         }
         _ = try harness.client.call("when", options: options) { _ in }
         harness.settle()
@@ -79,12 +83,15 @@ final class UnreadableFrameTests: XCTestCase {
         harness.establishConnection()
         let subscription = harness.client.subscribe("things")
         harness.settle()
-        harness.receive(frame: #"{"msg":"nosub","id":"\#(subscription.id)","error":{"error":403,"details":{"$binary":7}}}"#)
+        harness.receive(
+            frame: #"{"msg":"nosub","id":"\#(subscription.id)","error":{"error":403,"details":{"$binary":7}}}"#)
         do {
             try await withTimeout(5, "ready() to throw") { try await subscription.ready() }
             XCTFail("ready() returned")
         } catch let error as SubscriptionError {
-            guard case .malformedJSON? = error.violation?.kind else { return XCTFail("violation \(String(describing: error.violation))") }
+            guard case .malformedJSON? = error.violation?.kind else {
+                return XCTFail("violation \(String(describing: error.violation))")
+            }
         }
     }
 
@@ -105,7 +112,10 @@ final class UnregisteredEJSONTypeTests: XCTestCase {
     func testADocumentHoldingAnUnregisteredTypeReachesTheCache() {
         let harness = ClientHarness()
         harness.establishConnection()
-        harness.receive(frame: #"{"msg":"added","collection":"c","id":"1","fields":{"money":{"$type":"app.Money","$value":{"cents":150}}}}"#)
+        harness.receive(
+            frame:
+                #"{"msg":"added","collection":"c","id":"1","fields":{"money":{"$type":"app.Money","$value":{"cents":150}}}}"#
+        )
         harness.flushData()
         XCTAssertEqual(harness.document("c", "1")?["money"], .custom(type: "app.Money", value: ["cents": 150]))
     }
@@ -113,14 +123,21 @@ final class UnregisteredEJSONTypeTests: XCTestCase {
     func testAnObjectIDInAFieldReachesTheCacheAndAResultCompletes() async throws {
         let harness = ClientHarness()
         harness.establishConnection()
-        harness.receive(frame: #"{"msg":"added","collection":"c","id":"1","fields":{"ref":{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}}}"#)
+        harness.receive(
+            frame:
+                #"{"msg":"added","collection":"c","id":"1","fields":{"ref":{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}}}"#
+        )
         harness.flushData()
         XCTAssertEqual(harness.document("c", "1")?["ref"], .custom(type: "oid", value: "5f1d7a3c9e1b2a0012345678"))
         let done = XCTestExpectation(description: "completed")
         let box = ResultBox()
-        _ = try harness.client.call("make") { box.set($0); done.fulfill() }
+        _ = try harness.client.call("make") {
+            box.set($0)
+            done.fulfill()
+        }
         harness.settle()
-        harness.receive(frame: #"{"msg":"result","id":"1","result":{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}}"#)
+        harness.receive(
+            frame: #"{"msg":"result","id":"1","result":{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}}"#)
         harness.receive(.updated(methodIDs: ["1"]))
         await fulfillment(of: [done], timeout: 5)
         XCTAssertEqual(try box.result?.get(), .custom(type: "oid", value: "5f1d7a3c9e1b2a0012345678"))
@@ -130,10 +147,13 @@ final class UnregisteredEJSONTypeTests: XCTestCase {
         let harness = ClientHarness { $0.refusesUnregisteredEJSONTypes = true }
         harness.establishConnection()
         var errors = harness.client.errors.makeAsyncIterator()
-        harness.receive(frame: #"{"msg":"added","collection":"c","id":"1","fields":{"money":{"$type":"app.Money","$value":1}}}"#)
+        harness.receive(
+            frame: #"{"msg":"added","collection":"c","id":"1","fields":{"money":{"$type":"app.Money","$value":1}}}"#)
         harness.flushData()
         let reported = await errors.next()
-        guard case .malformedJSON(let reason)? = reported?.violation?.kind else { return XCTFail("\(String(describing: reported))") }
+        guard case .malformedJSON(let reason)? = reported?.violation?.kind else {
+            return XCTFail("\(String(describing: reported))")
+        }
         XCTAssertTrue(reason.hasPrefix("Custom EJSON type app.Money is not defined"), reason)
         XCTAssertNil(harness.document("c", "1"))
     }

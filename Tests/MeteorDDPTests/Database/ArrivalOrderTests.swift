@@ -13,7 +13,8 @@ final class ArrivalOrderTests: XCTestCase {
     private func database(adding ids: [String], score: (Int) -> Int = { _ in 1 }) -> Database {
         let database = Database()
         for (index, id) in ids.enumerated() {
-            database.apply(.added(DocumentKey(collectionName: "c", documentID: id), ["score": .number(Double(score(index)))]))
+            database.apply(
+                .added(DocumentKey(collectionName: "c", documentID: id), ["score": .number(Double(score(index)))]))
         }
         return database
     }
@@ -24,14 +25,17 @@ final class ArrivalOrderTests: XCTestCase {
         XCTAssertEqual(try collection.find([:], FindOptions(limit: 3)).map(\.id), Array(ids.prefix(3)))
         XCTAssertEqual(try collection.find([:], FindOptions(skip: 5, limit: 2)).map(\.id), Array(ids[5..<7]))
         XCTAssertEqual(try collection.findOne()?.id, ids[0])
-        XCTAssertEqual(try collection.find(["_id": ["$in": .array(ids.reversed().prefix(4).map { .string($0) })]]).map(\.id),
-                       Array(ids.suffix(4)), "an $in on _id lists in arrival order, not the $in's")
+        XCTAssertEqual(
+            try collection.find(["_id": ["$in": .array(ids.reversed().prefix(4).map { .string($0) })]]).map(\.id),
+            Array(ids.suffix(4)), "an $in on _id lists in arrival order, not the $in's")
     }
 
     func testSortTiesKeepArrivalOrder() throws {
         // Scores 0, 1, 0, 1, ...: each score's documents must come in arrival order.
         let collection = database(adding: ids, score: { $0 % 2 }).collection("c")
-        let expected = ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element) + ids.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let expected =
+            ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+            + ids.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
         XCTAssertEqual(try collection.find([:], FindOptions(sort: ["score": -1])).map(\.id), expected)
         XCTAssertEqual(try collection.findOne([:], FindOptions(sort: ["score": 1]))?.id, ids[0])
     }

@@ -29,7 +29,8 @@ final class DataUpdateBufferTests: XCTestCase {
         // batch waits: testUpdatesEnqueuedBeforeAFlushLandInOneTransactionAndOneNotification.)
         let database = Database()
         let recorder = ChangesRecorder(database)
-        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .seconds(60), maxBatchSize: 100)
+        let buffer = DataUpdateBuffer(
+            database: database, interval: .seconds(60), maxAge: .seconds(60), maxBatchSize: 100)
         for batch in 0..<2 {
             let applied = expectation(forNotification: .databaseDidChange, object: database)
             for i in 0..<100 { buffer.enqueue(.added(key("p\(batch)-\(i)"), ["score": .number(Double(i))])) }
@@ -45,7 +46,8 @@ final class DataUpdateBufferTests: XCTestCase {
     func testWhileHeldAFullBatchWaitsForTheRelease() {
         let database = Database()
         let recorder = ChangesRecorder(database)
-        let buffer = DataUpdateBuffer(database: database, interval: .seconds(60), maxAge: .seconds(60), maxBatchSize: 100)
+        let buffer = DataUpdateBuffer(
+            database: database, interval: .seconds(60), maxAge: .seconds(60), maxBatchSize: 100)
         buffer.hold(resetting: false)
         for i in 0..<250 { buffer.enqueue(.added(key("p\(i)"), [:])) }
         buffer.queue.sync {}
@@ -60,7 +62,8 @@ final class DataUpdateBufferTests: XCTestCase {
         // The debounce runs on the scheduler's clock: nothing waits in real time.
         let database = Database()
         let scheduler = ManualScheduler()
-        let buffer = DataUpdateBuffer(database: database, interval: .milliseconds(5), maxAge: .milliseconds(20), scheduler: scheduler)
+        let buffer = DataUpdateBuffer(
+            database: database, interval: .milliseconds(5), maxAge: .milliseconds(20), scheduler: scheduler)
         // The clock moves a millisecond at a time, and the buffer's queue finishes what each step's timer handed it
         // before the next: a timer's work never reads a clock that has already moved on (which re-armed the next
         // timer late, past the end of a single long advance: a rare failure of this test on a loaded machine).
@@ -73,14 +76,14 @@ final class DataUpdateBufferTests: XCTestCase {
         buffer.enqueue(.added(key("a"), [:]))
         buffer.queue.sync {}
         for _ in 0..<4 {
-            advance(milliseconds: 4)  // a new update every 4 ms keeps the 5 ms interval from passing
+            advance(milliseconds: 4) // a new update every 4 ms keeps the 5 ms interval from passing
             buffer.enqueue(.added(key("b"), [:]))
             buffer.queue.sync {}
             XCTAssertNil(database.document(key("a")), "still waiting for more")
         }
         advance(milliseconds: 3)
         XCTAssertNil(database.document(key("a")), "19 ms: neither the interval (21 ms) nor the max age has passed")
-        advance(milliseconds: 1)  // 20 ms since the first update: its max age, before the interval
+        advance(milliseconds: 1) // 20 ms since the first update: its max age, before the interval
         XCTAssertNotNil(database.document(key("a")))
         XCTAssertNotNil(database.document(key("b")))
     }
@@ -171,6 +174,8 @@ final class DataUpdateBufferTests: XCTestCase {
         let actual = database.collection("players").documents.sorted { $0.id < $1.id }
         XCTAssertFalse(expected.isEmpty)
         XCTAssertEqual(actual.map(\.id), expected.map(\.id))
-        for (document, reference) in zip(actual, expected) { XCTAssertEqual(document.fields, reference.fields, document.id) }
+        for (document, reference) in zip(actual, expected) {
+            XCTAssertEqual(document.fields, reference.fields, document.id)
+        }
     }
 }

@@ -30,7 +30,7 @@ final class DatabaseBadInputTests: XCTestCase {
             .added(lovelace, ["score": 25]),
             .removed(DocumentKey(collectionName: "players", documentID: "ghost")),
             .changed(lovelace, [:], cleared: ["missing field"]),
-            .changed(lovelace, ["score": 30], cleared: []),
+            .changed(lovelace, ["score": 30], cleared: [])
         ])
         XCTAssertEqual(database.document(lovelace)?["score"], 30)
         XCTAssertEqual(recorder.changes.count, 1)

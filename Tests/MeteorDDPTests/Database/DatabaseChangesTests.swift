@@ -16,7 +16,9 @@ final class DatabaseChangesTests: XCTestCase {
 
     func testUpdatingADocumentReportsChangedAndRemovedFields() {
         var changes = DatabaseChanges()
-        changes.record(key, before: ["name": "Ada Lovelace", "score": 25, "color": "blue"], after: ["name": "Ada Lovelace", "score": 30])
+        changes.record(
+            key, before: ["name": "Ada Lovelace", "score": 25, "color": "blue"],
+            after: ["name": "Ada Lovelace", "score": 30])
         let details = changes.changeDetails(for: key)
         XCTAssertEqual(details?.changeType, .update)
         XCTAssertEqual(details?.changedFields, ["score": .set(30), "color": .removed])

@@ -24,7 +24,10 @@ final class DatabaseConcurrencyTests: XCTestCase {
                     // Both documents are written in every transaction: one snapshot shows both or neither.
                     let snapshot = database.snapshot
                     if snapshot.document(a)?["n"] != snapshot.document(b)?["n"] { torn.increment() }
-                    if first { readersStarted.signal(); first = false }
+                    if first {
+                        readersStarted.signal()
+                        first = false
+                    }
                 } while !writerDone.isSet
                 finished.signal()
             }.start()
@@ -62,7 +65,10 @@ final class DatabaseConcurrencyTests: XCTestCase {
                     XCTAssertEqual(collection.documents.count, 64)
                     XCTAssertEqual(collection.find(Query()).count, 64)
                     XCTAssertEqual(collection.count, 64)
-                    if first { readersStarted.signal(); first = false }
+                    if first {
+                        readersStarted.signal()
+                        first = false
+                    }
                 } while !writerDone.isSet
                 finished.signal()
             }.start()
@@ -82,7 +88,8 @@ final class DatabaseConcurrencyTests: XCTestCase {
         let database = Database()
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<250 {
-                database.apply(.added(DocumentKey(collectionName: "c", documentID: "\(thread)-\(i)"), ["i": .number(Double(i))]))
+                database.apply(
+                    .added(DocumentKey(collectionName: "c", documentID: "\(thread)-\(i)"), ["i": .number(Double(i))]))
             }
         }
         XCTAssertEqual(database.collection("c").count, 2000)

@@ -29,7 +29,8 @@ final class DatabaseObservationTests: XCTestCase {
         database.apply(.changed(key("a"), ["n": 2], cleared: []))
         database.apply(.added(key("b"), ["n": 1]))
         database.apply(.removed(key("b")))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         let merged = await iterator.next()
         XCTAssertEqual(merged?.affectedDocumentKeys, [key("a")], "b was added and removed: nothing")
         XCTAssertEqual(merged?.changeDetails(for: key("a"))?.changeType, .add)
@@ -64,7 +65,9 @@ final class DatabaseObservationTests: XCTestCase {
         let delivered = expectation(description: "delivered on the main actor")
         let token = database.observeChangesOnMainActor { changes in
             MainActor.assertIsolated()
-            if changes.affectedDocumentKeys == [DocumentKey(collectionName: "players", documentID: "a")] { delivered.fulfill() }
+            if changes.affectedDocumentKeys == [DocumentKey(collectionName: "players", documentID: "a")] {
+                delivered.fulfill()
+            }
         }
         database.apply(.added(key("a"), [:]))
         await fulfillment(of: [delivered], timeout: 5)

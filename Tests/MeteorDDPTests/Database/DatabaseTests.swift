@@ -10,7 +10,10 @@ final class DatabaseTests: XCTestCase {
 
     private func seeded() -> Database {
         let database = Database()
-        database.apply([.added(lovelace, ["name": "Ada Lovelace", "score": 25, "color": "blue"]), .added(gauss, ["name": "Carl Friedrich Gauss", "score": 5])])
+        database.apply([
+            .added(lovelace, ["name": "Ada Lovelace", "score": 25, "color": "blue"]),
+            .added(gauss, ["name": "Carl Friedrich Gauss", "score": 5])
+        ])
         return database
     }
 
@@ -27,14 +30,18 @@ final class DatabaseTests: XCTestCase {
         let database = seeded()
         let recorder = ChangesRecorder(database)
         database.apply(.changed(lovelace, ["score": 30], cleared: ["color"]))
-        XCTAssertEqual(database.document(lovelace).map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 30])
-        XCTAssertEqual(recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "color": .removed])
+        XCTAssertEqual(
+            database.document(lovelace).map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 30])
+        XCTAssertEqual(
+            recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "color": .removed])
     }
 
     func testAChangeToTheValuesAlreadyThereIsNoChange() {
         let database = seeded()
         let recorder = ChangesRecorder(database)
-        database.apply([.changed(lovelace, ["score": 25], cleared: ["missing"]), .changed(gauss, ["score": 6], cleared: [])])
+        database.apply([
+            .changed(lovelace, ["score": 25], cleared: ["missing"]), .changed(gauss, ["score": 6], cleared: [])
+        ])
         database.apply(.changed(lovelace, ["name": "Ada Lovelace"], cleared: []))
         database.apply(.added(gauss, ["score": 6]))
         // Written twice in one transaction, back where it started: no entry either.
@@ -65,7 +72,8 @@ final class DatabaseTests: XCTestCase {
         XCTAssertEqual(database.document(lovelace)?["score"], 99, "an add for an existing document acts as a change")
         XCTAssertEqual(database.document(lovelace)?["name"], "Ada Lovelace")
         database.apply(.changed(shannon, ["name": "Claude Shannon"], cleared: []))
-        XCTAssertEqual(database.document(shannon)?["name"], "Claude Shannon", "a change for a missing document acts as an add")
+        XCTAssertEqual(
+            database.document(shannon)?["name"], "Claude Shannon", "a change for a missing document acts as an add")
         let recorder = ChangesRecorder(database)
         database.apply(.removed(DocumentKey(collectionName: "players", documentID: "nobody")))
         XCTAssertEqual(recorder.changes.count, 0, "a removal of a missing document is ignored")
@@ -88,7 +96,8 @@ final class DatabaseTests: XCTestCase {
             database.apply(.changed(lovelace, [:], cleared: ["color"]))
         }
         XCTAssertEqual(recorder.changes.count, 1)
-        XCTAssertEqual(recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "color": .removed])
+        XCTAssertEqual(
+            recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "color": .removed])
     }
 
     func testUpdatesOfDifferentDocumentsInATransactionPostOneNotificationWithEveryDocument() {
@@ -142,8 +151,11 @@ final class DatabaseTests: XCTestCase {
         let changes = recorder.changes.first
         XCTAssertEqual(changes?.affectedDocumentKeys, [lovelace], "shannon came and went, gauss is back as he was")
         XCTAssertEqual(changes?.changeDetails(for: lovelace)?.changeType, .update)
-        XCTAssertEqual(changes?.changeDetails(for: lovelace)?.fieldsBefore, ["name": "Ada Lovelace", "score": 25, "color": "blue"])
-        XCTAssertEqual(changes?.changeDetails(for: lovelace)?.changedFields, ["name": .set("Ada"), "score": .set(31), "color": .removed])
+        XCTAssertEqual(
+            changes?.changeDetails(for: lovelace)?.fieldsBefore, ["name": "Ada Lovelace", "score": 25, "color": "blue"])
+        XCTAssertEqual(
+            changes?.changeDetails(for: lovelace)?.changedFields,
+            ["name": .set("Ada"), "score": .set(31), "color": .removed])
     }
 
     func testTheWritingThreadReadsItsUncommittedStateAndOthersDoNot() {
@@ -190,7 +202,9 @@ final class DatabaseTests: XCTestCase {
         database.apply(.added(shannon, ["name": "Claude Shannon", "score": 40]))
         let players = database.collection("players")
         XCTAssertEqual(players.find(Query(sort: [.descending("score")])).map(\.id), ["shannon", "lovelace", "gauss"])
-        XCTAssertEqual(players.find(Query(filter: { ($0["score"]?.doubleValue ?? 0) > 10 }, sort: [.ascending("score")], limit: 1)).map(\.id), ["lovelace"])
+        XCTAssertEqual(
+            players.find(Query(filter: { ($0["score"]?.doubleValue ?? 0) > 10 }, sort: [.ascending("score")], limit: 1))
+                .map(\.id), ["lovelace"])
         XCTAssertEqual(players.find(.where("name", equals: "Carl Friedrich Gauss")).map(\.id), ["gauss"])
         XCTAssertEqual(players.count, 3)
         XCTAssertEqual(Set(players.documents.map(\.id)), ["lovelace", "gauss", "shannon"])

@@ -39,7 +39,9 @@ final class DocumentCacheTests: XCTestCase {
         let database = seeded()
         let recorder = ChangesRecorder(database)
         database.apply(.replaced(lovelace, ["score": 30]))
-        XCTAssertEqual(database.document(lovelace).map { EJSONValue.object($0.fields) }, ["score": 30], "no field of the old version is kept")
+        XCTAssertEqual(
+            database.document(lovelace).map { EJSONValue.object($0.fields) }, ["score": 30],
+            "no field of the old version is kept")
         let details = recorder.changes.first?.changeDetails(for: lovelace)
         XCTAssertEqual(details?.changeType, .update)
         XCTAssertEqual(details?.fieldsBefore.map(EJSONValue.object), ["name": "Ada Lovelace", "score": 25])

@@ -10,7 +10,9 @@ final class DocumentTableTests: XCTestCase {
         Document(id: "doc\(i)", fields: ["i": .number(Double(i)), "v": .number(Double(value))])
     }
 
-    private func write(_ document: Document?, id: String, into table: inout DocumentTable, epoch: UInt64, retired: inout RetiredMemory) {
+    private func write(
+        _ document: Document?, id: String, into table: inout DocumentTable, epoch: UInt64, retired: inout RetiredMemory
+    ) {
         table.updateValue(forKey: id, epoch: epoch, retiring: &retired) { slot, _ in slot = document }
     }
 
@@ -132,8 +134,12 @@ final class DocumentTableTests: XCTestCase {
         let earlier = (0..<200).map { older.locate("doc\($0)", epoch: 0) }
         // In a later transaction: replace a few, remove a few (the last entry of a bucket moves into the gap), list
         // changes, then grow the table past a rebuild.
-        for i in stride(from: 0, to: 200, by: 5) { write(document(i, 1), id: "doc\(i)", into: &table, epoch: 2, retired: &retired) }
-        for i in stride(from: 1, to: 200, by: 9) { write(nil, id: "doc\(i)", into: &table, epoch: 2, retired: &retired) }
+        for i in stride(from: 0, to: 200, by: 5) {
+            write(document(i, 1), id: "doc\(i)", into: &table, epoch: 2, retired: &retired)
+        }
+        for i in stride(from: 1, to: 200, by: 9) {
+            write(nil, id: "doc\(i)", into: &table, epoch: 2, retired: &retired)
+        }
         func assertSameAnswers(_ context: String) {
             for i in 0..<200 {
                 let fresh = table.locate("doc\(i)", epoch: 2)

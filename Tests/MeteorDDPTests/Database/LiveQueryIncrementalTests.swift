@@ -27,7 +27,11 @@ final class LiveQueryIncrementalTests: XCTestCase {
                     switch random.next(4) {
                     case 0: database.apply(.removed(key))
                     case 1: database.apply(.changed(key, ["group": .number(Double(random.next(3)))], cleared: []))
-                    default: database.apply(.added(key, ["score": .number(Double(random.next(50))), "group": .number(Double(random.next(3)))]))
+                    default:
+                        database.apply(
+                            .added(
+                                key,
+                                ["score": .number(Double(random.next(50))), "group": .number(Double(random.next(3)))]))
                     }
                 }
             }

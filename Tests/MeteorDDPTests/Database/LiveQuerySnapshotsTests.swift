@@ -47,7 +47,8 @@ final class LiveQuerySnapshotsTests: XCTestCase {
         database.apply(.added(key("shannon"), ["score": 20]))
         database.apply(.removed(key("gauss")))
         database.apply(.changed(key("lovelace"), ["score": 1], cleared: []))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         let coalesced = await snapshots.next()
         XCTAssertEqual(coalesced?.documents.map(\.id), ["shannon", "turing", "lovelace"])
         // Against [lovelace, turing, gauss]: gauss removed, shannon inserted, lovelace moved to the end and updated.

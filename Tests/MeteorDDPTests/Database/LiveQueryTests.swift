@@ -23,7 +23,8 @@ final class LiveQueryTests: XCTestCase {
         let live = database.collection("players").observe(query)
         let recorder = Recorder()
         live.onChange(on: recorder.queue) { recorder.record($0) }
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         return (live, recorder)
     }
 
@@ -40,7 +41,8 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.added(key("shannon"), ["score": 20]))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["lovelace", "shannon", "turing", "gauss"])
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(inserted: [1]))
         withExtendedLifetime(live) {}
@@ -50,7 +52,8 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.removed(key("turing")))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(removed: [1]))
         withExtendedLifetime(live) {}
     }
@@ -59,7 +62,8 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.changed(key("gauss"), ["score": 30], cleared: []))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["gauss", "lovelace", "turing"])
         let diff = recorder.all.last?.diff
         XCTAssertEqual(diff?.inserted, [])
@@ -73,7 +77,8 @@ final class LiveQueryTests: XCTestCase {
         let database = Database.seededPlayers()
         let (live, recorder) = observe(database, byScore)
         database.apply(.changed(key("turing"), ["name": "Alan Turing"], cleared: []))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(updated: [1]))
         withExtendedLifetime(live) {}
     }
@@ -83,7 +88,8 @@ final class LiveQueryTests: XCTestCase {
         let (live, recorder) = observe(database, Query(sort: [.descending("score")], limit: 2))
         XCTAssertEqual(recorder.all.first?.documents.map(\.id), ["lovelace", "turing"])
         database.apply(.removed(key("lovelace")))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.last?.documents.map(\.id), ["turing", "gauss"])
         XCTAssertEqual(recorder.all.last?.diff, LiveQueryDiff(inserted: [1], removed: [0]))
         withExtendedLifetime(live) {}
@@ -91,11 +97,13 @@ final class LiveQueryTests: XCTestCase {
 
     func testChangesThatDoNotAffectTheResultDeliverNothing() {
         let database = Database.seededPlayers()
-        let (live, recorder) = observe(database, Query(filter: { ($0["score"]?.doubleValue ?? 0) > 10 }, sort: [.descending("score")]))
+        let (live, recorder) = observe(
+            database, Query(filter: { ($0["score"]?.doubleValue ?? 0) > 10 }, sort: [.descending("score")]))
         let before = recorder.all.count
         database.apply(.added(DocumentKey(collectionName: "other", documentID: "x"), [:]))
         database.apply(.added(key("low"), ["score": 1]))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.count, before)
         withExtendedLifetime(live) {}
     }
@@ -106,7 +114,8 @@ final class LiveQueryTests: XCTestCase {
         live.stop()
         let before = recorder.all.count
         database.apply(.added(key("shannon"), ["score": 20]))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(recorder.all.count, before)
     }
 }

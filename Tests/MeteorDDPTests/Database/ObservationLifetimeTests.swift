@@ -63,7 +63,9 @@ final class ObservationLifetimeTests: XCTestCase {
         let database = Database()
         let seen = expectation(description: "the commit made right after observing")
         let token = database.observeChangesOnMainActor { changes in
-            if changes.affectedDocumentKeys.contains(DocumentKey(collectionName: "players", documentID: "a")) { seen.fulfill() }
+            if changes.affectedDocumentKeys.contains(DocumentKey(collectionName: "players", documentID: "a")) {
+                seen.fulfill()
+            }
         }
         database.apply(.added(key("a"), ["n": 1]))
         database.waitUntilDelivered()

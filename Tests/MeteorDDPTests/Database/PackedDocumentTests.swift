@@ -33,7 +33,7 @@ final class PackedDocumentTests: XCTestCase {
         "emptyObject": [:],
         "custom": .custom(type: "point", value: ["x": 1, "y": 2.5]),
         "regex": .regularExpression(pattern: "^a.*[b]$", flags: "gi"),
-        "regexInArray": [.regularExpression(pattern: "", flags: ""), "after"],
+        "regexInArray": [.regularExpression(pattern: "", flags: ""), "after"]
     ]
 
     func testEveryKindOfValueComesBackExactlyAndInOrder() {
@@ -62,7 +62,7 @@ final class PackedDocumentTests: XCTestCase {
                 fields["field\(index)"] = [
                     "text": .string(String(repeating: "é", count: index * 7)),
                     "numbers": .array((0..<index).map { .number(Double($0) * 1.5) }),
-                    "nested": .object(nested),
+                    "nested": .object(nested)
                 ]
             }
             return fields
@@ -75,8 +75,13 @@ final class PackedDocumentTests: XCTestCase {
         // Every container's length exact (reading back skips some of them), as the offline store's check demands.
         XCTAssertNoThrow(try document.withBytes { try Document(id: "large", validatingPackedFields: $0) })
         // The same bytes as decoding the frame straight from its JSON (a packer of its own; it takes plain JSON only).
-        let plain = largeFields(nested: ["text": "Grüße 🌍", "numbers": [0, -7, 52.52, 1e300], "flags": [true, false, .null], "deeper": ["a": ["b": 1]]])
-        let frame = #"{"msg":"added","collection":"c","id":"large","fields":"# + String(decoding: EJSON.serialize(.object(plain)), as: UTF8.self) + "}"
+        let plain = largeFields(nested: [
+            "text": "Grüße 🌍", "numbers": [0, -7, 52.52, 1e300], "flags": [true, false, .null],
+            "deeper": ["a": ["b": 1]]
+        ])
+        let frame =
+            #"{"msg":"added","collection":"c","id":"large","fields":"#
+            + String(decoding: EJSON.serialize(.object(plain)), as: UTF8.self) + "}"
         XCTAssertNotNil(DocumentMessageDecoder.decode(frame), "the decoder takes the frame")
         XCTAssertNil(DocumentMessageDecoding.disagreement(frame))
     }
@@ -94,7 +99,8 @@ final class PackedDocumentTests: XCTestCase {
         XCTAssertEqual(document["color"], "blue")
         // A field both set and cleared is cleared.
         XCTAssertNil(document.setting(["color": "red", "new": 1], clearing: ["color", "new"])["color"])
-        XCTAssertEqual(document.setting(["color": "red", "new": 1], clearing: ["color", "new"]).fieldNames, ["name", "score"])
+        XCTAssertEqual(
+            document.setting(["color": "red", "new": 1], clearing: ["color", "new"]).fieldNames, ["name", "score"])
         // Clearing a field that does not exist changes nothing.
         XCTAssertEqual(document.setting([:], clearing: ["nope"]), document)
     }
@@ -114,7 +120,10 @@ final class PackedDocumentTests: XCTestCase {
     }
 
     func testIDsOfAnyLengthAndScriptComeBackAndOrderLikeStrings() {
-        let ids = ["", "a", "ab", "b", "b0000000000000001", "b000000000000001", "Grüße-世界-🌍", String(repeating: "x", count: 300)]
+        let ids = [
+            "", "a", "ab", "b", "b0000000000000001", "b000000000000001", "Grüße-世界-🌍",
+            String(repeating: "x", count: 300)
+        ]
         let documents = ids.map { Document(id: $0, fields: ["v": 1]) }
         XCTAssertEqual(documents.map(\.id), ids)
         for a in documents {
@@ -131,7 +140,8 @@ final class PackedDocumentTests: XCTestCase {
         let b = Document(id: "a", fields: ["nested": ["q": 2, "p": 1], "x": 1])
         XCTAssertEqual(a, b)
         XCTAssertEqual(Document(id: "z", fields: ["n": .number(-0.0)]), Document(id: "z", fields: ["n": 0]))
-        XCTAssertEqual(Document(id: "n", fields: ["n": .number(.nan)]), Document(id: "n", fields: ["n": .number(-.nan)]))
+        XCTAssertEqual(
+            Document(id: "n", fields: ["n": .number(.nan)]), Document(id: "n", fields: ["n": .number(-.nan)]))
         XCTAssertNotEqual(a, Document(id: "a", fields: ["x": 2, "nested": ["p": 1, "q": 2]]))
         XCTAssertNotEqual(a, Document(id: "a", fields: ["x": 1, "nested": ["p": 1, "q": 3]]))
         XCTAssertNotEqual(a, Document(id: "b", fields: ["x": 1, "nested": ["p": 1, "q": 2]]))
@@ -156,8 +166,9 @@ final class PackedDocumentTests: XCTestCase {
 
     func testChangedFieldsComeFromThePackedVersions() {
         let key = DocumentKey(collectionName: "players", documentID: "ada")
-        let details = DocumentChangeDetails(key: key, fieldsBefore: ["name": "Ada", "score": 25, "tags": ["a"]],
-                                            fieldsAfter: ["name": "Ada", "score": 26, "tags": ["a", "b"], "rank": 1])
+        let details = DocumentChangeDetails(
+            key: key, fieldsBefore: ["name": "Ada", "score": 25, "tags": ["a"]],
+            fieldsAfter: ["name": "Ada", "score": 26, "tags": ["a", "b"], "rank": 1])
         XCTAssertEqual(details.changeType, .update)
         XCTAssertEqual(details.changedFields, ["score": .set(26), "tags": .set(["a", "b"]), "rank": .set(1)])
         let removal = DocumentChangeDetails(key: key, fieldsBefore: ["name": "Ada"], fieldsAfter: nil)
@@ -165,9 +176,9 @@ final class PackedDocumentTests: XCTestCase {
         XCTAssertEqual(removal.fieldsBefore, ["name": "Ada"])
     }
 
-    /// `setting(_:clearing:)` against the same change made on an `EJSONObject` (a field set keeps its place, a new one is
-    /// appended, a cleared one goes, a field both set and cleared is cleared), over random documents and changes, both
-    /// for the fields and for whether the result is the very same version (nothing changed).
+    /// `setting(_:clearing:)` against the same change made on an `EJSONObject` (a field set keeps its place, a new one
+    /// is appended, a cleared one goes, a field both set and cleared is cleared), over random documents and changes,
+    /// both for the fields and for whether the result is the very same version (nothing changed).
     func testSettingMatchesTheSameChangeOnEJSONObjects() {
         var generator = SplitMix64(seed: 0x5e771)
         let names = ["a", "bb", "name", "score", "tags", "location", "é", "a-much-longer-field-name-than-sixteen-bytes"]
@@ -179,12 +190,17 @@ final class PackedDocumentTests: XCTestCase {
             case 3: return .number(generator.next(in: -1e6...1e6))
             case 4: return .string(String(repeating: "x", count: Int(generator.next(below: 40))))
             case 5: return .array((0..<generator.next(below: 4)).map { .number(Double($0)) })
-            default: return .object(["city": .string("c\(generator.next(below: 3))"), "zip": .number(Double(generator.next(below: 3)))])
+            default:
+                return .object([
+                    "city": .string("c\(generator.next(below: 3))"), "zip": .number(Double(generator.next(below: 3)))
+                ])
             }
         }
         func object(maximumCount: UInt64) -> EJSONObject {
             var object: EJSONObject = [:]
-            for _ in 0..<generator.next(below: maximumCount + 1) { object[names[Int(generator.next(below: UInt64(names.count)))]] = value() }
+            for _ in 0..<generator.next(below: maximumCount + 1) {
+                object[names[Int(generator.next(below: UInt64(names.count)))]] = value()
+            }
             return object
         }
         for round in 0..<3_000 {
@@ -196,7 +212,9 @@ final class PackedDocumentTests: XCTestCase {
                 let index = Int(generator.next(below: UInt64(fields.count)))
                 changes[fields.keys[index]] = fields.values[index]
             }
-            let cleared = (0..<generator.next(below: 3)).map { _ in names[Int(generator.next(below: UInt64(names.count)))] }
+            let cleared = (0..<generator.next(below: 3)).map { _ in
+                names[Int(generator.next(below: UInt64(names.count)))]
+            }
             var expected = fields
             for (name, value) in changes where !cleared.contains(name) { expected[name] = value }
             for name in cleared { expected.removeValue(forKey: name) }
@@ -206,7 +224,8 @@ final class PackedDocumentTests: XCTestCase {
             XCTAssertEqual(result.fields, expected, "round \(round)")
             XCTAssertEqual(result.id, document.id)
             let unchanged = Array(expected.keys) == Array(fields.keys) && expected == fields
-            XCTAssertEqual(result.isIdentical(to: document), unchanged, "round \(round): \(fields) + \(changes) - \(cleared)")
+            XCTAssertEqual(
+                result.isIdentical(to: document), unchanged, "round \(round): \(fields) + \(changes) - \(cleared)")
             // The packed form is the one a fresh document of those fields has.
             XCTAssertTrue(result.hasSameFields(as: Document(id: "x", fields: expected)), "round \(round)")
         }

@@ -12,7 +12,7 @@ final class QueryTests: XCTestCase {
     func testMixedTypesSortLikeMinimongo() {
         let all = documents([
             ("date", .date(millisecondsSince1970: 0)), ("bool", true), ("binary", .binary(Data([1]))),
-            ("array", [[1]]), ("object", ["a": 1]), ("string", "a"), ("number", 1), ("null", .null), ("missing", nil),
+            ("array", [[1]]), ("object", ["a": 1]), ("string", "a"), ("number", 1), ("null", .null), ("missing", nil)
         ])
         let ascending = Query(sort: [.ascending("v")]).evaluate(all).map(\.id)
         XCTAssertEqual(ascending, ["missing", "null", "number", "string", "object", "array", "binary", "bool", "date"])
@@ -22,8 +22,9 @@ final class QueryTests: XCTestCase {
 
     func testAnArraySortsByItsSmallestElementAscendingAndItsLargestDescending() {
         let all = documents([("a", [5, 1]), ("b", 3), ("c", [4]), ("d", []), ("e", [2, 9])])
-        XCTAssertEqual(Query(sort: [.ascending("v")]).evaluate(all).map(\.id), ["d", "a", "e", "b", "c"],
-                       "[] has no element: it sorts as missing")
+        XCTAssertEqual(
+            Query(sort: [.ascending("v")]).evaluate(all).map(\.id), ["d", "a", "e", "b", "c"],
+            "[] has no element: it sorts as missing")
         XCTAssertEqual(Query(sort: [.descending("v")]).evaluate(all).map(\.id), ["e", "a", "c", "b", "d"])
     }
 
@@ -36,7 +37,7 @@ final class QueryTests: XCTestCase {
     func testFieldEqualityMatchesDottedPathsAndTheID() {
         let all = [
             Document(id: "berlin", fields: ["location": ["city": "Berlin"]]),
-            Document(id: "paris", fields: ["location": ["city": "Paris"]]),
+            Document(id: "paris", fields: ["location": ["city": "Paris"]])
         ]
         XCTAssertEqual(Query.where("location.city", equals: "Paris").evaluate(all).map(\.id), ["paris"])
         XCTAssertEqual(Query.where("_id", equals: "berlin").evaluate(all).map(\.id), ["berlin"])

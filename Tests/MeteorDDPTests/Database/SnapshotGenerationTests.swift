@@ -21,7 +21,8 @@ final class SnapshotGenerationTests: XCTestCase {
         database.apply(.changed(key, ["n": 1], cleared: []))
         intermediate = currentStorage(database)
         database.apply(.changed(key, ["n": 2], cleared: []))
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(held?.document(key)?["n"], 0)
         XCTAssertEqual(database.document(key)?["n"], 2)
         // Generations are freed oldest first: the held one keeps every later one, and what they retired, alive.
@@ -39,7 +40,8 @@ final class SnapshotGenerationTests: XCTestCase {
         var held: DatabaseSnapshot? = database!.snapshot
         for n in 1...100 { database!.apply(.changed(key, ["n": .number(Double(n))], cleared: [])) }
         last = currentStorage(database!)
-        database!.notificationQueue.sync {}; database!.observerQueue.sync {}
+        database!.notificationQueue.sync {}
+        database!.observerQueue.sync {}
         XCTAssertNotNil(first, "the held snapshot can still read the first version")
         XCTAssertEqual(held?.document(key)?["n"], 0)
         held = nil
@@ -61,7 +63,8 @@ final class SnapshotGenerationTests: XCTestCase {
         for n in 1...100_000 {
             database.apply(.changed(key, ["n": .number(Double(n % 2))], cleared: []))
         }
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         XCTAssertEqual(held?.document(key)?["n"], 0)
         held = nil
         XCTAssertNil(first)

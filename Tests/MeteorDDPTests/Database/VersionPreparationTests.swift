@@ -48,7 +48,8 @@ final class VersionPreparationTests: XCTestCase {
             }
             XCTAssertEqual(state(batched), state(oneByOne), "round \(round)")
             XCTAssertEqual(batchedChanges.changes, oneByOneChanges.changes, "round \(round)")
-            XCTAssertEqual(batchedChanges.changes.first?.affectedDocumentKeys, oneByOneChanges.changes.first?.affectedDocumentKeys)
+            XCTAssertEqual(
+                batchedChanges.changes.first?.affectedDocumentKeys, oneByOneChanges.changes.first?.affectedDocumentKeys)
         }
     }
 
@@ -66,7 +67,8 @@ final class VersionPreparationTests: XCTestCase {
         let packed = CacheUpdate.packing(batch)
         XCTAssertEqual(packed.count, batch.count)
         for (index, (update, cached)) in zip(batch, packed).enumerated() {
-            let expected = parts(CacheUpdate(update)), actual = parts(cached)
+            let expected = parts(CacheUpdate(update))
+            let actual = parts(cached)
             XCTAssertEqual(actual.kind, expected.kind, "update \(index)")
             XCTAssertEqual(actual.key, expected.key, "update \(index)")
             XCTAssertEqual(actual.fields, expected.fields, "update \(index)")
@@ -77,27 +79,35 @@ final class VersionPreparationTests: XCTestCase {
     func testABatchInsideATransactionThatAlreadyWroteItsDocumentsBuildsOnThoseWrites() {
         let database = seeded()
         let recorder = ChangesRecorder(database)
-        let batch = (0..<VersionPreparation.minimumBatch).map { DataUpdate.changed(key($0 % 200), ["seen": true], cleared: []) }
+        let batch = (0..<VersionPreparation.minimumBatch).map {
+            DataUpdate.changed(key($0 % 200), ["seen": true], cleared: [])
+        }
         database.performUpdates {
             // Written after the snapshot the helper reads: its versions were made from versions no longer current.
             for i in 0..<200 { database.apply(.changed(key(i), ["n": .number(Double(i))], cleared: [])) }
             database.apply(batch)
         }
         for i in 0..<200 {
-            XCTAssertEqual(database.document(key(i)).map { EJSONValue.object($0.fields) }, ["n": .number(Double(i)), "tag": .string("a\(i % 5)"), "seen": true])
+            XCTAssertEqual(
+                database.document(key(i)).map { EJSONValue.object($0.fields) },
+                ["n": .number(Double(i)), "tag": .string("a\(i % 5)"), "seen": true])
         }
         XCTAssertEqual(recorder.changes.count, 1)
         XCTAssertEqual(recorder.changes.first?.count, 200)
         // item0 had n = 0 already: it gains only `seen`.
         XCTAssertEqual(recorder.changes.first?.changeDetails(for: key(0))?.changedFields, ["seen": .set(true)])
-        XCTAssertEqual(recorder.changes.first?.changeDetails(for: key(7))?.changedFields, ["n": .set(7), "seen": .set(true)])
+        XCTAssertEqual(
+            recorder.changes.first?.changeDetails(for: key(7))?.changedFields, ["n": .set(7), "seen": .set(true)])
     }
 
     func testTheHelperMakesEachVersionFromTheSnapshotAndTheWriterTakesOnlyMatchingOnes() {
         let database = seeded()
         let snapshotBefore = database.collection("items").document(id: "item1")!
         let updates: [CacheUpdate] = (0..<(3 * VersionPreparation.chunkSize)).map { n in
-            CacheUpdate(n == 0 ? .added(key(1000), ["fresh": true]) : .changed(key(n % 200), ["n": .number(Double(n))], cleared: []))
+            CacheUpdate(
+                n == 0
+                    ? .added(key(1000), ["fresh": true])
+                    : .changed(key(n % 200), ["n": .number(Double(n))], cleared: []))
         }
         updates.withUnsafeBufferPointer { buffer in
             let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
@@ -116,11 +126,14 @@ final class VersionPreparationTests: XCTestCase {
 
     func testEveryChunkGrantedToTheWriterHasItsVersionsAndFinishingReturns() {
         let database = seeded()
-        let updates = (0..<VersionPreparation.minimumBatch).map { CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: [])) }
+        let updates = (0..<VersionPreparation.minimumBatch).map {
+            CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: []))
+        }
         updates.withUnsafeBufferPointer { buffer in
             let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
             // Racing the helper: whichever chunks it finished first are granted, complete; the others are the writer's.
-            for chunk in 0..<(buffer.count / VersionPreparation.chunkSize) where preparation.claimForWriter(chunk) == .prepared {
+            for chunk in 0..<(buffer.count / VersionPreparation.chunkSize)
+            where preparation.claimForWriter(chunk) == .prepared {
                 let start = chunk * VersionPreparation.chunkSize
                 for index in start..<(start + VersionPreparation.chunkSize) {
                     XCTAssertEqual(preparation.version(at: index)?.document.fields["n"], 1)
@@ -133,7 +146,9 @@ final class VersionPreparationTests: XCTestCase {
 
     func testTheWriterStopsWaitingForAStalledHelperAndMakesTheChunkItself() {
         let database = seeded()
-        let updates = (0..<VersionPreparation.minimumBatch).map { CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: [])) }
+        let updates = (0..<VersionPreparation.minimumBatch).map {
+            CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: []))
+        }
         let claimedFirst = DispatchSemaphore(value: 0)
         let resume = DispatchSemaphore(value: 0)
         updates.withUnsafeBufferPointer { buffer in

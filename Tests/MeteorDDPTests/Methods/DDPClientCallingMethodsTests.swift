@@ -28,7 +28,8 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.establishConnection()
         _ = callAndRecord(harness, "addTodo", params: ["milk"])
         harness.settle()
-        XCTAssertEqual(methodMessages(harness), [.method(id: "1", method: "addTodo", params: ["milk"], randomSeed: nil)])
+        XCTAssertEqual(
+            methodMessages(harness), [.method(id: "1", method: "addTodo", params: ["milk"], randomSeed: nil)])
     }
 
     func testCompletesOnlyAfterBothResultAndUpdated() {
@@ -52,7 +53,9 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: nil, error: nil))
         wait(for: [done], timeout: 5)
-        guard case .success(let value)? = box.result else { return XCTFail("no success: \(String(describing: box.result))") }
+        guard case .success(let value)? = box.result else {
+            return XCTFail("no success: \(String(describing: box.result))")
+        }
         XCTAssertNil(value, "a result without a result key is undefined")
     }
 
@@ -75,7 +78,8 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.establishConnection()
         let task = Task { try await harness.client.call("a") }
         await waitForMethodMessage(harness, count: 1)
-        harness.receive(.result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "bla", details: ["x": 1])))
+        harness.receive(
+            .result(id: "1", result: nil, error: MeteorError(error: .number(403), reason: "bla", details: ["x": 1])))
         harness.receive(.updated(methodIDs: ["1"]))
         do {
             _ = try await value(of: task)
@@ -101,7 +105,9 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         }
         XCTAssertNil(try harness.client.call("a", params: [1]) { _ in })
         wait(for: [ran], timeout: 1)
-        XCTAssertEqual(try harness.client.call("a", params: [1], options: MethodOptions(returnStubValue: true)) { _ in }, "stubValue")
+        XCTAssertEqual(
+            try harness.client.call("a", params: [1], options: MethodOptions(returnStubValue: true)) { _ in },
+            "stubValue")
     }
 
     func testStubThatThrowsIsLoggedAndTheCallStillGoesOut() throws {
@@ -119,7 +125,9 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.establishConnection()
         struct Exploded: Error {}
         harness.client.defineStub("failingStub") { _ in throw Exploded() }
-        XCTAssertThrowsError(try harness.client.call("failingStub", options: MethodOptions(throwStubExceptions: true)) { _ in }) { error in
+        XCTAssertThrowsError(
+            try harness.client.call("failingStub", options: MethodOptions(throwStubExceptions: true)) { _ in }
+        ) { error in
             XCTAssertEqual((error as? MethodError)?.kind, .stubFailed)
         }
         harness.settle()
@@ -162,7 +170,9 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         _ = try harness.client.call("usesRandom") { _ in }
         _ = try harness.client.call("noRandom") { _ in }
         harness.settle()
-        guard case .method(_, _, _, let seed?) = methodMessages(harness).first else { return XCTFail("no randomSeed sent") }
+        guard case .method(_, _, _, let seed?) = methodMessages(harness).first else {
+            return XCTFail("no randomSeed sent")
+        }
         XCTAssertEqual(seed, seeds.value)
         XCTAssertEqual(seed.count, 20)
         XCTAssertTrue(seed.allSatisfy(\.isHexDigit))
@@ -207,11 +217,13 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         harness.establishConnection()
         harness.client.defineStub("addTodo") { context in .string(context.randomID(forSequence: "/collection/todos")) }
         _ = callAndRecord(harness, "addTodo", params: ["stubbed"])
-        let (paymentDone, payment) = callAndRecord(harness, "payment", params: [42], options: MethodOptions(noRetry: true))
+        let (paymentDone, payment) = callAndRecord(
+            harness, "payment", params: [42], options: MethodOptions(noRetry: true))
         harness.settle()
         let firstFrame = harness.transport.sentFrames.first { $0.contains("addTodo") }
         harness.dropAndReopen()
-        XCTAssertEqual(harness.transport.sentFrames.filter { $0.contains(#""msg":"method""#) }, [firstFrame].compactMap { $0 })
+        XCTAssertEqual(
+            harness.transport.sentFrames.filter { $0.contains(#""msg":"method""#) }, [firstFrame].compactMap { $0 })
         harness.receive(.connected(session: "SESSION-2"))
         harness.receive(.result(id: "1", result: "ok", error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
@@ -265,7 +277,9 @@ final class MethodParameterLoggingTests: XCTestCase {
             configuration.methodsWithLoggableParams = ["todos.add"]
         }
         harness.establishConnection()
-        _ = try? harness.client.call("resetPassword", params: ["reset-token-s3cret", ["digest": "pw-s3cret", "algorithm": "sha-256"]]) { _ in }
+        _ = try? harness.client.call(
+            "resetPassword", params: ["reset-token-s3cret", ["digest": "pw-s3cret", "algorithm": "sha-256"]]
+        ) { _ in }
         _ = try? harness.client.call("login", params: [["resume": "resume-s3cret"]]) { _ in }
         _ = try? harness.client.call("todos.add", params: ["buy milk"]) { _ in }
         harness.settle()
@@ -286,7 +300,8 @@ final class MethodParameterLoggingTests: XCTestCase {
         harness.establishConnection()
         let login = Task { try await harness.client.login(email: "ada@example.com", password: "pw") }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
-        harness.receive(.result(id: "1", result: ["id": "u1", "token": "login-tok-s3cret", "type": "password"], error: nil))
+        harness.receive(
+            .result(id: "1", result: ["id": "u1", "token": "login-tok-s3cret", "type": "password"], error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
         _ = try await value(of: login)
         let newToken = Task { try await harness.client.logoutOtherClients() }
@@ -323,7 +338,9 @@ final class CancellationAndCloseTests: XCTestCase {
         harness.receive(.result(id: "1", result: 1, error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        XCTAssertEqual(harness.sent.filter { if case .method = $0 { true } else { false } }.count, 1, "sent once, completed quietly")
+        XCTAssertEqual(
+            harness.sent.filter { if case .method = $0 { true } else { false } }.count, 1,
+            "sent once, completed quietly")
     }
 
     func testACancelledReadyReturnsAtOnce() async throws {

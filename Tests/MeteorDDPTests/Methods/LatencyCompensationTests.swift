@@ -11,7 +11,9 @@ final class LatencyCompensationTests: XCTestCase {
     private func connectedWithPlayers() -> ClientHarness {
         let harness = ClientHarness()
         harness.establishConnection()
-        harness.receive(.added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25, "color": "blue"]))
+        harness.receive(
+            .added(
+                collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25, "color": "blue"]))
         harness.flushData()
         return harness
     }
@@ -29,7 +31,11 @@ final class LatencyCompensationTests: XCTestCase {
         XCTAssertEqual(id, "gauss")
         XCTAssertEqual(players.document(id: "gauss")?["score"], 5, "the stub wrote it synchronously")
         harness.settle()
-        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "/players/insert", params: [["_id": "gauss", "name": "Carl Friedrich Gauss", "score": 5]], randomSeed: nil))
+        XCTAssertEqual(
+            harness.sent.last,
+            .method(
+                id: "1", method: "/players/insert",
+                params: [["_id": "gauss", "name": "Carl Friedrich Gauss", "score": 5]], randomSeed: nil))
     }
 
     func testInsertingWithoutAnIDGeneratesOne() throws {
@@ -50,7 +56,9 @@ final class LatencyCompensationTests: XCTestCase {
         let recorder = ChangesRecorder(harness.client.database)
         try harness.client.collection("players").insert(["_id": "gauss", "score": 5])
         XCTAssertEqual(recorder.changes.count, 1, "the stub's insert")
-        XCTAssertEqual(recorder.changes.first?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "gauss"))?.changeType, .add)
+        XCTAssertEqual(
+            recorder.changes.first?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "gauss"))?
+                .changeType, .add)
         harness.receive(.added(collection: "players", id: "gauss", fields: ["score": 5]))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: nil, error: nil))
@@ -66,7 +74,9 @@ final class LatencyCompensationTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
         XCTAssertNil(harness.document("players", "ghost"))
-        XCTAssertEqual(recorder.changes.last?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "ghost"))?.changeType, .remove)
+        XCTAssertEqual(
+            recorder.changes.last?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "ghost"))?
+                .changeType, .remove)
     }
 
     func testServerAddingADifferentDocumentReplacesTheStubsVersion() throws {
@@ -75,10 +85,12 @@ final class LatencyCompensationTests: XCTestCase {
         let recorder = ChangesRecorder(harness.client.database)
         harness.receive(.added(collection: "players", id: "gauss", fields: ["score": 30]))
         harness.flushData()
-        XCTAssertEqual(harness.document("players", "gauss")?["score"], 5, "server data for a stub-written document waits")
+        XCTAssertEqual(
+            harness.document("players", "gauss")?["score"], 5, "server data for a stub-written document waits")
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        let details = recorder.changes.last?.changeDetails(for: DocumentKey(collectionName: "players", documentID: "gauss"))
+        let details = recorder.changes.last?.changeDetails(
+            for: DocumentKey(collectionName: "players", documentID: "gauss"))
         XCTAssertEqual(details?.changedFields, ["score": .set(30), "color": .removed])
     }
 
@@ -86,11 +98,20 @@ final class LatencyCompensationTests: XCTestCase {
 
     func testUpdatingCallsTheUpdateMethodAndChangesTheCacheAtOnce() async throws {
         let harness = connectedWithPlayers()
-        let task = Task { try await harness.client.collection("players").update("lovelace", ["$set": ["score": 30], "$unset": ["color": ""]]) }
+        let task = Task {
+            try await harness.client.collection("players").update(
+                "lovelace", ["$set": ["score": 30], "$unset": ["color": ""]])
+        }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
-        XCTAssertEqual(harness.document("players", "lovelace").map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 30])
-        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "/players/update", params: [["_id": "lovelace"], ["$set": ["score": 30], "$unset": ["color": ""]], [:]], randomSeed: nil),
-                       "Meteor's client sends the options too, {} when there are none")
+        XCTAssertEqual(
+            harness.document("players", "lovelace").map { EJSONValue.object($0.fields) },
+            ["name": "Ada Lovelace", "score": 30])
+        XCTAssertEqual(
+            harness.sent.last,
+            .method(
+                id: "1", method: "/players/update",
+                params: [["_id": "lovelace"], ["$set": ["score": 30], "$unset": ["color": ""]], [:]], randomSeed: nil),
+            "Meteor's client sends the options too, {} when there are none")
         harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30], cleared: ["color"]))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: 1, error: nil))
@@ -106,9 +127,12 @@ final class LatencyCompensationTests: XCTestCase {
             _ = context.collection("players").insert(["_id": "ghost", "name": "Ghost"])
             throw Halfway()
         }
-        XCTAssertThrowsError(try harness.client.call("halfway", options: MethodOptions(throwStubExceptions: true)) { _ in })
+        XCTAssertThrowsError(
+            try harness.client.call("halfway", options: MethodOptions(throwStubExceptions: true)) { _ in })
         harness.flushData()
-        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 25, "the stub's write before throwing is undone: no call will restore it")
+        XCTAssertEqual(
+            harness.document("players", "lovelace")?["score"], 25,
+            "the stub's write before throwing is undone: no call will restore it")
         XCTAssertNil(harness.document("players", "ghost"))
         XCTAssertFalse(harness.sent.contains { if case .method = $0 { true } else { false } }, "nothing was sent")
     }
@@ -121,12 +145,14 @@ final class LatencyCompensationTests: XCTestCase {
             throw Halfway()
         }
         _ = try harness.client.call("halfway") { _ in }
-        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 99, "the call is sent; the stub's write shows meanwhile")
+        XCTAssertEqual(
+            harness.document("players", "lovelace")?["score"], 99, "the call is sent; the stub's write shows meanwhile")
         guard case .method(let id, "halfway", _, _)? = harness.sent.last else { return XCTFail("not sent") }
         harness.receive(.result(id: id, result: nil, error: MeteorError(error: .number(500), reason: "failed")))
         harness.receive(.updated(methodIDs: [id]))
         harness.flushData()
-        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 25, "the server's version, as Meteor restores it")
+        XCTAssertEqual(
+            harness.document("players", "lovelace")?["score"], 25, "the server's version, as Meteor restores it")
     }
 
     func testServerSendingADifferentUpdateWinsAndRestoresWhatTheStubRemoved() throws {
@@ -140,14 +166,20 @@ final class LatencyCompensationTests: XCTestCase {
         harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 35], cleared: []))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        XCTAssertEqual(harness.document("players", "lovelace").map { EJSONValue.object($0.fields) }, ["name": "Ada Lovelace", "score": 35, "color": "blue"])
+        XCTAssertEqual(
+            harness.document("players", "lovelace").map { EJSONValue.object($0.fields) },
+            ["name": "Ada Lovelace", "score": 35, "color": "blue"])
         XCTAssertEqual(recorder.changes.count, 1)
-        XCTAssertEqual(recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(35), "color": .set("blue")])
+        XCTAssertEqual(
+            recorder.changes.first?.changeDetails(for: lovelace)?.changedFields,
+            ["score": .set(35), "color": .set("blue")])
     }
 
     func testRemovingRollsBackWhenTheServerDoesNotRemoveAndAppliesItsUpdate() throws {
         let harness = connectedWithPlayers()
-        harness.client.defineStub("drop") { context in context.collection("players").remove("lovelace") == 1 ? true : false }
+        harness.client.defineStub("drop") { context in
+            context.collection("players").remove("lovelace") == 1 ? true : false
+        }
         XCTAssertEqual(try harness.client.call("drop", options: MethodOptions(returnStubValue: true)) { _ in }, true)
         XCTAssertNil(harness.document("players", "lovelace"))
         harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30], cleared: []))
@@ -160,15 +192,20 @@ final class LatencyCompensationTests: XCTestCase {
 
     func testTwoStubsOnOneDocumentWaitForBothUpdatedThenApplyTheServersVersionOnce() throws {
         let harness = connectedWithPlayers()
-        harness.client.defineStub("inc") { context in try context.collection("players").update("lovelace", ["$inc": ["score": 1]]) ; return nil }
+        harness.client.defineStub("inc") { context in
+            try context.collection("players").update("lovelace", ["$inc": ["score": 1]])
+            return nil
+        }
         _ = try harness.client.call("inc") { _ in }
         _ = try harness.client.call("inc") { _ in }
         XCTAssertEqual(harness.document("players", "lovelace")?["score"], 27)
         let recorder = ChangesRecorder(harness.client.database)
-        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 30, "color": "blue"], cleared: []))
+        harness.receive(
+            .changed(collection: "players", id: "lovelace", fields: ["score": 30, "color": "blue"], cleared: []))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        XCTAssertEqual(harness.document("players", "lovelace")?["score"], 27, "the second method still holds the document")
+        XCTAssertEqual(
+            harness.document("players", "lovelace")?["score"], 27, "the second method still holds the document")
         harness.receive(.updated(methodIDs: ["2"]))
         harness.flushData()
         XCTAssertEqual(harness.document("players", "lovelace")?["score"], 30)
@@ -179,7 +216,9 @@ final class LatencyCompensationTests: XCTestCase {
         let harness = connectedWithPlayers()
         harness.client.defineStub("touch") { context in
             let id = (context.params[0]?.stringValue ?? "")
-            if context.collection("players").document(id: id) == nil { context.collection("players").insert(["_id": .string(id)]) }
+            if context.collection("players").document(id: id) == nil {
+                context.collection("players").insert(["_id": .string(id)])
+            }
             try context.collection("players").update(id, ["$set": ["touched": true]])
             return nil
         }
@@ -246,7 +285,9 @@ final class LatencyCompensationTests: XCTestCase {
         _ = try harness.client.call("addPlayer", params: ["Grace"]) { _ in }
         harness.settle()
         guard case .method(_, _, _, let seed?) = harness.sent.last else { return XCTFail("randomSeed sent") }
-        XCTAssertEqual(made.value, RandomStream(seed: seed).id(forSequence: "/collection/players"), "the server derives the same id")
+        XCTAssertEqual(
+            made.value, RandomStream(seed: seed).id(forSequence: "/collection/players"),
+            "the server derives the same id")
         XCTAssertNotNil(harness.document("players", made.value ?? ""))
     }
 }

@@ -15,7 +15,8 @@ final class MethodCallTests: XCTestCase {
         let call = harness.client.callAsync("todos.add", params: ["milk"])
         let stubValue = try await withTimeout(5, "stub value") { try await call.stubValue }
         let id = try XCTUnwrap(stubValue?.stringValue)
-        XCTAssertEqual(harness.document("todos", id)?["text"], "milk", "the stub's write is visible before the server answers")
+        XCTAssertEqual(
+            harness.document("todos", id)?["text"], "milk", "the stub's write is visible before the server answers")
         let server = Task { try await call.value }
         harness.receive(.result(id: "1", result: .string(id), error: nil))
         harness.receive(.updated(methodIDs: ["1"]))

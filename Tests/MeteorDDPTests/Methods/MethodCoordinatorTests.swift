@@ -12,7 +12,8 @@ final class MethodCoordinatorTests: XCTestCase {
         var options = MethodOptions(wait: wait, noRetry: noRetry)
         options.onResultReceived = nil
         let invocation = MethodCoordinator.Invocation(
-            id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil), options: options, completion: { _ in }
+            id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil), options: options,
+            completion: { _ in }
         )
         return coordinator.enqueue(invocation).map(\.name)
     }
@@ -48,9 +49,15 @@ final class MethodCoordinatorTests: XCTestCase {
     func testACallCompletesOnlyWithBothResultAndDataVisibleInEitherOrder() {
         _ = call("a")
         _ = call("b")
-        guard case .recorded = coordinator.dataBecameVisible(id: "1") else { return XCTFail("updated first must wait for the result") }
-        guard case .completed = coordinator.receivedResult(id: "1", .success("x")) else { return XCTFail("result completes it") }
-        guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else { return XCTFail("result first must wait for data") }
+        guard case .recorded = coordinator.dataBecameVisible(id: "1") else {
+            return XCTFail("updated first must wait for the result")
+        }
+        guard case .completed = coordinator.receivedResult(id: "1", .success("x")) else {
+            return XCTFail("result completes it")
+        }
+        guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else {
+            return XCTFail("result first must wait for data")
+        }
         guard case .completed = coordinator.dataBecameVisible(id: "2") else { return XCTFail("data completes it") }
     }
 
@@ -58,7 +65,9 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = call("a")
         _ = call("w", wait: true)
         guard case .unknown = coordinator.receivedResult(id: "999", .success(1)) else { return XCTFail() }
-        guard case .unknown = coordinator.receivedResult(id: "2", .success(1)) else { return XCTFail("w is not on the wire yet") }
+        guard case .unknown = coordinator.receivedResult(id: "2", .success(1)) else {
+            return XCTFail("w is not on the wire yet")
+        }
     }
 
     func testReconnectFailsSentNoRetryCallsAndKeepsTheRest() {
@@ -68,13 +77,16 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = coordinator.receivedResult(id: "3", .success("H"))
         let failed = coordinator.socketReset()
         XCTAssertEqual(failed.map(\.name), ["payment"])
-        guard case .failure(let error as MethodError)? = failed.first?.result else { return XCTFail("no failure result") }
+        guard case .failure(let error as MethodError)? = failed.first?.result else {
+            return XCTFail("no failure result")
+        }
         XCTAssertEqual(error.kind, .invocationFailed)
         // A reconnect hook calls "reauth" first; the old non-wait block merges behind it.
         XCTAssertEqual(call("reauth"), ["reauth"])
         XCTAssertEqual(coordinator.reconnectHooksRan().map(\.name), ["addTodo"])
         let quiescence = coordinator.reconnectQuiescence()
-        XCTAssertEqual(quiescence.completeAtQuiescence, ["2", "3"], "calls with a result but no data complete at quiescence")
+        XCTAssertEqual(
+            quiescence.completeAtQuiescence, ["2", "3"], "calls with a result but no data complete at quiescence")
         XCTAssertEqual(quiescence.blocking, ["1", "4"], "calls sent on the new socket block quiescence")
     }
 
@@ -106,7 +118,9 @@ final class MethodCoordinatorTests: XCTestCase {
     func testResultsAnsweredOutOfOrderEachCompleteTheirOwnCallOnce() {
         for name in ["a", "b", "c", "d"] { _ = call(name) }
         // The server may answer a later call of the block first.
-        guard case .recorded(let third) = coordinator.receivedResult(id: "3", .success("C")) else { return XCTFail("3 is sent") }
+        guard case .recorded(let third) = coordinator.receivedResult(id: "3", .success("C")) else {
+            return XCTFail("3 is sent")
+        }
         XCTAssertEqual(third.name, "c")
         guard case .recorded = coordinator.receivedResult(id: "1", .success("A")) else { return XCTFail("1 is sent") }
         guard case .unknown = coordinator.receivedResult(id: "3", .success("again")) else {
@@ -115,7 +129,9 @@ final class MethodCoordinatorTests: XCTestCase {
         guard case .recorded = coordinator.receivedResult(id: "4", .success("D")) else { return XCTFail("4 is sent") }
         guard case .recorded = coordinator.receivedResult(id: "2", .success("B")) else { return XCTFail("2 is sent") }
         for (id, value) in [("2", "B"), ("4", "D"), ("1", "A"), ("3", "C")] {
-            guard case .completed(let invocation, _) = coordinator.dataBecameVisible(id: id) else { return XCTFail("\(id) did not complete") }
+            guard case .completed(let invocation, _) = coordinator.dataBecameVisible(id: id) else {
+                return XCTFail("\(id) did not complete")
+            }
             XCTAssertEqual(invocation.result.flatMap { try? $0.get() }, .string(value))
         }
         XCTAssertTrue(coordinator.invocations.isEmpty)
@@ -126,8 +142,12 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = call("a")
         _ = call("w", wait: true)
         XCTAssertEqual(finish("1"), ["w"])
-        guard case .unknown = coordinator.receivedResult(id: "1", .success(nil)) else { return XCTFail("1 completed already") }
-        guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else { return XCTFail("w is on the wire") }
+        guard case .unknown = coordinator.receivedResult(id: "1", .success(nil)) else {
+            return XCTFail("1 completed already")
+        }
+        guard case .recorded = coordinator.receivedResult(id: "2", .success(nil)) else {
+            return XCTFail("w is on the wire")
+        }
     }
 
     /// Flush waiters of one generation share a countdown (ServerDocumentBuffer): every way a call goes on the wire

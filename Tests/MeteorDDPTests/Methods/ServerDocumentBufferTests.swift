@@ -22,7 +22,9 @@ final class ServerDocumentBufferTests: XCTestCase {
         var peak = 0
         for n in 1...calls {
             flushed(&buffer, "\(n)")
-            let waiting = buffer.runWhenAllFlushed(sentMethods: sent, sentGeneration: 1) { fired.mutate { $0.append(n) } }
+            let waiting = buffer.runWhenAllFlushed(sentMethods: sent, sentGeneration: 1) {
+                fired.mutate { $0.append(n) }
+            }
             XCTAssertEqual(waiting, n < calls, "after the last flush nothing is left to wait for")
             if n < calls { XCTAssertEqual(fired.value, [], "waiter \(n) ran before the last document was flushed") }
             peak = max(peak, buffer.flushCallbackCount)
@@ -36,9 +38,13 @@ final class ServerDocumentBufferTests: XCTestCase {
         buffer.stubWrote(methodID: "1", originals: [(key("a"), nil)])
         buffer.stubWrote(methodID: "2", originals: [(key("b"), nil)])
         let fired = Locked<[String]>([])
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) { fired.mutate { $0.append("first") } })
+        XCTAssertTrue(
+            buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) { fired.mutate { $0.append("first") } })
         // Call 2 goes out (a new generation): its document joins those the next waiter waits for.
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2"], sentGeneration: 2) { fired.mutate { $0.append("second") } })
+        XCTAssertTrue(
+            buffer.runWhenAllFlushed(sentMethods: ["1", "2"], sentGeneration: 2) {
+                fired.mutate { $0.append("second") }
+            })
         flushed(&buffer, "1")
         XCTAssertEqual(fired.value, ["first"], "the second waiter also waits for call 2's document")
         flushed(&buffer, "2")
@@ -49,10 +55,16 @@ final class ServerDocumentBufferTests: XCTestCase {
         var buffer = ServerDocumentBuffer()
         buffer.stubWrote(methodID: "1", originals: [(key("a"), nil)])
         let fired = Locked<[String]>([])
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) { fired.mutate { $0.append("old session") } })
+        XCTAssertTrue(
+            buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) {
+                fired.mutate { $0.append("old session") }
+            })
         // The new session's first data: waiting callbacks are dropped (their work is redone for the new session).
         buffer.sessionReset()
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) { fired.mutate { $0.append("new session") } })
+        XCTAssertTrue(
+            buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) {
+                fired.mutate { $0.append("new session") }
+            })
         flushed(&buffer, "1")
         XCTAssertEqual(fired.value, ["new session"])
     }

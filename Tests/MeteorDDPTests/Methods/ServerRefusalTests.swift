@@ -11,7 +11,9 @@ final class ServerRefusalTests: XCTestCase {
     private static let refusal = MeteorError(error: "test-error", reason: "refused", details: ["field": "name"])
 
     /// What `body` throws once the server refuses the method it sent (its `count`th).
-    private func refusal(_ harness: ClientHarness, method count: Int, _ body: @escaping @Sendable () async throws -> Void) async throws -> MeteorError? {
+    private func refusal(
+        _ harness: ClientHarness, method count: Int, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws -> MeteorError? {
         let task = Task { try await body() }
         await harness.transport.waitUntilSent(count: count) { if case .method = $0 { true } else { false } }
         harness.receive(.result(id: String(count), result: nil, error: Self.refusal))
@@ -25,16 +27,27 @@ final class ServerRefusalTests: XCTestCase {
     }
 
     func testEveryServerRefusalIsAMeteorErrorWithItsCodeReasonAndDetails() async throws {
-        struct Player: Codable, Sendable { var _id: String?; var name: String }
+        struct Player: Codable, Sendable {
+            var _id: String?
+            var name: String
+        }
         let harness = ClientHarness()
         harness.establishConnection()
         let client = harness.client
         let refusals = [
             try await refusal(harness, method: 1) { _ = try await client.call("players.add", params: ["Ada"]) },
-            try await refusal(harness, method: 2) { _ = try await client.call("players.add", "Ada", returning: String?.self) },
-            try await refusal(harness, method: 3) { _ = try await client.callAsync("players.add", params: ["Ada"]).value },
-            try await refusal(harness, method: 4) { _ = try await client.collection("players", as: Player.self).insert(Player(name: "Ada")) },
-            try await refusal(harness, method: 5) { _ = try await client.login(email: "ada@example.com", password: "wrong") },
+            try await refusal(harness, method: 2) {
+                _ = try await client.call("players.add", "Ada", returning: String?.self)
+            },
+            try await refusal(harness, method: 3) {
+                _ = try await client.callAsync("players.add", params: ["Ada"]).value
+            },
+            try await refusal(harness, method: 4) {
+                _ = try await client.collection("players", as: Player.self).insert(Player(name: "Ada"))
+            },
+            try await refusal(harness, method: 5) {
+                _ = try await client.login(email: "ada@example.com", password: "wrong")
+            }
         ]
         for (index, error) in refusals.enumerated() {
             let error = try XCTUnwrap(error, "refusal \(index + 1) is a MeteorError")
@@ -58,7 +71,8 @@ final class ServerRefusalTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         do {
-            _ = try await harness.client.collection("players").update(["name": "Ada"] as EJSONValue, ["$set": ["score": 1]])
+            _ = try await harness.client.collection("players").update(
+                ["name": "Ada"] as EJSONValue, ["$set": ["score": 1]])
             XCTFail("refused")
         } catch let error as MeteorError {
             XCTAssertEqual(error.error, 403)

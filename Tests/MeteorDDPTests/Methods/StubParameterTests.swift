@@ -26,7 +26,9 @@ final class StubParameterTests: XCTestCase {
         _ = try harness.client.call("addPlayer") { _ in }
         harness.settle()
         XCTAssertEqual(seen.value, ["absent", "count 0, third nil"])
-        XCTAssertEqual(harness.sent.last, .method(id: "1", method: "addPlayer", params: [], randomSeed: nil), "the call still goes out")
+        XCTAssertEqual(
+            harness.sent.last, .method(id: "1", method: "addPlayer", params: [], randomSeed: nil),
+            "the call still goes out")
     }
 
     func testATypedStubDecodesItsParametersAndWritesATypedCollectionWithTheServersID() throws {
@@ -40,7 +42,9 @@ final class StubParameterTests: XCTestCase {
         guard case .method(_, _, _, let seed?) = harness.sent.last else { return XCTFail("randomSeed sent") }
         let id = RandomStream(seed: seed).id(forSequence: "/collection/players")
         let stored = try harness.client.collection("players", as: Player.self).document(id: id)
-        XCTAssertEqual(stored, Player(_id: id, name: "Ada", score: 0), "decoded: an absent optional is nil; the id is the server's")
+        XCTAssertEqual(
+            stored, Player(_id: id, name: "Ada", score: 0), "decoded: an absent optional is nil; the id is the server's"
+        )
         _ = call
     }
 
@@ -55,8 +59,12 @@ final class StubParameterTests: XCTestCase {
         harness.settle()
         XCTAssertFalse(ran.value)
         XCTAssertEqual(harness.sent.last, .method(id: "1", method: "players.add", params: [42], randomSeed: nil))
-        XCTAssertTrue(log.lines.contains { $0.contains("Exception while simulating the effect of invoking 'players.add'") && $0.contains("parameter 0 is not a String") },
-                      log.lines.joined(separator: "\n"))
+        XCTAssertTrue(
+            log.lines.contains {
+                $0.contains("Exception while simulating the effect of invoking 'players.add'")
+                    && $0.contains("parameter 0 is not a String")
+            },
+            log.lines.joined(separator: "\n"))
     }
 
     func testWithThrowStubExceptionsTheCallerGetsTheTypedParameterErrorAndNothingIsSent() throws {
@@ -64,14 +72,22 @@ final class StubParameterTests: XCTestCase {
         harness.establishConnection()
         harness.client.defineStub("players.add") { (context, name: String, score: Int) in }
         let sentBefore = harness.sent.count
-        XCTAssertThrowsError(try harness.client.call("players.add", params: ["Ada"], options: MethodOptions(throwStubExceptions: true)) { _ in }) { error in
-            guard let error = error as? MethodError, error.kind == .stubFailed, let parameter = error.stubError as? MethodParameterError else {
+        XCTAssertThrowsError(
+            try harness.client.call("players.add", params: ["Ada"], options: MethodOptions(throwStubExceptions: true)) {
+                _ in
+            }
+        ) { error in
+            guard let error = error as? MethodError, error.kind == .stubFailed,
+                let parameter = error.stubError as? MethodParameterError
+            else {
                 return XCTFail("\(error)")
             }
             XCTAssertEqual(parameter.position, 1)
             XCTAssertEqual(parameter.methodName, "players.add")
             XCTAssertNil(parameter.passed)
-            XCTAssertEqual(parameter.description, "method 'players.add': parameter 1 is not a Int (the call passed only 1 parameter)")
+            XCTAssertEqual(
+                parameter.description,
+                "method 'players.add': parameter 1 is not a Int (the call passed only 1 parameter)")
         }
         harness.settle()
         XCTAssertEqual(harness.sent.count, sentBefore)

@@ -24,10 +24,17 @@ final class ObservationWaiter: Sendable {
     private func arm() {
         queue.async {
             var satisfied = false
-            withObservationTracking { satisfied = self.predicate() } onChange: { self.arm() }
+            withObservationTracking {
+                satisfied = self.predicate()
+            } onChange: {
+                self.arm()
+            }
             guard satisfied else { return }
             var first = false
-            self.fulfilled.mutate { first = !$0; $0 = true }
+            self.fulfilled.mutate {
+                first = !$0
+                $0 = true
+            }
             if first { self.expectation.fulfill() }
         }
     }
@@ -46,14 +53,20 @@ final class ObservationModelTests: XCTestCase {
     private func connected() -> ClientHarness {
         let harness = ClientHarness()
         harness.establishConnection()
-        for i in 0..<5 { harness.receive(.added(collection: "players", id: "p\(i)", fields: ["score": .number(Double(i))])) }
+        for i in 0..<5 {
+            harness.receive(.added(collection: "players", id: "p\(i)", fields: ["score": .number(Double(i))]))
+        }
         harness.flushData()
         return harness
     }
 
     /// Fulfils `expectation` at the next change of what `read` reads, recording where the change was announced.
-    private func onNextChange(_ read: @escaping @Sendable () -> Void, _ expectation: XCTestExpectation, queues: Locked<[String?]>) {
-        withObservationTracking { read() } onChange: {
+    private func onNextChange(
+        _ read: @escaping @Sendable () -> Void, _ expectation: XCTestExpectation, queues: Locked<[String?]>
+    ) {
+        withObservationTracking {
+            read()
+        } onChange: {
             queues.mutate { $0.append(DispatchQueue.getSpecific(key: Self.queueKey)) }
             expectation.fulfill()
         }
@@ -63,7 +76,8 @@ final class ObservationModelTests: XCTestCase {
         let harness = connected()
         let queue = DispatchQueue(label: "observation test")
         queue.setSpecific(key: Self.queueKey, value: "observation test")
-        let model = try harness.client.collection("players", as: Player.self).observed([:], FindOptions(sort: ["score": -1]), scheduler: .queue(queue))
+        let model = try harness.client.collection("players", as: Player.self).observed(
+            [:], FindOptions(sort: ["score": -1]), scheduler: .queue(queue))
         let loaded = expectation(description: "first result")
         let waiter = ObservationWaiter(on: queue, loaded) { model.isLoaded }
         wait(for: [loaded], timeout: 5)
@@ -93,7 +107,9 @@ final class ObservationModelTests: XCTestCase {
         let harness = connected()
         let model = try harness.client.collection("players", as: Player.self).observed(["score": ["$gte": 3]])
         let loaded = expectation(description: "first result on the main actor")
-        withObservationTracking { _ = model.values } onChange: {
+        withObservationTracking {
+            _ = model.values
+        } onChange: {
             MainActor.assertIsolated()
             loaded.fulfill()
         }
@@ -123,7 +139,10 @@ final class ObservationModelTests: XCTestCase {
     }
 
     func testTheUserModelFollowsLoginsAndTheUsersDocument() async throws {
-        struct User: Codable, Sendable, Equatable { var _id: String; var username: String }
+        struct User: Codable, Sendable, Equatable {
+            var _id: String
+            var username: String
+        }
         let harness = ClientHarness()
         harness.establishConnection()
         let queue = DispatchQueue(label: "user model")

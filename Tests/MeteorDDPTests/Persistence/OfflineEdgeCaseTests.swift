@@ -14,11 +14,16 @@ final class OfflineEdgeCaseTests: XCTestCase {
 
     /// A store whose call 1 inserted todo t1 ("milk") with its stub; the server had not seen it.
     private func storeWithOneInsert(noRetry: Bool = false) -> ScriptedClientStore {
-        ScriptedClientStore(StoredState(
-            documents: [StoredDocument(key: todo, fields: ["title": "milk"])],
-            serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["1"])],
-            methods: [StoredMethod(id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: noRetry, stubWrote: [todo])]
-        ))
+        ScriptedClientStore(
+            StoredState(
+                documents: [StoredDocument(key: todo, fields: ["title": "milk"])],
+                serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["1"])],
+                methods: [
+                    StoredMethod(
+                        id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: noRetry,
+                        stubWrote: [todo])
+                ]
+            ))
     }
 
     // MARK: - The write-behind
@@ -43,10 +48,16 @@ final class OfflineEdgeCaseTests: XCTestCase {
     func testAServerCopyAlsoClaimedByACallThatWasNeverStoredIsReleasedByTheRestoredOne() {
         var buffer = ServerDocumentBuffer()
         let stored = [StoredServerDocument(key: todo, fields: ["title": "server"], writtenByMethods: ["1", "9"])]
-        buffer.restore(stored, methods: [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo])])
+        buffer.restore(
+            stored,
+            methods: [
+                StoredMethod(
+                    id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo])
+            ])
         let (replacements, _) = buffer.methodUpdated("1", isSent: { _ in true })
-        XCTAssertEqual(replacements, [ServerDocumentBuffer.Replacement(key: todo, fields: ["title": "server"])],
-                       "call 9 (memory-only, or cleared by a logout) will never have an updated")
+        XCTAssertEqual(
+            replacements, [ServerDocumentBuffer.Replacement(key: todo, fields: ["title": "server"])],
+            "call 9 (memory-only, or cleared by a logout) will never have an updated")
     }
 
     func testAServerCopyNamingARestoredCallThatDoesNotListItIsReleasedByTheCallThatDoes() {
@@ -54,10 +65,14 @@ final class OfflineEdgeCaseTests: XCTestCase {
         // not name the document, so its `updated` would never release it.
         var buffer = ServerDocumentBuffer()
         let stored = [StoredServerDocument(key: todo, fields: ["title": "server"], writtenByMethods: ["1", "2"])]
-        buffer.restore(stored, methods: [
-            StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo]),
-            StoredMethod(id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: []),
-        ])
+        buffer.restore(
+            stored,
+            methods: [
+                StoredMethod(
+                    id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo]),
+                StoredMethod(
+                    id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [])
+            ])
         let (replacements, _) = buffer.methodUpdated("1", isSent: { _ in true })
         XCTAssertEqual(replacements, [ServerDocumentBuffer.Replacement(key: todo, fields: ["title": "server"])])
         XCTAssertFalse(buffer.contains(todo))
@@ -68,13 +83,17 @@ final class OfflineEdgeCaseTests: XCTestCase {
         let other = DocumentKey(collectionName: todo.collectionName, documentID: "other")
         buffer.stubWrote(methodID: "1", originals: [(todo, nil)])
         buffer.stubWrote(methodID: "2", originals: [(other, nil)])
-        buffer.stubWrote(methodID: "3", originals: [(DocumentKey(collectionName: todo.collectionName, documentID: "third"), nil)])
+        buffer.stubWrote(
+            methodID: "3", originals: [(DocumentKey(collectionName: todo.collectionName, documentID: "third"), nil)])
         let ran = Locked(0)
         // Calls 1 and 2 are sent (fewer than the three documents: the sent calls' lists are read); 3 is queued.
         XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2"], sentGeneration: 1) { ran.mutate { $0 += 1 } })
         // Every call sent (as many as the documents: every document is looked at).
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2", "3"], sentGeneration: 2) { ran.mutate { $0 += 10 } })
-        XCTAssertFalse(buffer.runWhenAllFlushed(sentMethods: ["4"], sentGeneration: 3) { ran.mutate { $0 += 100 } }, "no document of a sent call")
+        XCTAssertTrue(
+            buffer.runWhenAllFlushed(sentMethods: ["1", "2", "3"], sentGeneration: 2) { ran.mutate { $0 += 10 } })
+        XCTAssertFalse(
+            buffer.runWhenAllFlushed(sentMethods: ["4"], sentGeneration: 3) { ran.mutate { $0 += 100 } },
+            "no document of a sent call")
         for callback in buffer.methodUpdated("1", isSent: { _ in true }).callbacks { callback() }
         XCTAssertEqual(ran.value, 0)
         for callback in buffer.methodUpdated("2", isSent: { _ in true }).callbacks { callback() }
@@ -84,7 +103,8 @@ final class OfflineEdgeCaseTests: XCTestCase {
     }
 
     func testServerCopiesNoRestoredCallClaimsAreForgottenByTheStoreToo() {
-        let store = ScriptedClientStore(StoredState(serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["7"])]))
+        let store = ScriptedClientStore(
+            StoredState(serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["7"])]))
         let harness = ClientHarness { $0.persistence = .store(store) }
         harness.client.waitUntilPersisted()
         XCTAssertEqual(store.stored.serverDocuments, [])
@@ -129,15 +149,19 @@ final class OfflineEdgeCaseTests: XCTestCase {
         harness.receive(.result(id: "1", result: nil, error: denied))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
-        XCTAssertEqual(harness.restoredOutcomeSummaries, ["failed 403"], "the server never had the todo: the cache shows call 2's stub, not the server")
+        XCTAssertEqual(
+            harness.restoredOutcomeSummaries, ["failed 403"],
+            "the server never had the todo: the cache shows call 2's stub, not the server")
     }
 
     func testDuplicateAndHugeStoredIdsNeitherCrashNorBlockLaterCalls() async throws {
-        let store = ScriptedClientStore(StoredState(methods: [
-            StoredMethod(id: "9223372036854775807", name: "a", params: [], randomSeed: nil, wait: false, noRetry: false),
-            StoredMethod(id: "3", name: "b", params: [], randomSeed: nil, wait: false, noRetry: false),
-            StoredMethod(id: "3", name: "b", params: [], randomSeed: nil, wait: false, noRetry: false),
-        ]))
+        let store = ScriptedClientStore(
+            StoredState(methods: [
+                StoredMethod(
+                    id: "9223372036854775807", name: "a", params: [], randomSeed: nil, wait: false, noRetry: false),
+                StoredMethod(id: "3", name: "b", params: [], randomSeed: nil, wait: false, noRetry: false),
+                StoredMethod(id: "3", name: "b", params: [], randomSeed: nil, wait: false, noRetry: false)
+            ]))
         let harness = ClientHarness { $0.persistence = .store(store) }
         harness.establishConnection()
         XCTAssertEqual(methods(harness).map(\.name), ["a", "b"])
@@ -154,13 +178,17 @@ final class OfflineEdgeCaseTests: XCTestCase {
     // MARK: - Damaged files
 
     func testAFileDamagedPastItsHeaderIsMovedAsideWhenReadAndANewOneWorks() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("damaged-\(UUID().uuidString)/cache.sqlite")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "damaged-\(UUID().uuidString)/cache.sqlite")
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         do {
             let store = try SQLiteStore(fileURL: file)
             var batch = StoreBatch()
             batch.documents = (0..<2_000).map { n in
-                (DocumentKey(collectionName: "items", documentID: "item\(n)"), Document(id: "item\(n)", fields: ["text": .string(String(repeating: "x", count: 200))]))
+                (
+                    DocumentKey(collectionName: "items", documentID: "item\(n)"),
+                    Document(id: "item\(n)", fields: ["text": .string(String(repeating: "x", count: 200))])
+                )
             }
             try store.write(batch)
         }

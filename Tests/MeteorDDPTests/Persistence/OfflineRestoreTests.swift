@@ -13,7 +13,8 @@ final class OfflineRestoreTests: XCTestCase {
     private let gauss = DocumentKey(collectionName: "players", documentID: "gauss")
 
     override func setUpWithError() throws {
-        file = FileManager.default.temporaryDirectory.appendingPathComponent("offline-\(UUID().uuidString)/cache.sqlite")
+        file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "offline-\(UUID().uuidString)/cache.sqlite")
     }
 
     override func tearDownWithError() throws {
@@ -37,7 +38,9 @@ final class OfflineRestoreTests: XCTestCase {
     }
 
     private func methods(_ harness: ClientHarness) -> [(id: String, name: String, seed: String?)] {
-        harness.sent.compactMap { if case .method(let id, let name, _, let seed) = $0 { (id, name, seed) } else { nil } }
+        harness.sent.compactMap {
+            if case .method(let id, let name, _, let seed) = $0 { (id, name, seed) } else { nil }
+        }
     }
 
     /// Run 1: connected, "players" ready with Ada and Gauss, everything on disk.
@@ -136,7 +139,8 @@ final class OfflineRestoreTests: XCTestCase {
         harness.settle()
         harness.advance(by: .seconds(5))
         harness.flushData()
-        XCTAssertEqual(harness.client.database.collection("players").count, 2, "made again in time: its readiness is awaited")
+        XCTAssertEqual(
+            harness.client.database.collection("players").count, 2, "made again in time: its readiness is awaited")
         harness.receive(.added(collection: "players", id: "ada", fields: ["name": "Ada", "score": 25]))
         harness.receive(.added(collection: "players", id: "gauss", fields: ["name": "Gauss"]))
         harness.receive(.ready(subscriptionIDs: [players.id]))
@@ -184,7 +188,8 @@ final class OfflineRestoreTests: XCTestCase {
         XCTAssertEqual(harness.client.restoredCalls.outcomes.map(\.result), [.succeeded(nil)])
         XCTAssertEqual(todo(harness, todoID)?.fields["title"], "milk")
         harness.client.waitUntilPersisted()
-        XCTAssertEqual(try SQLiteStore(fileURL: file).load().methods.map(\.id), ["2"], "the completed call left the store")
+        XCTAssertEqual(
+            try SQLiteStore(fileURL: file).load().methods.map(\.id), ["2"], "the completed call left the store")
     }
 
     func testARestoredCallTheServerRejectsIsRolledBackAndReported() throws {
@@ -220,9 +225,14 @@ final class OfflineRestoreTests: XCTestCase {
     }
 
     func testACallAnsweredBeforeTheCrashIsNotSentAgainAndCompletesAtReconciliation() throws {
-        let store = ScriptedClientStore(StoredState(
-            methods: [StoredMethod(id: "4", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false, result: .value("done"))]
-        ))
+        let store = ScriptedClientStore(
+            StoredState(
+                methods: [
+                    StoredMethod(
+                        id: "4", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false,
+                        result: .value("done"))
+                ]
+            ))
         let harness = ClientHarness { $0.persistence = .store(store) }
         harness.establishConnection()
         harness.flushData()
@@ -232,9 +242,13 @@ final class OfflineRestoreTests: XCTestCase {
     }
 
     func testRestoredCallsGoBehindTheResumeLogin() async throws {
-        let store = ScriptedClientStore(StoredState(
-            methods: [StoredMethod(id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false)]
-        ))
+        let store = ScriptedClientStore(
+            StoredState(
+                methods: [
+                    StoredMethod(
+                        id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false)
+                ]
+            ))
         let harness = ClientHarness {
             $0.persistence = .store(store)
             $0.accountStore = InMemoryAccountStore(Account(userID: "ada", token: "tok"))
@@ -259,12 +273,15 @@ final class OfflineRestoreTests: XCTestCase {
         harness.establishConnection()
         _ = try harness.client.call("addTodo", params: ["milk"]) { _ in }
         harness.settle()
-        XCTAssertEqual(harness.client.database.collection("todos").count, 1, "the stub's effect does not wait for the disk")
+        XCTAssertEqual(
+            harness.client.database.collection("todos").count, 1, "the stub's effect does not wait for the disk")
         XCTAssertEqual(methods(harness).count, 0, "not sent before it is durable")
         store.gate!.open()
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
         XCTAssertEqual(store.stored.methods.map(\.name), ["addTodo"])
-        XCTAssertEqual(store.stored.documents.map(\.key.collectionName), ["todos"], "its stub's effect is on disk no later than the call")
+        XCTAssertEqual(
+            store.stored.documents.map(\.key.collectionName), ["todos"],
+            "its stub's effect is on disk no later than the call")
     }
 
     func testMemoryOnlyMethodsAreNeverStored() throws {
@@ -350,13 +367,17 @@ final class OfflineRestoreTests: XCTestCase {
         XCTAssertEqual(harness.client.restoreReport.problem?.kind, .readFailed)
         XCTAssertEqual(harness.client.database.collection("players").count, 0, "nothing half-restored")
         harness.client.waitUntilPersisted()
-        XCTAssertEqual(try SQLiteStore(fileURL: file).load(), StoredState(), "the unreadable state was cleared, not mixed with new writes")
+        XCTAssertEqual(
+            try SQLiteStore(fileURL: file).load(), StoredState(),
+            "the unreadable state was cleared, not mixed with new writes")
     }
 
     /// Run 2 of the logout tests: "players" made again and ready (so its documents stay in the cache and on disk), a
     /// call made while the logout is in flight (queued behind it: `logout` is a wait method), then the logout answered.
     /// Returns the harness and the id of that call.
-    private func logOutWithPlayersShown(_ configure: (inout DDPClient.Configuration) -> Void = { _ in }) async throws -> (ClientHarness, String) {
+    private func logOutWithPlayersShown(_ configure: (inout DDPClient.Configuration) -> Void = { _ in }) async throws
+        -> (ClientHarness, String)
+    {
         firstRunWithPlayers()
         let harness = launch(configure)
         let players = harness.client.subscribe("players")
@@ -367,7 +388,9 @@ final class OfflineRestoreTests: XCTestCase {
         harness.flushData()
         harness.client.waitUntilPersisted()
         let before = try SQLiteStore(fileURL: file).load()
-        XCTAssertEqual([before.documents.count, before.subscriptions.count], [2, 1], "the store held the cache and the subscription")
+        XCTAssertEqual(
+            [before.documents.count, before.subscriptions.count], [2, 1],
+            "the store held the cache and the subscription")
 
         let logout = Task { try await harness.client.logout() }
         await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
@@ -387,11 +410,19 @@ final class OfflineRestoreTests: XCTestCase {
 
     func testLoggingOutClearsTheStoredCacheAndSubscriptionsButNotACallMadeSince() async throws {
         let (harness, afterLogout) = try await logOutWithPlayersShown()
-        XCTAssertEqual(harness.client.database.collection("players").count, 2, "the cache in memory waits for the server's removals")
+        XCTAssertEqual(
+            harness.client.database.collection("players").count, 2,
+            "the cache in memory waits for the server's removals")
         let stored = try SQLiteStore(fileURL: file).load()
-        XCTAssertEqual(stored.documents.map(\.key.collectionName), ["todos"], "what the last user saw is gone from the disk; the new call's stub effect stays")
-        XCTAssertEqual(stored.subscriptions, [], "the last user's subscriptions are erased too, though still active (OfflineFirst.md)")
-        XCTAssertEqual(stored.methods.map(\.id), [afterLogout], "a call made after the logout is not the last user's: it stays durable")
+        XCTAssertEqual(
+            stored.documents.map(\.key.collectionName), ["todos"],
+            "what the last user saw is gone from the disk; the new call's stub effect stays")
+        XCTAssertEqual(
+            stored.subscriptions, [],
+            "the last user's subscriptions are erased too, though still active (OfflineFirst.md)")
+        XCTAssertEqual(
+            stored.methods.map(\.id), [afterLogout],
+            "a call made after the logout is not the last user's: it stays durable")
         XCTAssertEqual(stored.serverDocuments.map(\.key.collectionName), ["todos"], "its stub's server copy stays too")
 
         // Completing it removes it from the disk as usual.

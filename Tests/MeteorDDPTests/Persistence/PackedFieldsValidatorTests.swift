@@ -8,10 +8,12 @@ import XCTest
 /// changed gives a typed error, never a read out of bounds.
 final class PackedFieldsValidatorTests: XCTestCase {
     private let fields: EJSONObject = [
-        "name": "Ada", "n": 42, "x": 1.5, "neg": -7, "nan": .number(.nan), "when": .date(millisecondsSince1970: 1_700_000_000_000),
-        "bin": .binary(Data([0, 1, 2, 255])), "re": .regularExpression(pattern: "a+", flags: "gi"), "nil": .null, "yes": true,
+        "name": "Ada", "n": 42, "x": 1.5, "neg": -7, "nan": .number(.nan),
+        "when": .date(millisecondsSince1970: 1_700_000_000_000),
+        "bin": .binary(Data([0, 1, 2, 255])), "re": .regularExpression(pattern: "a+", flags: "gi"), "nil": .null,
+        "yes": true,
         "list": [1, "two", ["three": [3, [4]]], [], [:]], "nested": ["deep": ["deeper": ["deepest": "!"]]],
-        "custom": .custom(type: "point", value: ["x": 1, "y": 2]),
+        "custom": .custom(type: "point", value: ["x": 1, "y": 2])
     ]
 
     private func packed(_ document: Document) -> [UInt8] { document.withBytes { Array($0) } }
@@ -35,7 +37,8 @@ final class PackedFieldsValidatorTests: XCTestCase {
                 _ = document.fields
             }
         }
-        XCTAssertThrowsError(try Array(bytes.dropLast()).withUnsafeBytes { try Document(id: "ada", validatingPackedFields: $0) })
+        XCTAssertThrowsError(
+            try Array(bytes.dropLast()).withUnsafeBytes { try Document(id: "ada", validatingPackedFields: $0) })
     }
 
     func testChangedBytesNeverCrashAndWhatPassesDecodes() {
@@ -45,7 +48,8 @@ final class PackedFieldsValidatorTests: XCTestCase {
         for _ in 0..<20_000 {
             var changed = bytes
             for _ in 0..<Int.random(in: 1...3, using: &generator) {
-                changed[Int.random(in: 0..<changed.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                changed[Int.random(in: 0..<changed.count, using: &generator)] = UInt8.random(
+                    in: 0...255, using: &generator)
             }
             do {
                 let document = try changed.withUnsafeBytes { try Document(id: "x", validatingPackedFields: $0) }
@@ -61,13 +65,14 @@ final class PackedFieldsValidatorTests: XCTestCase {
 
     func testInputsTheFuzzerFoundAreRefused() {
         let inputs: [[UInt8]] = [
-            [0, 0, 0, 0],                    // two fields named "": a repeated name (decoded, it would lose one)
-            [0, 7, 0, 0, 0, 0, 0],           // an object whose field count runs past its own byte count
-            [1, 0xC3, 0],                    // a name that is not UTF-8
-            [1, 0x61, 4, 0x80, 0],           // an integer varint not in its shortest form
+            [0, 0, 0, 0], // two fields named "": a repeated name (decoded, it would lose one)
+            [0, 7, 0, 0, 0, 0, 0], // an object whose field count runs past its own byte count
+            [1, 0xC3, 0], // a name that is not UTF-8
+            [1, 0x61, 4, 0x80, 0] // an integer varint not in its shortest form
         ]
         for input in inputs {
-            XCTAssertThrowsError(try input.withUnsafeBytes { try Document(id: "x", validatingPackedFields: $0) }, "\(input)")
+            XCTAssertThrowsError(
+                try input.withUnsafeBytes { try Document(id: "x", validatingPackedFields: $0) }, "\(input)")
         }
     }
 

@@ -37,7 +37,9 @@ final class RestoredCallsTests: XCTestCase {
             for iteration in iterations { iteration.cancel() }
             finished.signal()
         }.start()
-        XCTAssertEqual(finished.wait(timeout: .now() + 60), .success, "cancelling iterations while outcomes are recorded deadlocked")
+        XCTAssertEqual(
+            finished.wait(timeout: .now() + 60), .success,
+            "cancelling iterations while outcomes are recorded deadlocked")
         XCTAssertEqual(calls.outcomes.count, rounds)
     }
 }

@@ -12,7 +12,8 @@ final class RestoredOutcomeTests: XCTestCase {
     private var file: URL { directory.appendingPathComponent("cache.sqlite") }
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("restored-outcome-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "restored-outcome-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
@@ -35,7 +36,9 @@ final class RestoredOutcomeTests: XCTestCase {
     func testAnInsertFollowedByAnUpdateOfItsDocumentIsAlreadyAppliedWhenTheServerHasBoth() throws {
         // Run 1, offline: addTodo, then bump on the todo it made. Both are on disk, unanswered.
         let first = launch()
-        let todoID = try XCTUnwrap(try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
+        let todoID = try XCTUnwrap(
+            try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?
+                .stringValue)
         _ = try first.client.call("bump", params: [.string(todoID)]) { _ in }
         first.client.waitUntilPersisted()
 
@@ -51,27 +54,36 @@ final class RestoredOutcomeTests: XCTestCase {
         harness.receive(.result(id: "2", result: 1, error: nil))
         harness.receive(.updated(methodIDs: ["2"]))
         harness.flushData()
-        XCTAssertEqual(harness.restoredOutcomeSummaries, ["alreadyApplied 409", "succeeded"],
-                       "the insert is judged by what its stub set (title), not by c, which the later bump changed")
+        XCTAssertEqual(
+            harness.restoredOutcomeSummaries, ["alreadyApplied 409", "succeeded"],
+            "the insert is judged by what its stub set (title), not by c, which the later bump changed")
         XCTAssertEqual(harness.client.restoredCalls.outcomes.map(\.source), [.sentAgain, .sentAgain])
     }
 
     func testACallWhoseSavedAnswerIsARefusalIsAlreadyAppliedWhenTheServerHasItsEffect() throws {
         let todo = DocumentKey(collectionName: "todos", documentID: "t1")
-        let store = ScriptedClientStore(StoredState(
-            documents: [StoredDocument(key: todo, fields: ["title": "milk", "c": 0])],
-            serverDocuments: [StoredServerDocument(key: todo, fields: ["title": "milk", "c": 0], writtenByMethods: ["1"])],
-            methods: [StoredMethod(
-                id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo],
-                result: .error(MeteorError(error: .number(409), reason: "Duplicate key")))]
-        ))
+        let store = ScriptedClientStore(
+            StoredState(
+                documents: [StoredDocument(key: todo, fields: ["title": "milk", "c": 0])],
+                serverDocuments: [
+                    StoredServerDocument(key: todo, fields: ["title": "milk", "c": 0], writtenByMethods: ["1"])
+                ],
+                methods: [
+                    StoredMethod(
+                        id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false,
+                        stubWrote: [todo],
+                        result: .error(MeteorError(error: .number(409), reason: "Duplicate key")))
+                ]
+            ))
         let harness = launch(.store(store))
         let todos = harness.client.subscribe("todos")
         harness.establishConnection()
         harness.receive(.added(collection: "todos", id: "t1", fields: ["title": "milk", "c": 0]))
         harness.receive(.ready(subscriptionIDs: [todos.id]))
         harness.flushData()
-        XCTAssertEqual(harness.restoredOutcomeSummaries, ["alreadyApplied 409"], "the 409 was saved when the call was sent again, before the kill")
+        XCTAssertEqual(
+            harness.restoredOutcomeSummaries, ["alreadyApplied 409"],
+            "the 409 was saved when the call was sent again, before the kill")
         XCTAssertEqual(harness.client.restoredCalls.outcomes.map(\.source), [.savedAnswer])
     }
 
@@ -108,12 +120,16 @@ final class RestoredOutcomeTests: XCTestCase {
     func testACallRefusedBeforeALateSubscriptionsDataArrivesIsJudgedOnceItHas() throws {
         // Restored: an unanswered addTodo; no stored subscription (the app subscribes after connecting).
         let todo = DocumentKey(collectionName: "todos", documentID: "t1")
-        let store = ScriptedClientStore(StoredState(
-            documents: [StoredDocument(key: todo, fields: ["title": "milk", "c": 0])],
-            methods: [StoredMethod(
-                id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo],
-                stubEffects: [StoredStubEffect(key: todo, set: ["title": "milk", "c": 0])])]
-        ))
+        let store = ScriptedClientStore(
+            StoredState(
+                documents: [StoredDocument(key: todo, fields: ["title": "milk", "c": 0])],
+                methods: [
+                    StoredMethod(
+                        id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false,
+                        stubWrote: [todo],
+                        stubEffects: [StoredStubEffect(key: todo, set: ["title": "milk", "c": 0])])
+                ]
+            ))
         let harness = launch(.store(store))
         harness.establishConnection()
         let todos = harness.client.subscribe("todos")
@@ -134,7 +150,11 @@ final class RestoredOutcomeTests: XCTestCase {
         let todo = DocumentKey(collectionName: "todos", documentID: "t1")
         let state = StoredState(
             documents: [StoredDocument(key: todo, fields: ["title": "milk"])],
-            methods: [StoredMethod(id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo])]
+            methods: [
+                StoredMethod(
+                    id: "1", name: "addTodo", params: ["milk"], randomSeed: "s", wait: false, noRetry: false,
+                    stubWrote: [todo])
+            ]
         )
         XCTAssertEqual(DDPClient.restoredStubEffects(state)["1"], [StoredStubEffect(key: todo, set: ["title": "milk"])])
     }
@@ -143,15 +163,24 @@ final class RestoredOutcomeTests: XCTestCase {
 
     /// Run 1: a subscription made first (it goes out after the calls, as in Meteor), two offline inserts on disk, then
     /// connected. Returns the harness, the subscription and the two todos' ids.
-    private func launchWithTwoInsertsSentBeforeTheirSubscription(_ store: ScriptedClientStore) throws -> (ClientHarness, Subscription, String, String) {
+    private func launchWithTwoInsertsSentBeforeTheirSubscription(_ store: ScriptedClientStore) throws -> (
+        ClientHarness, Subscription, String, String
+    ) {
         let first = launch(.store(store))
         let todos = first.client.subscribe("todos")
-        let milk = try XCTUnwrap(try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
-        let eggs = try XCTUnwrap(try first.client.call("addTodo", params: ["eggs"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
+        let milk = try XCTUnwrap(
+            try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?
+                .stringValue)
+        let eggs = try XCTUnwrap(
+            try first.client.call("addTodo", params: ["eggs"], options: MethodOptions(returnStubValue: true)) { _ in }?
+                .stringValue)
         first.client.waitUntilPersisted()
         first.establishConnection()
-        XCTAssertEqual(first.sent.map { if case .method(let id, _, _, _) = $0 { id } else if case .sub = $0 { "sub" } else { "-" } }, ["-", "1", "2", "sub"],
-                       "the calls go out before the subscription")
+        XCTAssertEqual(
+            first.sent.map {
+                if case .method(let id, _, _, _) = $0 { id } else if case .sub = $0 { "sub" } else { "-" }
+            }, ["-", "1", "2", "sub"],
+            "the calls go out before the subscription")
         return (first, todos, milk, eggs)
     }
 
@@ -161,8 +190,10 @@ final class RestoredOutcomeTests: XCTestCase {
 
     /// Run 2 from what run 1 left: connects, the server has both todos (with its own `owner` field) and answers the
     /// re-sent calls; the cache ends as the server's data, with nothing of the calls left on disk.
-    private func relaunchAndReconcile(_ stored: StoredState, milk: String, eggs: String, resent: [String],
-                                      file: StaticString = #filePath, line: UInt = #line) {
+    private func relaunchAndReconcile(
+        _ stored: StoredState, milk: String, eggs: String, resent: [String],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let store = ScriptedClientStore(stored)
         let second = launch(.store(store))
         let todos = second.client.subscribe("todos")
@@ -175,11 +206,14 @@ final class RestoredOutcomeTests: XCTestCase {
             second.receive(.updated(methodIDs: [id]))
         }
         second.flushData()
-        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0, "owner": "ada"], file: file, line: line)
-        XCTAssertEqual(second.document("todos", eggs)?.fields, ["title": "eggs", "c": 0, "owner": "ada"], file: file, line: line)
+        XCTAssertEqual(
+            second.document("todos", milk)?.fields, ["title": "milk", "c": 0, "owner": "ada"], file: file, line: line)
+        XCTAssertEqual(
+            second.document("todos", eggs)?.fields, ["title": "eggs", "c": 0, "owner": "ada"], file: file, line: line)
         XCTAssertEqual(second.restoredOutcomeSummaries, ["succeeded", "succeeded"], file: file, line: line)
         second.client.waitUntilPersisted()
-        XCTAssertEqual(store.stored.methods.map(\.id), [], "both calls completed and left the store", file: file, line: line)
+        XCTAssertEqual(
+            store.stored.methods.map(\.id), [], "both calls completed and left the store", file: file, line: line)
         XCTAssertEqual(store.stored.serverDocuments, [], file: file, line: line)
         XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 0, "owner": "ada"], file: file, line: line)
         XCTAssertEqual(storedFields(store, eggs), ["title": "eggs", "c": 0, "owner": "ada"], file: file, line: line)
@@ -193,7 +227,9 @@ final class RestoredOutcomeTests: XCTestCase {
         first.receive(.updated(methodIDs: ["1"]))
         first.receive(.result(id: "1", result: .string(milk), error: nil))
         first.flushData()
-        XCTAssertNil(first.document("todos", milk), "in memory the server's version (none yet) shows after `updated`, as in Meteor")
+        XCTAssertNil(
+            first.document("todos", milk),
+            "in memory the server's version (none yet) shows after `updated`, as in Meteor")
         first.client.waitUntilPersisted()
         // Killed here: call 1 waits for call 2's data to complete, so it is on disk with its saved answer.
         XCTAssertEqual(store.stored.methods.map(\.id), ["1", "2"])
@@ -201,7 +237,9 @@ final class RestoredOutcomeTests: XCTestCase {
 
         let second = launch(.store(ScriptedClientStore(store.stored)))
         XCTAssertEqual(second.client.restoredCalls.calls.map(\.id), ["1", "2"])
-        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0], "restored call 1's effect at the first read")
+        XCTAssertEqual(
+            second.document("todos", milk)?.fields, ["title": "milk", "c": 0],
+            "restored call 1's effect at the first read")
         XCTAssertEqual(second.document("todos", eggs)?.fields, ["title": "eggs", "c": 0])
         relaunchAndReconcile(store.stored, milk: milk, eggs: eggs, resent: ["2"])
         withExtendedLifetime(todos) {}
@@ -217,7 +255,9 @@ final class RestoredOutcomeTests: XCTestCase {
 
         let second = launch(.store(ScriptedClientStore(store.stored)))
         XCTAssertEqual(second.client.restoredCalls.calls.map(\.id), ["1", "2"])
-        XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 0], "restored call 1's effect at the first read")
+        XCTAssertEqual(
+            second.document("todos", milk)?.fields, ["title": "milk", "c": 0],
+            "restored call 1's effect at the first read")
         relaunchAndReconcile(store.stored, milk: milk, eggs: eggs, resent: ["1", "2"])
         withExtendedLifetime(todos) {}
     }
@@ -239,7 +279,9 @@ final class RestoredOutcomeTests: XCTestCase {
         XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 0])
         let killedBeforeCompletion = store.stored
         let restored = launch(.store(ScriptedClientStore(killedBeforeCompletion)))
-        XCTAssertEqual(restored.document("todos", milk)?.fields, ["title": "milk", "c": 0], "restored call 1's effect at the first read")
+        XCTAssertEqual(
+            restored.document("todos", milk)?.fields, ["title": "milk", "c": 0],
+            "restored call 1's effect at the first read")
 
         // Call 2 completes, and call 1 with it: both leave the store, and the server's versions are written with them.
         first.receive(.result(id: "2", result: .string(eggs), error: nil))
@@ -263,7 +305,9 @@ final class RestoredOutcomeTests: XCTestCase {
     func testAStoredStubWritingAHeldDocumentWritesItsCurrentStateAndItsClaim() throws {
         let store = ScriptedClientStore()
         let first = launch(.store(store))
-        let milk = try XCTUnwrap(try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?.stringValue)
+        let milk = try XCTUnwrap(
+            try first.client.call("addTodo", params: ["milk"], options: MethodOptions(returnStubValue: true)) { _ in }?
+                .stringValue)
         _ = try first.client.call("addTodo", params: ["eggs"]) { _ in }
         first.client.waitUntilPersisted()
         first.establishConnection()
@@ -280,9 +324,11 @@ final class RestoredOutcomeTests: XCTestCase {
         first.client.waitUntilPersisted()
         XCTAssertEqual(first.document("todos", milk)?.fields, ["title": "milk", "c": 1, "owner": "ada"])
         XCTAssertEqual(storedFields(store, milk), ["title": "milk", "c": 1, "owner": "ada"])
-        XCTAssertEqual(store.stored.serverDocuments.first { $0.key.documentID == milk },
-                       StoredServerDocument(key: DocumentKey(collectionName: "todos", documentID: milk),
-                                            fields: ["title": "milk", "c": 0, "owner": "ada"], writtenByMethods: ["3"]))
+        XCTAssertEqual(
+            store.stored.serverDocuments.first { $0.key.documentID == milk },
+            StoredServerDocument(
+                key: DocumentKey(collectionName: "todos", documentID: milk),
+                fields: ["title": "milk", "c": 0, "owner": "ada"], writtenByMethods: ["3"]))
         XCTAssertEqual(store.stored.methods.map(\.id), ["1", "2", "3"])
         let second = launch(.store(ScriptedClientStore(store.stored)))
         XCTAssertEqual(second.document("todos", milk)?.fields, ["title": "milk", "c": 1, "owner": "ada"])
@@ -290,10 +336,11 @@ final class RestoredOutcomeTests: XCTestCase {
 
     func testLogoutReturnsOnlyOnceTheLastUsersDataIsOffTheDisk() async throws {
         let ada = DocumentKey(collectionName: "users", documentID: "ada")
-        let store = ScriptedClientStore(StoredState(
-            documents: [StoredDocument(key: ada, fields: ["emails": [["address": "ada@example.com"]]])],
-            subscriptions: [StoredSubscription(name: "players", params: [])]
-        ), gated: true)
+        let store = ScriptedClientStore(
+            StoredState(
+                documents: [StoredDocument(key: ada, fields: ["emails": [["address": "ada@example.com"]]])],
+                subscriptions: [StoredSubscription(name: "players", params: [])]
+            ), gated: true)
         let harness = launch(.store(store))
         let players = harness.client.subscribe("players")
         harness.establishConnection()
@@ -309,7 +356,8 @@ final class RestoredOutcomeTests: XCTestCase {
         try await withTimeout(5, "logout sent") {
             await transport.waitUntilSent(count: 1) { if case .method(_, "logout", _, _) = $0 { true } else { false } }
         }
-        let logoutID = try XCTUnwrap(harness.sent.compactMap { if case .method(let id, "logout", _, _) = $0 { id } else { nil } }.first)
+        let logoutID = try XCTUnwrap(
+            harness.sent.compactMap { if case .method(let id, "logout", _, _) = $0 { id } else { nil } }.first)
         harness.receive(.result(id: logoutID, result: nil, error: nil))
         harness.receive(.updated(methodIDs: [logoutID]))
         harness.flushData()

@@ -26,11 +26,20 @@ final class SQLiteStoreTests: XCTestCase {
     func testWhatIsWrittenIsLoadedBackInOrder() throws {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
-        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada", "born": .date(Date(timeIntervalSince1970: 1)), "tags": ["x", 1.5]])), (gauss, Document(id: "gauss", fields: ["name": "Gauss"]))]
+        batch.documents = [
+            (
+                ada,
+                Document(
+                    id: "ada",
+                    fields: ["name": "Ada", "born": .date(Date(timeIntervalSince1970: 1)), "tags": ["x", 1.5]])
+            ), (gauss, Document(id: "gauss", fields: ["name": "Gauss"]))
+        ]
         batch.serverDocuments = [(gauss, StoredServerDocument(key: gauss, fields: nil, writtenByMethods: ["2", "10"]))]
         batch.methodsAdded = [
-            StoredMethod(id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true, stubWrote: [gauss]),
-            StoredMethod(id: "10", name: "touch", params: [], randomSeed: nil, wait: true, noRetry: false),
+            StoredMethod(
+                id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true,
+                stubWrote: [gauss]),
+            StoredMethod(id: "10", name: "touch", params: [], randomSeed: nil, wait: true, noRetry: false)
         ]
         batch.subscriptions = [StoredSubscription(name: "players", params: [5])]
         try store.write(batch)
@@ -41,9 +50,14 @@ final class SQLiteStoreTests: XCTestCase {
 
         let loaded = try SQLiteStore(fileURL: file).load()
         XCTAssertEqual(loaded.documents, [StoredDocument(key: gauss, fields: ["name": "Gauss"])])
-        XCTAssertEqual(loaded.serverDocuments, [StoredServerDocument(key: gauss, fields: nil, writtenByMethods: ["2", "10"])])
+        XCTAssertEqual(
+            loaded.serverDocuments, [StoredServerDocument(key: gauss, fields: nil, writtenByMethods: ["2", "10"])])
         XCTAssertEqual(loaded.methods.map(\.id), ["2", "10"], "call order")
-        XCTAssertEqual(loaded.methods[0], StoredMethod(id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true, stubWrote: [gauss]))
+        XCTAssertEqual(
+            loaded.methods[0],
+            StoredMethod(
+                id: "2", name: "add", params: ["gauss", ["n": 1]], randomSeed: "seed", wait: false, noRetry: true,
+                stubWrote: [gauss]))
         XCTAssertEqual(loaded.methods[1].result, .error(MeteorError(error: .number(409), reason: "dup")))
         XCTAssertEqual(loaded.subscriptions, [StoredSubscription(name: "players", params: [5])])
     }
@@ -54,7 +68,9 @@ final class SQLiteStoreTests: XCTestCase {
         for id in ids { database.apply(.added(DocumentKey(collectionName: "players", documentID: id), ["n": 1])) }
         var batch = StoreBatch()
         // Written in the table's order (by hash), as the write-behind hands them over in any order.
-        batch.documents = database.snapshot.allDocuments(in: "players").map { (DocumentKey(collectionName: "players", documentID: $0.id), $0) }
+        batch.documents = database.snapshot.allDocuments(in: "players").map {
+            (DocumentKey(collectionName: "players", documentID: $0.id), $0)
+        }
         try SQLiteStore(fileURL: file).write(batch)
 
         let restored = Database()
@@ -63,11 +79,16 @@ final class SQLiteStoreTests: XCTestCase {
     }
 
     func testACallsStubEffectsComeBackAsWritten() throws {
-        let effects = [StoredStubEffect(key: ada, set: ["n": 1, "tags": ["x"]], unset: ["old"]), StoredStubEffect(key: gauss, set: nil)]
+        let effects = [
+            StoredStubEffect(key: ada, set: ["n": 1, "tags": ["x"]], unset: ["old"]),
+            StoredStubEffect(key: gauss, set: nil)
+        ]
         var batch = StoreBatch()
         batch.methodsAdded = [
-            StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [ada, gauss], stubEffects: effects),
-            StoredMethod(id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false),
+            StoredMethod(
+                id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [ada, gauss],
+                stubEffects: effects),
+            StoredMethod(id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false)
         ]
         try SQLiteStore(fileURL: file).write(batch)
         let loaded = try SQLiteStore(fileURL: file).load().methods
@@ -93,10 +114,13 @@ final class SQLiteStoreTests: XCTestCase {
         batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"]))]
         try store.write(batch)
         for path in [file.path, file.path + "-wal"] {
-            let permissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)
+            let permissions = try XCTUnwrap(
+                try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)
             XCTAssertEqual(permissions.intValue & 0o777, 0o600, path)
         }
-        let directoryPermissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: file.deletingLastPathComponent().path)[.posixPermissions] as? NSNumber)
+        let directoryPermissions = try XCTUnwrap(
+            try FileManager.default.attributesOfItem(atPath: file.deletingLastPathComponent().path)[.posixPermissions]
+                as? NSNumber)
         XCTAssertEqual(directoryPermissions.intValue & 0o777, 0o700)
     }
 
@@ -104,7 +128,8 @@ final class SQLiteStoreTests: XCTestCase {
         _ = try SQLiteStore(fileURL: file)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
         _ = try SQLiteStore(fileURL: file)
-        let permissions = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)
+        let permissions = try XCTUnwrap(
+            try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)
         XCTAssertEqual(permissions.intValue & 0o777, 0o600)
     }
 
@@ -115,7 +140,9 @@ final class SQLiteStoreTests: XCTestCase {
         let problem = try XCTUnwrap(store.openingProblem)
         XCTAssertEqual(problem.kind, .corruptFile)
         let movedTo = try XCTUnwrap(problem.movedTo)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: movedTo)), Data(repeating: 0x5A, count: 8192), "the bad file is kept, untouched")
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: movedTo)), Data(repeating: 0x5A, count: 8192),
+            "the bad file is kept, untouched")
         XCTAssertEqual(try store.load(), StoredState(), "a new, empty store")
         var batch = StoreBatch()
         batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"]))]
@@ -145,7 +172,9 @@ final class SQLiteStoreTests: XCTestCase {
         let store = try SQLiteStore(fileURL: file)
         var batch = StoreBatch()
         batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"]))]
-        batch.methodsAdded = [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false)]
+        batch.methodsAdded = [
+            StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false)
+        ]
         batch.subscriptions = [StoredSubscription(name: "players", params: [])]
         try store.write(batch)
         try store.clear(keepingDocuments: true, keepingCalls: [])
@@ -157,19 +186,30 @@ final class SQLiteStoreTests: XCTestCase {
     func testClearingKeepsTheCallsAskedForWithTheirStubsDocumentsAndServerVersions() throws {
         let store = try SQLiteStore(fileURL: file)
         let todo = DocumentKey(collectionName: "todos", documentID: "t1")
-        let kept = StoredMethod(id: "2", name: "addTodo", params: ["bread"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo])
+        let kept = StoredMethod(
+            id: "2", name: "addTodo", params: ["bread"], randomSeed: "s", wait: false, noRetry: false, stubWrote: [todo]
+        )
         var batch = StoreBatch()
-        batch.documents = [(ada, Document(id: "ada", fields: ["name": "Ada"])), (todo, Document(id: "t1", fields: ["title": "bread"]))]
-        batch.serverDocuments = [(ada, StoredServerDocument(key: ada, fields: ["name": "A"], writtenByMethods: ["1"])),
-                                 (todo, StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["2"]))]
-        batch.methodsAdded = [StoredMethod(id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [ada]), kept]
+        batch.documents = [
+            (ada, Document(id: "ada", fields: ["name": "Ada"])), (todo, Document(id: "t1", fields: ["title": "bread"]))
+        ]
+        batch.serverDocuments = [
+            (ada, StoredServerDocument(key: ada, fields: ["name": "A"], writtenByMethods: ["1"])),
+            (todo, StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["2"]))
+        ]
+        batch.methodsAdded = [
+            StoredMethod(
+                id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [ada]), kept
+        ]
         batch.subscriptions = [StoredSubscription(name: "players", params: [])]
         try store.write(batch)
         try store.clear(keepingDocuments: false, keepingCalls: ["2"])
-        XCTAssertEqual(try store.load(), StoredState(
-            documents: [StoredDocument(key: todo, fields: ["title": "bread"])],
-            serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["2"])],
-            methods: [kept]
-        ))
+        XCTAssertEqual(
+            try store.load(),
+            StoredState(
+                documents: [StoredDocument(key: todo, fields: ["title": "bread"])],
+                serverDocuments: [StoredServerDocument(key: todo, fields: nil, writtenByMethods: ["2"])],
+                methods: [kept]
+            ))
     }
 }

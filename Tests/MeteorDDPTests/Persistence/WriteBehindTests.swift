@@ -21,10 +21,12 @@ final class WriteBehindTests: XCTestCase {
         database.apply(.added(key(3), ["v": 1]))
         store.gate!.open()
         writer.waitUntilWritten()
-        XCTAssertEqual(store.stored.documents.sorted { $0.key.documentID < $1.key.documentID }, [
-            StoredDocument(key: key(1), fields: ["v": 2]),
-            StoredDocument(key: key(3), fields: ["v": 1]),
-        ])
+        XCTAssertEqual(
+            store.stored.documents.sorted { $0.key.documentID < $1.key.documentID },
+            [
+                StoredDocument(key: key(1), fields: ["v": 2]),
+                StoredDocument(key: key(3), fields: ["v": 1])
+            ])
     }
 
     func testTheBacklogOfAStuckDiskStaysBoundedAndEndsWithTheNewestVersions() {
@@ -37,7 +39,8 @@ final class WriteBehindTests: XCTestCase {
             database.apply(.added(key(n % 10), ["v": .number(Double(n))]))
             peak = max(peak, writer.pendingChangeCount)
         }
-        XCTAssertLessThanOrEqual(peak, WriteBehind.foldThreshold + 1, "folded instead of growing with every transaction")
+        XCTAssertLessThanOrEqual(
+            peak, WriteBehind.foldThreshold + 1, "folded instead of growing with every transaction")
         store.gate!.open()
         writer.waitUntilWritten()
         let last = WriteBehind.foldThreshold + 50_000 - 1
@@ -163,7 +166,8 @@ final class WriteBehindTests: XCTestCase {
             XCTAssertEqual(writer.heldKeys, [])
             database.apply(.changed(key(1), ["v": "later"], cleared: []))
             writer.waitUntilWritten()
-            XCTAssertEqual(storedFields(store), [key(1): ["v": "later"]], "written as any document once no call holds it")
+            XCTAssertEqual(
+                storedFields(store), [key(1): ["v": "later"]], "written as any document once no call holds it")
         }
     }
 }

@@ -21,7 +21,9 @@ final class DocumentMessageDecoderTests: XCTestCase {
 
     /// Checks one frame; returns whether the fast path took it.
     @discardableResult
-    private func check(_ frame: String, _ label: @autoclosure () -> String, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+    private func check(
+        _ frame: String, _ label: @autoclosure () -> String, file: StaticString = #filePath, line: UInt = #line
+    ) -> Bool {
         let general = DDPClient.parseGenerally(frame)
         let shared = DocumentMessageDecoder.decode(frame, scratch: connectionScratch)
         guard let fast = DocumentMessageDecoder.decode(frame) else {
@@ -70,8 +72,12 @@ final class DocumentMessageDecoderTests: XCTestCase {
         for entry in vectors["stringify"] as? [[String: Any]] ?? [] {
             texts += [entry["stringify"], entry["canonical"]].compactMap { $0 as? String }
         }
-        for entry in vectors["parse"] as? [[String: Any]] ?? [] { texts += [entry["input"]].compactMap { $0 as? String } }
-        for entry in vectors["equals"] as? [[String: Any]] ?? [] { texts += [entry["a"], entry["b"]].compactMap { $0 as? String } }
+        for entry in vectors["parse"] as? [[String: Any]] ?? [] {
+            texts += [entry["input"]].compactMap { $0 as? String }
+        }
+        for entry in vectors["equals"] as? [[String: Any]] ?? [] {
+            texts += [entry["a"], entry["b"]].compactMap { $0 as? String }
+        }
         XCTAssertGreaterThan(texts.count, 40)
         var fast = 0
         for text in texts {
@@ -83,7 +89,8 @@ final class DocumentMessageDecoderTests: XCTestCase {
 
     func testTheFuzzCorpusReadsTheSame() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/FuzzServerMessage")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "Fuzz/Corpus/FuzzServerMessage")
         let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
         XCTAssertGreaterThan(files.count, 5)
         for file in files {
@@ -91,7 +98,9 @@ final class DocumentMessageDecoderTests: XCTestCase {
             check(frame, file.lastPathComponent)
             // Every prefix: truncated frames are the general parser's to report.
             for length in stride(from: 0, to: frame.utf8.count, by: 3) {
-                check(String(decoding: Array(frame.utf8.prefix(length)), as: UTF8.self), "\(file.lastPathComponent) cut at \(length)")
+                check(
+                    String(decoding: Array(frame.utf8.prefix(length)), as: UTF8.self),
+                    "\(file.lastPathComponent) cut at \(length)")
             }
         }
     }
@@ -100,15 +109,28 @@ final class DocumentMessageDecoderTests: XCTestCase {
         var generator = SplitMix64(seed: 0x5eed)
         for n in 0..<2_000 {
             var fields = EJSONObject()
-            for f in 0..<generator.next(below: 12) { fields["f\(f)\(generator.next(below: 3) == 0 ? " with.dots-and_marks" : "")"] = randomValue(&generator, depth: 0) }
-            let frame = EJSON.stringify(["msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields)])
-            XCTAssertTrue(check(frame, frame), "a Meteor-shaped frame of plain values and dates takes the fast path: \(frame)")
+            for f in 0..<generator.next(below: 12) {
+                fields["f\(f)\(generator.next(below: 3) == 0 ? " with.dots-and_marks" : "")"] = randomValue(
+                    &generator, depth: 0)
+            }
+            let frame = EJSON.stringify([
+                "msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields)
+            ])
+            XCTAssertTrue(
+                check(frame, frame), "a Meteor-shaped frame of plain values and dates takes the fast path: \(frame)")
             // A non-ASCII name: the general parser's frame, read as before.
             var accented = fields
             accented["é\u{1F600}"] = .number(Double(n))
-            XCTAssertFalse(check(EJSON.stringify(["msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(accented)]), "accented"))
+            XCTAssertFalse(
+                check(
+                    EJSON.stringify([
+                        "msg": "added", "collection": "items", "id": .string("id\(n)"), "fields": .object(accented)
+                    ]), "accented"))
             let cleared: EJSONValue = .array((0..<generator.next(below: 3)).map { .string("f\($0)") })
-            let changed = EJSON.stringify(["msg": "changed", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields), "cleared": cleared])
+            let changed = EJSON.stringify([
+                "msg": "changed", "collection": "items", "id": .string("id\(n)"), "fields": .object(fields),
+                "cleared": cleared
+            ])
             XCTAssertTrue(check(changed, changed))
         }
     }
@@ -119,16 +141,24 @@ final class DocumentMessageDecoderTests: XCTestCase {
         case 1: return .bool(generator.next(below: 2) == 0)
         case 2: return .number(Double(Int(generator.next(below: 2_000_000)) - 1_000_000))
         case 3:
-            let numbers: [Double] = [0.25, -1.5e-7, 1e21, 123_456_789_012_345_680, 9_007_199_254_740_994, -0.0, 0.1, .greatestFiniteMagnitude, .leastNonzeroMagnitude]
+            let numbers: [Double] = [
+                0.25, -1.5e-7, 1e21, 123_456_789_012_345_680, 9_007_199_254_740_994, -0.0, 0.1,
+                .greatestFiniteMagnitude, .leastNonzeroMagnitude
+            ]
             return .number(numbers[Int(generator.next(below: UInt64(numbers.count)))])
         case 4:
-            let strings = ["", "plain", "quote \" backslash \\ slash /", "tab\tnew\nline\u{1}", "ünïcødé", "emoji \u{1F600}", "\u{2028}\u{2029}"]
+            let strings = [
+                "", "plain", "quote \" backslash \\ slash /", "tab\tnew\nline\u{1}", "ünïcødé", "emoji \u{1F600}",
+                "\u{2028}\u{2029}"
+            ]
             return .string(strings[Int(generator.next(below: UInt64(strings.count)))])
-        case 5: return .date(millisecondsSince1970: Double(generator.next(below: 4_000_000_000_000)) - 1_000_000_000_000)
+        case 5:
+            return .date(millisecondsSince1970: Double(generator.next(below: 4_000_000_000_000)) - 1_000_000_000_000)
         case 6: return .string(String(repeating: "x", count: Int(generator.next(below: 300))))
         case 7:
             // Now and then more than 127 elements (a two-byte count); small otherwise (the shapes nest).
-            let count = depth == 0 && generator.next(below: 4) == 0 ? 130 + generator.next(below: 70) : generator.next(below: 6)
+            let count =
+                depth == 0 && generator.next(below: 4) == 0 ? 130 + generator.next(below: 70) : generator.next(below: 6)
             return .array((0..<count).map { _ in randomValue(&generator, depth: depth + 1) })
         default:
             var object = EJSONObject()
@@ -153,8 +183,10 @@ final class DocumentMessageDecoderTests: XCTestCase {
             #"{"msg":"added","collection":"c","id":"1","fields":{"$date":5}}"#,
             #"{"msg":"changed","collection":"c","id":"1","cleared":[1]}"#,
             #"{"msg":"changed","collection":"c","id":"1","cleared":"a"}"#,
-            #"{"msg":"added","collection":"c","id":"1","fields":{"d":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}}",
-            #"{"msg":"added","collection":"c","id":"1","fields":{"d":"# + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "}}",
+            #"{"msg":"added","collection":"c","id":"1","fields":{"d":"# + String(repeating: "[", count: 600)
+                + String(repeating: "]", count: 600) + "}}",
+            #"{"msg":"added","collection":"c","id":"1","fields":{"d":"# + String(repeating: "[", count: 300)
+                + String(repeating: "]", count: 300) + "}}",
             // EJSON types other than dates, escapes, duplicate and `$` keys: the general parser's to read.
             #"{"msg":"added","collection":"c","id":"1","fields":{"b":{"$binary":"AAEC"},"i":{"$InfNaN":-1}}}"#,
             #"{"msg":"added","collection":"c","id":"1","fields":{"e":{"$escape":{"$date":1}}}}"#,
@@ -188,7 +220,7 @@ final class DocumentMessageDecoderTests: XCTestCase {
             #"{"msg":"changedX","collection":"c","id":"1"}"#,
             #"{"msg":"ready","subs":["a"]}"#,
             "{\"msg\":\"added\"",
-            "",
+            ""
         ]
         for frame in frames { check(frame, frame) }
         // Past the fast path's limit of fields per object: read by the general parser.
@@ -201,8 +233,10 @@ final class DocumentMessageDecoderTests: XCTestCase {
 
     func testCanonicallyEquivalentNamesAreOneFieldAsTheGeneralParserReadsThem() {
         // Swift's String equality (the general parser's objects) merges "K" and KELVIN SIGN, "é" and "e" + accent.
-        for fields in [#"{"K":1,"\u212a":2}"#, #"{"\u00e9":1,"e\u0301":2}"#, #"{"o":{"K":1,"\u212a":2}}"#, #"{"ü":1}"#] {
-            XCTAssertFalse(check(Self.added(fields: fields), fields), "names with non-ASCII characters take the general path")
+        for fields in [#"{"K":1,"\u212a":2}"#, #"{"\u00e9":1,"e\u0301":2}"#, #"{"o":{"K":1,"\u212a":2}}"#, #"{"ü":1}"#]
+        {
+            XCTAssertFalse(
+                check(Self.added(fields: fields), fields), "names with non-ASCII characters take the general path")
             check(#"{"msg":"changed","collection":"c","id":"x","fields":\#(fields)}"#, fields)
         }
         // Non-ASCII values are the fast path's.
@@ -214,13 +248,20 @@ final class DocumentMessageDecoderTests: XCTestCase {
         // into the other's memory.
         let scratch = DocumentMessageDecoder.Scratch()
         let frames = (0..<64).map { n in
-            Self.added(fields: "{" + (0..<(n % 3 + 1) * 40).map { #""f\#($0)":"\#(String(repeating: "v", count: n))""# }.joined(separator: ",") + "}", id: "d\(n)")
+            Self.added(
+                fields: "{"
+                    + (0..<(n % 3 + 1) * 40).map { #""f\#($0)":"\#(String(repeating: "v", count: n))""# }.joined(
+                        separator: ",") + "}", id: "d\(n)")
         }
         DispatchQueue.concurrentPerform(iterations: 4_000) { round in
             let frame = frames[round % frames.count]
             let decoded = DocumentMessageDecoder.decode(frame, scratch: scratch)
-            guard case .success(.added(_, let id, let fields))? = decoded.map({ Result<ServerMessage, Never>.success($0.serverMessage) }),
-                  case .success(.added(_, id, let expected)) = DDPClient.parseGenerally(frame), fields == expected else {
+            guard
+                case .success(.added(_, let id, let fields))? = decoded.map({
+                    Result<ServerMessage, Never>.success($0.serverMessage)
+                }),
+                case .success(.added(_, id, let expected)) = DDPClient.parseGenerally(frame), fields == expected
+            else {
                 XCTFail("round \(round): \(String(describing: decoded?.serverMessage))")
                 return
             }
@@ -232,8 +273,9 @@ final class DocumentMessageDecoderTests: XCTestCase {
         // its last byte, the empty name, names past the kept length (never kept), non-ASCII names.
         let long = String(repeating: "c", count: RecentName.maximumBytes)
         let names = [
-            #"items"#, #"items"#, #"it\u0065ms"#, #"\u0069tems"#, #"itemss"#, #"itemz"#, #"item"#, #""#, #"items"#, long, long + "c",
-            long + "c", long, #"élan"#, #"\u00e9lan"#, #"items"#, String(repeating: "x", count: 300), #"items"#,
+            #"items"#, #"items"#, #"it\u0065ms"#, #"\u0069tems"#, #"itemss"#, #"itemz"#, #"item"#, #""#, #"items"#,
+            long, long + "c",
+            long + "c", long, #"élan"#, #"\u00e9lan"#, #"items"#, String(repeating: "x", count: 300), #"items"#
         ]
         for (n, name) in names.enumerated() {
             let frame = #"{"msg":"changed","collection":"\#(name)","id":"d\#(n)","fields":{"n":\#(n)}}"#
@@ -241,7 +283,9 @@ final class DocumentMessageDecoderTests: XCTestCase {
                 return XCTFail("frame \(n) does not parse")
             }
             XCTAssertTrue(check(frame, "frame \(n)"))
-            XCTAssertEqual(DocumentMessageDecoder.decode(frame, scratch: connectionScratch)?.key.collectionName, collection, "frame \(n)")
+            XCTAssertEqual(
+                DocumentMessageDecoder.decode(frame, scratch: connectionScratch)?.key.collectionName, collection,
+                "frame \(n)")
         }
     }
 
@@ -255,42 +299,54 @@ final class DocumentMessageDecoderTests: XCTestCase {
 
     func testAnArrayOrObjectOfMoreThan127ElementsHasItsCountWrittenInFull() {
         let elements = (0..<20_000).map { "\($0 % 50)" }.joined(separator: ",")
-        XCTAssertTrue(check(Self.added(fields: #"{"a":[\#(elements)],"b":[[\#(elements)],{"x":[\#(elements)]}]}"#), "long arrays"))
+        XCTAssertTrue(
+            check(Self.added(fields: #"{"a":[\#(elements)],"b":[[\#(elements)],{"x":[\#(elements)]}]}"#), "long arrays")
+        )
     }
 
     // MARK: - Strings read eight bytes at a time
 
     func testTheWordScanFindsTheFirstQuoteBackslashOrControlCharacter() {
         func isSpecial(_ byte: UInt8) -> Bool { byte == 0x22 || byte == 0x5C || byte < 0x20 }
-        func word(_ bytes: [UInt8]) -> UInt64 { bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } }
+        func word(_ bytes: [UInt8]) -> UInt64 {
+            bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+        }
         // Every byte value at every position of a word of plain letters.
         for position in 0..<8 {
             for value in 0...255 {
                 var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
                 bytes[position] = UInt8(value)
-                XCTAssertEqual(DocumentMessageDecoder.firstStringSpecialByte(word(bytes)), isSpecial(UInt8(value)) ? position : 8,
-                               "byte \(value) at \(position)")
+                XCTAssertEqual(
+                    DocumentMessageDecoder.firstStringSpecialByte(word(bytes)), isSpecial(UInt8(value)) ? position : 8,
+                    "byte \(value) at \(position)")
             }
         }
         // Random words (mostly several special bytes, some with borrows across bytes) against a byte-by-byte reading.
         var generator = SplitMix64(seed: 0xb17e5)
         for _ in 0..<100_000 {
             let bytes = (0..<8).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-            XCTAssertEqual(DocumentMessageDecoder.firstStringSpecialByte(word(bytes)), bytes.firstIndex(where: isSpecial) ?? 8, "\(bytes)")
+            XCTAssertEqual(
+                DocumentMessageDecoder.firstStringSpecialByte(word(bytes)), bytes.firstIndex(where: isSpecial) ?? 8,
+                "\(bytes)")
         }
     }
 
     func testAnEscapeAControlCharacterOrANonASCIICharacterAtAnyOffsetOfALongStringReadsTheSame() {
         let run = String(repeating: "abcdefgh", count: 5)
         for offset in 0...run.count {
-            let head = String(run.prefix(offset)), tail = String(run.dropFirst(offset))
+            let head = String(run.prefix(offset))
+            let tail = String(run.dropFirst(offset))
             for inserted in [#"\""#, #"\\"#, #"\n"#, #"\u00e9"#, "é", "\u{1F600}", "\u{7F}"] {
-                XCTAssertTrue(check(Self.added(fields: #"{"s":"\#(head)\#(inserted)\#(tail)"}"#), "\(inserted) at \(offset)"))
+                XCTAssertTrue(
+                    check(Self.added(fields: #"{"s":"\#(head)\#(inserted)\#(tail)"}"#), "\(inserted) at \(offset)"))
             }
             // A raw control character is malformed JSON: declined, and the general parser's error.
-            XCTAssertFalse(check(Self.added(fields: "{\"s\":\"\(head)\u{1}\(tail)\"}"), "control character at \(offset)"))
+            XCTAssertFalse(
+                check(Self.added(fields: "{\"s\":\"\(head)\u{1}\(tail)\"}"), "control character at \(offset)"))
             // The frame ends inside the string.
-            XCTAssertFalse(check(#"{"msg":"added","collection":"c","id":"x","fields":{"s":"\#(head)"#, "unterminated at \(offset)"))
+            XCTAssertFalse(
+                check(#"{"msg":"added","collection":"c","id":"x","fields":{"s":"\#(head)"#, "unterminated at \(offset)")
+            )
         }
     }
 }

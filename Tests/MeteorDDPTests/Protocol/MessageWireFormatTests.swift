@@ -27,7 +27,8 @@ final class MessageWireFormatTests: XCTestCase {
                 XCTAssertEqual(EJSON.stringify(message.serverMessage.ejsonValue), frame, "in scenario \(scenario)")
             case .failure(let violation):
                 switch violation.kind {
-                case .unknownMessage(let name): XCTAssertTrue(unsupportedServerFrames.contains(name), "\(name) in \(scenario)")
+                case .unknownMessage(let name):
+                    XCTAssertTrue(unsupportedServerFrames.contains(name), "\(name) in \(scenario)")
                 case .malformedJSON, .missingMsg: break
                 default: XCTFail("unexpected violation \(violation) in \(scenario)")
                 }
@@ -42,11 +43,15 @@ final class MessageWireFormatTests: XCTestCase {
     }
 
     func testSubWithoutParametersSendsAnEmptyParamsArray() {
-        XCTAssertEqual(EJSON.stringify(ClientMessage.sub(id: "x", name: "todos", params: []).ejsonValue), #"{"msg":"sub","id":"x","name":"todos","params":[]}"#)
+        XCTAssertEqual(
+            EJSON.stringify(ClientMessage.sub(id: "x", name: "todos", params: []).ejsonValue),
+            #"{"msg":"sub","id":"x","name":"todos","params":[]}"#)
     }
 
     func testChangedKeepsClearedFieldsSeparately() throws {
-        let message = try ServerMessage(ejson: EJSON.parse(#"{"msg":"changed","collection":"p","id":"l","fields":{"score":30},"cleared":["color"]}"#))
+        let message = try ServerMessage(
+            ejson: EJSON.parse(
+                #"{"msg":"changed","collection":"p","id":"l","fields":{"score":30},"cleared":["color"]}"#))
         XCTAssertEqual(message, .changed(collection: "p", id: "l", fields: ["score": 30], cleared: ["color"]))
     }
 
@@ -56,13 +61,18 @@ final class MessageWireFormatTests: XCTestCase {
     }
 
     func testDatesInFieldsAreDecoded() throws {
-        let message = try ServerMessage(ejson: EJSON.parse(#"{"msg":"added","collection":"p","id":"l","fields":{"createdAt":{"$date":1700000000123}}}"#))
+        let message = try ServerMessage(
+            ejson: EJSON.parse(
+                #"{"msg":"added","collection":"p","id":"l","fields":{"createdAt":{"$date":1700000000123}}}"#))
         guard case .added(_, _, let fields) = message else { return XCTFail("not added") }
         XCTAssertEqual(fields["createdAt"], .date(millisecondsSince1970: 1_700_000_000_123))
     }
 
     func testResultErrorKeepsMeteorsCodeReasonAndDetails() throws {
-        let message = try ServerMessage(ejson: EJSON.parse(#"{"msg":"result","id":"7","error":{"error":"too-many","reason":"slow down","details":{"n":3},"errorType":"Meteor.Error"}}"#))
+        let message = try ServerMessage(
+            ejson: EJSON.parse(
+                #"{"msg":"result","id":"7","error":{"error":"too-many","reason":"slow down","details":{"n":3},"errorType":"Meteor.Error"}}"#
+            ))
         guard case .result(_, nil, let error?) = message else { return XCTFail("no error") }
         XCTAssertEqual(error.error, .string("too-many"))
         XCTAssertEqual(error.reason, "slow down")

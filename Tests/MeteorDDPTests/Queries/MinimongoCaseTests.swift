@@ -31,7 +31,8 @@ final class MinimongoCaseTests: XCTestCase {
             guard case .object(let testCase) = value, let kind = testCase["kind"]?.stringValue else { continue }
             var outcome = outcomes[kind] ?? Outcome()
             if ["hasUndefined", "hasFunction", "hasInvalidDate"].contains(where: { testCase[$0] == true })
-                || EJSON.stringify(value).contains("\"$undefined\"") {
+                || EJSON.stringify(value).contains("\"$undefined\"")
+            {
                 outcome.skipped += 1
             } else {
                 switch Self.run(testCase) {
@@ -42,12 +43,14 @@ final class MinimongoCaseTests: XCTestCase {
             }
             outcomes[kind] = outcome
         }
-        var report = "minimongo cases (\(file["commit"]?.stringValue ?? "?")): kind passed/run, not applicable, skipped (undefined, functions, invalid dates)\n"
+        var report =
+            "minimongo cases (\(file["commit"]?.stringValue ?? "?")): kind passed/run, not applicable, skipped (undefined, functions, invalid dates)\n"
         var failures = ""
         var unexplained = 0
         for (kind, outcome) in outcomes.sorted(by: { $0.key < $1.key }) {
             let run = outcome.passed + outcome.failed.count
-            report += "  \(kind.padding(toLength: 16, withPad: " ", startingAt: 0)) \(outcome.passed)/\(run)  n/a \(outcome.notApplicable)  skipped \(outcome.skipped)\n"
+            report +=
+                "  \(kind.padding(toLength: 16, withPad: " ", startingAt: 0)) \(outcome.passed)/\(run)  n/a \(outcome.notApplicable)  skipped \(outcome.skipped)\n"
             for (testCase, why) in outcome.failed {
                 let difference = Self.documentedDifference(testCase)
                 if difference == nil { unexplained += 1 }
@@ -58,7 +61,8 @@ final class MinimongoCaseTests: XCTestCase {
         }
         let total = outcomes.values.reduce(0) { $0 + $1.passed }
         let ran = outcomes.values.reduce(0) { $0 + $1.passed + $1.failed.count }
-        report += "  all: \(total)/\(ran) (\(ran - total) differ, \(unexplained) not among the documented differences)\n"
+        report +=
+            "  all: \(total)/\(ran) (\(ran - total) differ, \(unexplained) not among the documented differences)\n"
         print(report)
         if let reportPath = ProcessInfo.processInfo.environment["MINIMONGO_REPORT"] {
             try (report + "\n" + failures).write(toFile: reportPath, atomically: true, encoding: .utf8)
@@ -71,7 +75,9 @@ final class MinimongoCaseTests: XCTestCase {
     /// The README's difference a failing case falls under, if any.
     static func documentedDifference(_ testCase: EJSONObject) -> String? {
         let text = EJSON.stringify(.object(testCase))
-        if text.contains("\"$near\"") || text.contains("$geoWithin") || text.contains("$within") { return "geospatial operators" }
+        if text.contains("\"$near\"") || text.contains("$geoWithin") || text.contains("$within") {
+            return "geospatial operators"
+        }
         if text.contains("\"$where\"") { return "$where" }
         if testCase["kind"] == "sortKeysError" { return "parallel arrays sort" }
         return nil
@@ -102,11 +108,12 @@ final class MinimongoCaseTests: XCTestCase {
             case "upsertError": return upsertError(testCase)
             case "sort": return try sort(testCase)
             case "valueOrder": return valueOrder(testCase)
-            case "sortError": return (try? MongoSort(testCase["sort"] ?? .null)) == nil ? .pass : .fail("sort specifier accepted")
+            case "sortError":
+                return (try? MongoSort(testCase["sort"] ?? .null)) == nil ? .pass : .fail("sort specifier accepted")
             case "sortCompare": return try sortCompare(testCase)
             case "sortKeysError": return try sortKeysError(testCase)
             case "internal": return internalAPI(testCase)
-            default: return .notApplicable  // binarySearch, lookup, sortKeys: minimongo's internals
+            default: return .notApplicable // binarySearch, lookup, sortKeys: minimongo's internals
             }
         } catch {
             return .fail("threw \(error)")
@@ -149,7 +156,12 @@ final class MinimongoCaseTests: XCTestCase {
         case "insert":
             var document = op["doc"]?.objectValue ?? [:]
             try MongoModifier.assertValidFieldNames(.object(document))
-            let id = document["_id"] ?? { generated += 1; return .string("generated\(generated)") }()
+            let id =
+                document["_id"]
+                ?? {
+                    generated += 1
+                    return .string("generated\(generated)")
+                }()
             document["_id"] = id
             return LocalWrites.insert(document, id: id, into: "c", database: database) == nil ? 0 : 1
         case "update", "upsert":
@@ -157,7 +169,10 @@ final class MinimongoCaseTests: XCTestCase {
             if op["op"] == "upsert" { options["upsert"] = true }
             return try LocalWrites.update(
                 selector: op["selector"] ?? [:], modifier: MongoModifier(op["modifier"] ?? [:]), options: options,
-                newID: { generated += 1; return .string("generated\(generated)") }, in: "c", database: database)
+                newID: {
+                    generated += 1
+                    return .string("generated\(generated)")
+                }, in: "c", database: database)
         case "remove":
             return try LocalWrites.remove(selector: op["selector"] ?? [:], from: "c", database: database)
         default:
@@ -168,8 +183,9 @@ final class MinimongoCaseTests: XCTestCase {
     private static func find(_ testCase: EJSONObject) throws -> Result {
         let (_, collection) = try collection(testCase)
         let options = testCase["options"]?.objectValue ?? [:]
-        let findOptions = FindOptions(sort: options["sort"], skip: options["skip"]?.intValue ?? 0, limit: options["limit"]?.intValue,
-                                      fields: options["fields"])
+        let findOptions = FindOptions(
+            sort: options["sort"], skip: options["skip"]?.intValue ?? 0, limit: options["limit"]?.intValue,
+            fields: options["fields"])
         let selector = testCase["selector"] ?? [:]
         let actual: EJSONValue
         switch testCase["method"]?.stringValue {
@@ -178,7 +194,9 @@ final class MinimongoCaseTests: XCTestCase {
             return actual == testCase["expectedCount"] ? .pass : .fail("count \(EJSON.stringify(actual))")
         case "findOne":
             let found = try collection.findOne(selector, findOptions)
-            if testCase["expectedNotFound"] == true { return found == nil ? .pass : .fail("found \(EJSON.stringify(found!.ejsonValue))") }
+            if testCase["expectedNotFound"] == true {
+                return found == nil ? .pass : .fail("found \(EJSON.stringify(found!.ejsonValue))")
+            }
             actual = found.map(withProjectedID(findOptions)) ?? .null
         default:
             actual = .array(try collection.find(selector, findOptions).map(withProjectedID(findOptions)))
@@ -207,12 +225,22 @@ final class MinimongoCaseTests: XCTestCase {
         for step in steps {
             switch step {
             case .string("length"):
-                if case .array(let items) = current { current = .number(Double(items.count)) } else { current = current["length"] ?? .null }
+                if case .array(let items) = current {
+                    current = .number(Double(items.count))
+                } else {
+                    current = current["length"] ?? .null
+                }
             case .string(let field): current = current[field] ?? .null
             case .number(let index):
-                if case .array(let items) = current, Int(index) < items.count { current = items[Int(index)] } else { current = .null }
+                if case .array(let items) = current, Int(index) < items.count {
+                    current = items[Int(index)]
+                } else {
+                    current = .null
+                }
             case .object(let object):
-                if case .array(let items) = current, let inner = object["map"] { current = .array(items.map { follow(inner, in: $0) }) }
+                if case .array(let items) = current, let inner = object["map"] {
+                    current = .array(items.map { follow(inner, in: $0) })
+                }
             default: break
             }
         }
@@ -274,13 +302,15 @@ final class MinimongoCaseTests: XCTestCase {
     private static func modify(_ testCase: EJSONObject) throws -> Result {
         let document = inserted(testCase)
         let selector = try MongoSelector(testCase["selector"] ?? [:])
-        let modified = try MongoModifier(testCase["modifier"] ?? [:]).apply(to: document, arrayIndices: selector.arrayIndices(in: document))
+        let modified = try MongoModifier(testCase["modifier"] ?? [:]).apply(
+            to: document, arrayIndices: selector.arrayIndices(in: document))
         if testCase["expectedInstanceOf"] == "Date" {
             if case .date = follow(testCase["resultPath"], in: .object(modified)) { return .pass }
             return .fail("not a date: \(EJSON.stringify(.object(modified)))")
         }
         let ignoring = testCase["ignoreId"] == true
-        return EJSON.equals(withoutID(.object(modified), if: ignoring), withoutID(testCase["expected"] ?? .null, if: ignoring))
+        return EJSON.equals(
+            withoutID(.object(modified), if: ignoring), withoutID(testCase["expected"] ?? .null, if: ignoring))
             ? .pass : .fail("got \(EJSON.stringify(.object(modified)))")
     }
 
@@ -288,7 +318,8 @@ final class MinimongoCaseTests: XCTestCase {
         do {
             let document = inserted(testCase)
             let selector = try MongoSelector(testCase["selector"] ?? [:])
-            let modified = try MongoModifier(testCase["modifier"] ?? [:]).apply(to: document, arrayIndices: selector.arrayIndices(in: document))
+            let modified = try MongoModifier(testCase["modifier"] ?? [:]).apply(
+                to: document, arrayIndices: selector.arrayIndices(in: document))
             return .fail("no error: \(EJSON.stringify(.object(modified)))")
         } catch {
             return .pass
@@ -297,9 +328,13 @@ final class MinimongoCaseTests: XCTestCase {
 
     private static func upsert(_ testCase: EJSONObject) throws -> Result {
         let database = Database()
-        if let initial = testCase["initialDoc"]?.objectValue { try apply(["op": "insert", "doc": .object(initial)], to: database) }
+        if let initial = testCase["initialDoc"]?.objectValue {
+            try apply(["op": "insert", "doc": .object(initial)], to: database)
+        }
         let before = Set(database.snapshot.allDocuments(in: "c").map(\.id))
-        try apply(["op": "upsert", "selector": testCase["selector"] ?? [:], "modifier": testCase["modifier"] ?? [:]], to: database)
+        try apply(
+            ["op": "upsert", "selector": testCase["selector"] ?? [:], "modifier": testCase["modifier"] ?? [:]],
+            to: database)
         let after = database.snapshot.allDocuments(in: "c")
         let changed = after.first { !before.contains($0.id) } ?? after.first
         guard let changed else { return .fail("nothing inserted") }
@@ -307,13 +342,16 @@ final class MinimongoCaseTests: XCTestCase {
             return .fail("inserted id \(EJSON.stringify(changed.idValue))")
         }
         let ignoring = testCase["ignoreId"] == true
-        return EJSON.equals(withoutID(changed.ejsonValue, if: ignoring), withoutID(testCase["expected"] ?? .null, if: ignoring))
+        return EJSON.equals(
+            withoutID(changed.ejsonValue, if: ignoring), withoutID(testCase["expected"] ?? .null, if: ignoring))
             ? .pass : .fail("got \(EJSON.stringify(changed.ejsonValue))")
     }
 
     private static func upsertError(_ testCase: EJSONObject) -> Result {
         do {
-            let count = try apply(["op": "upsert", "selector": testCase["selector"] ?? [:], "modifier": testCase["modifier"] ?? [:]], to: Database())
+            let count = try apply(
+                ["op": "upsert", "selector": testCase["selector"] ?? [:], "modifier": testCase["modifier"] ?? [:]],
+                to: Database())
             return .fail("no error (affected \(count))")
         } catch {
             return .pass
@@ -335,7 +373,9 @@ final class MinimongoCaseTests: XCTestCase {
         for index in docs.indices.dropLast() {
             let (a, b) = (docs[index], docs[index + 1])
             if sort.compare(a, a) != 0 || sort.compare(a, b) >= 0 || sort.compare(b, a) <= 0 {
-                return .fail("not ascending at \(index): \(EJSON.stringify(values[index])) vs \(EJSON.stringify(values[index + 1]))")
+                return .fail(
+                    "not ascending at \(index): \(EJSON.stringify(values[index])) vs \(EJSON.stringify(values[index + 1]))"
+                )
             }
         }
         return .pass
@@ -345,7 +385,8 @@ final class MinimongoCaseTests: XCTestCase {
         guard case .array(let values)? = testCase["values"] else { return .notApplicable }
         for index in values.indices.dropLast() {
             let (a, b) = (values[index], values[index + 1])
-            if EJSONOrdering.compare(a, a) != 0 || EJSONOrdering.compare(a, b) >= 0 || EJSONOrdering.compare(b, a) <= 0 {
+            if EJSONOrdering.compare(a, a) != 0 || EJSONOrdering.compare(a, b) >= 0 || EJSONOrdering.compare(b, a) <= 0
+            {
                 return .fail("not ascending: \(EJSON.stringify(a)) vs \(EJSON.stringify(b))")
             }
         }
@@ -374,10 +415,13 @@ final class MinimongoCaseTests: XCTestCase {
     }
 
     private static func internalAPI(_ testCase: EJSONObject) -> Result {
-        guard testCase["api"] == "LocalCollection._idsMatchedBySelector", case .array(let args)? = testCase["args"], let selector = args.first else {
+        guard testCase["api"] == "LocalCollection._idsMatchedBySelector", case .array(let args)? = testCase["args"],
+            let selector = args.first
+        else {
             return .notApplicable
         }
         let ids = LocalWrites.specificIDs(in: selector)
-        return EJSON.equals(ids.map { .array($0) } ?? .null, testCase["expected"] ?? .null) ? .pass : .fail("ids \(ids.map { EJSON.stringify(.array($0)) } ?? "null")")
+        return EJSON.equals(ids.map { .array($0) } ?? .null, testCase["expected"] ?? .null)
+            ? .pass : .fail("ids \(ids.map { EJSON.stringify(.array($0)) } ?? "null")")
     }
 }

@@ -7,7 +7,9 @@ import XCTest
 /// The corners of minimongo's semantics that differed (issue 32, item 7), each as minimongo answers it (checked with
 /// minimongo's own code under node), and the differences we keep on purpose, pinned.
 final class MinimongoSemanticsTests: XCTestCase {
-    private func matches(_ selector: EJSONValue, _ document: EJSONObject, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+    private func matches(
+        _ selector: EJSONValue, _ document: EJSONObject, file: StaticString = #filePath, line: UInt = #line
+    ) -> Bool {
         do {
             return try MongoSelector(selector).matches(document)
         } catch {
@@ -24,10 +26,12 @@ final class MinimongoSemanticsTests: XCTestCase {
         }
         XCTAssertFalse(matches(["a": [:]], ["a": .binary(Data([1, 2]))]))
         XCTAssertFalse(matches(["a": [:]], ["a": ObjectID("5f1d7a3c9e1b2a0012345678")!.ejsonValue]))
-        XCTAssertTrue(matches(["a": ["$eq": date]], ["a": regex]), "a date and a regular expression are equal to EJSON.equals")
+        XCTAssertTrue(
+            matches(["a": ["$eq": date]], ["a": regex]), "a date and a regular expression are equal to EJSON.equals")
         XCTAssertTrue(matches(["a": ["$eq": regex]], ["a": .regularExpression(pattern: "y", flags: "")]))
         XCTAssertFalse(matches(["a": regex], ["a": [:]]), "a regular expression as a value selector tests strings")
-        XCTAssertTrue(matches(["a": ["0": 1, "1": 2]], ["a": .binary(Data([1, 2]))]), "binary data is an object keyed by index")
+        XCTAssertTrue(
+            matches(["a": ["0": 1, "1": 2]], ["a": .binary(Data([1, 2]))]), "binary data is an object keyed by index")
     }
 
     func testInfinityAndNaNMatchNoInequality() {
@@ -83,7 +87,8 @@ final class MinimongoSemanticsTests: XCTestCase {
         XCTAssertEqual(try collection.find(["_id": ""]).map(\.idValue), [""])
         XCTAssertEqual(try collection.find(0).map(\.idValue), [0])
         XCTAssertEqual(try collection.count(["_id": 0]), 1)
-        XCTAssertEqual(try collection.find(["_id": 0, "v": 0]).count, 0, "not the fast path: a falsy _id matches nothing")
+        XCTAssertEqual(
+            try collection.find(["_id": 0, "v": 0]).count, 0, "not the fast path: a falsy _id matches nothing")
         XCTAssertEqual(try collection.find(["_id": "x"], FindOptions(skip: 1)).count, 0, "the fast path honours skip")
         XCTAssertEqual(try collection.find(["_id": .bool(false)]).count, 0)
     }
@@ -118,7 +123,8 @@ final class MinimongoSemanticsTests: XCTestCase {
             }
         }
         XCTAssertEqual(upsertError(["a": ["b.c": 1]]), "The dotted field 'b.c' in 'a.b.c is not valid for storage.")
-        XCTAssertEqual(upsertError(["a": ["b": ["$c": 1]]]), "The dollar ($) prefixed field  'a.b.$c is not valid for storage.")
+        XCTAssertEqual(
+            upsertError(["a": ["b": ["$c": 1]]]), "The dollar ($) prefixed field  'a.b.$c is not valid for storage.")
         XCTAssertThrowsError(try MongoSelector(["a": ["$gt": 1, "b": 2]])) { error in
             XCTAssertEqual((error as? QueryError)?.message, #"Inconsistent operator: {"$gt":1,"b":2}"#)
         }
@@ -130,12 +136,19 @@ final class MinimongoSemanticsTests: XCTestCase {
         let database = Database()
         database.apply(.added(DocumentKey(collectionName: "c", documentID: "p"), ["a": [1, 2], "b": [3, 4, 5]]))
         database.apply(.added(DocumentKey(collectionName: "c", documentID: "q"), ["a": [0], "b": [9, 8]]))
-        database.apply(.added(DocumentKey(collectionName: "c", documentID: "r"), ["a": .regularExpression(pattern: "z", flags: ""), "b": 1]))
-        database.apply(.added(DocumentKey(collectionName: "c", documentID: "s"), ["a": .regularExpression(pattern: "y", flags: ""), "b": 1]))
+        database.apply(
+            .added(
+                DocumentKey(collectionName: "c", documentID: "r"),
+                ["a": .regularExpression(pattern: "z", flags: ""), "b": 1]))
+        database.apply(
+            .added(
+                DocumentKey(collectionName: "c", documentID: "s"),
+                ["a": .regularExpression(pattern: "y", flags: ""), "b": 1]))
         // minimongo throws "cannot index parallel arrays" and "Sorting not supported on regular expression" when it
         // compares such documents; a live query cannot throw, so every query sorts them (per-key min/max, a
         // regular expression by its source).
-        XCTAssertEqual(try database.collection("c").find([:], FindOptions(sort: ["a": 1, "b": 1])).map(\.id), ["q", "p", "s", "r"])
+        XCTAssertEqual(
+            try database.collection("c").find([:], FindOptions(sort: ["a": 1, "b": 1])).map(\.id), ["q", "p", "s", "r"])
     }
 
     func testPullWithAnOperatorConditionRemovesTheMatchingScalarsAsMongoDoes() throws {
@@ -143,7 +156,9 @@ final class MinimongoSemanticsTests: XCTestCase {
         // stub that does the same shows what the server will.
         let modified = try MongoModifier(["$pull": ["a": ["$gt": 3]]]).apply(to: ["a": [1, 5, 2, 7]])
         XCTAssertEqual(modified["a"], [1, 2])
-        let strings = try MongoModifier(["$pull": ["a": .regularExpression(pattern: "^x", flags: "")]]).apply(to: ["a": ["xa", 1, "b", ["x": 1]]])
+        let strings = try MongoModifier(["$pull": ["a": .regularExpression(pattern: "^x", flags: "")]]).apply(to: [
+            "a": ["xa", 1, "b", ["x": 1]]
+        ])
         XCTAssertEqual(strings["a"], [1, "b", ["x": 1]])
     }
 }

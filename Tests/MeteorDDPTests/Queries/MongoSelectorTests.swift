@@ -9,13 +9,18 @@ final class MongoSelectorTests: XCTestCase {
     private func check(_ rows: [(String, String, Bool)], file: StaticString = #filePath, line: UInt = #line) throws {
         for (selectorText, documentText, expected) in rows {
             let selector = try MongoSelector(EJSON.parse(selectorText))
-            guard case .object(let fields) = try EJSON.parse(documentText) else { return XCTFail("not an object: \(documentText)") }
+            guard case .object(let fields) = try EJSON.parse(documentText) else {
+                return XCTFail("not an object: \(documentText)")
+            }
             let id = fields["_id"]?.stringValue ?? "doc"
             let document = Document(id: id, fields: fields.filter { $0.key != "_id" })
-            XCTAssertEqual(selector.matches(document), expected, "\(selectorText) on \(documentText)", file: file, line: line)
+            XCTAssertEqual(
+                selector.matches(document), expected, "\(selectorText) on \(documentText)", file: file, line: line)
             var withID = fields
             if withID["_id"] == nil { withID["_id"] = "doc" }
-            XCTAssertEqual(selector.matches(withID), expected, "\(selectorText) on \(documentText) as EJSON", file: file, line: line)
+            XCTAssertEqual(
+                selector.matches(withID), expected, "\(selectorText) on \(documentText) as EJSON", file: file,
+                line: line)
         }
     }
 
@@ -48,7 +53,7 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"_id":""}"#, #"{"_id":""}"#, false),
             (#"{"_id":null}"#, #"{}"#, false),
             (#"false"#, #"{"a":1}"#, false),
-            (#"null"#, #"{"a":1}"#, false),
+            (#"null"#, #"{"a":1}"#, false)
         ])
     }
 
@@ -90,7 +95,7 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"a":{"$in":[{"b":1}]}}"#, #"{"a":{"b":1}}"#, true),
             (#"{"a":{"$nin":[1,2]}}"#, #"{"a":3}"#, true),
             (#"{"a":{"$nin":[1,2]}}"#, #"{"a":[3,1]}"#, false),
-            (#"{"a":{"$nin":[1,2]}}"#, #"{}"#, true),
+            (#"{"a":{"$nin":[1,2]}}"#, #"{}"#, true)
         ])
     }
 
@@ -108,7 +113,7 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"a":{"$not":{"$regexp":"^x","$flags":""}}}"#, #"{"a":"ya"}"#, true),
             (#"{"x":1,"$or":[{"a":1},{"b":1}]}"#, #"{"x":1,"b":1}"#, true),
             (#"{"x":1,"$or":[{"a":1},{"b":1}]}"#, #"{"x":2,"b":1}"#, false),
-            (#"{"$comment":"anything"}"#, #"{"a":1}"#, true),
+            (#"{"$comment":"anything"}"#, #"{"a":1}"#, true)
         ])
     }
 
@@ -139,7 +144,7 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":["x","ABC"]}"#, true),
             (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":1}"#, false),
             (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":{"$regexp":"b","$flags":"i"}}"#, true),
-            (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":{"$regexp":"b","$flags":""}}"#, false),
+            (#"{"a":{"$regexp":"b","$flags":"i"}}"#, #"{"a":{"$regexp":"b","$flags":""}}"#, false)
         ])
     }
 
@@ -168,7 +173,7 @@ final class MongoSelectorTests: XCTestCase {
             (#"{"a":{"$elemMatch":{"$gt":5,"$lt":8}}}"#, #"{"a":[3,9]}"#, false),
             (#"{"a":{"$elemMatch":{"b":1}}}"#, #"{"a":[2,{"b":1}]}"#, false),
             (#"{"a":{"$elemMatch":{"$or":[{"b":1},{"c":1}]}}}"#, #"{"a":[{"c":1}]}"#, true),
-            (#"{"a.b":{"$elemMatch":{"$eq":2}}}"#, #"{"a":[{"b":[1,2]}]}"#, true),
+            (#"{"a.b":{"$elemMatch":{"$eq":2}}}"#, #"{"a":[{"b":[1,2]}]}"#, true)
         ])
     }
 
@@ -196,7 +201,7 @@ final class MongoSelectorTests: XCTestCase {
             (#"[1,2]"#, "Invalid selector: 1,2"),
             (#"[[1,null],"a"]"#, "Invalid selector: 1,,a"),
             (#"{"$binary":"AQI="}"#, "Invalid selector: 1,2"),
-            (#"true"#, "Invalid selector: true"),
+            (#"true"#, "Invalid selector: true")
         ]
         for (selector, message) in cases {
             XCTAssertThrowsError(try MongoSelector(EJSON.parse(selector)), selector) { error in

@@ -27,7 +27,8 @@ final class AleaTests: XCTestCase {
             let alea = Alea(seeds: testCase.seeds)
             let expected = try XCTUnwrap(testCase.raw["fractions"] as? [Any])
             for (index, entry) in expected.enumerated() {
-                XCTAssertEqual(alea.fraction().bitPattern, try bits(entry), "seeds \(testCase.seeds), fraction \(index)")
+                XCTAssertEqual(
+                    alea.fraction().bitPattern, try bits(entry), "seeds \(testCase.seeds), fraction \(index)")
             }
         }
     }
@@ -92,16 +93,22 @@ final class AleaTests: XCTestCase {
 
     func testMeteorsOwnRandomTestIDs() {
         let alea = Alea(seeds: ["0"])
-        XCTAssertEqual((0..<4).map { _ in alea.id() }, ["cp9hWvhg8GSvuZ9os", "3f3k6Xo7rrHCifQhR", "shxDnjWWmnKPEoLhM", "6QTjB8C5SEqhmz4ni"])
+        XCTAssertEqual(
+            (0..<4).map { _ in alea.id() },
+            ["cp9hWvhg8GSvuZ9os", "3f3k6Xo7rrHCifQhR", "shxDnjWWmnKPEoLhM", "6QTjB8C5SEqhmz4ni"])
     }
 
     func testMeteorIOSReadmeFractions() {
         let alea = Alea(seeds: ["my", "3", "seeds"])
-        XCTAssertEqual([alea.fraction(), alea.fraction(), alea.fraction()], [0.30802189325913787, 0.5190450621303171, 0.43635262292809784])
+        XCTAssertEqual(
+            [alea.fraction(), alea.fraction(), alea.fraction()],
+            [0.30802189325913787, 0.5190450621303171, 0.43635262292809784])
         let fract53 = Alea(seeds: [""])
-        XCTAssertEqual([fract53.fract53(), fract53.fract53(), fract53.fract53()], [0.16665777435687268, 0.00011322738143160205, 0.17695781631176488])
+        XCTAssertEqual(
+            [fract53.fract53(), fract53.fract53(), fract53.fract53()],
+            [0.16665777435687268, 0.00011322738143160205, 0.17695781631176488])
         let uint32 = Alea(seeds: [""])
-        XCTAssertEqual([uint32.uint32(), uint32.uint32(), uint32.uint32()], [715789690, 2091287642, 486307])
+        XCTAssertEqual([uint32.uint32(), uint32.uint32(), uint32.uint32()], [715_789_690, 2_091_287_642, 486307])
     }
 
     func testChoiceDrawsOneFractionPerPick() {
@@ -123,7 +130,8 @@ final class AleaTests: XCTestCase {
         let seed = generator.hexString(20)
         XCTAssertTrue(seed.count == 20 && seed.allSatisfy(\.isHexDigit))
         XCTAssertTrue((0..<1000).map { _ in generator.fraction() }.allSatisfy { $0 >= 0 && $0 < 1 })
-        // Drawn in one request: every fraction in [0, 1), all different, spread over the interval (mean 0.5, σ ≈ 0.009).
+        // Drawn in one request: every fraction in [0, 1), all different, spread over the interval (mean 0.5, σ ≈
+        // 0.009).
         let fractions = generator.fractions(1000)
         XCTAssertEqual(fractions.count, 1000)
         XCTAssertTrue(fractions.allSatisfy { $0 >= 0 && $0 < 1 })

@@ -22,7 +22,9 @@ final class RandomStreamTests: XCTestCase {
     }
 
     func testAnEmptyNameMeansDefaultForAnInvocationsRandomStream() throws {
-        let expected = try XCTUnwrap(root()["randomStreamGet"] as? [String: Any])["get({randomSeed:\"seed1\"}, \"\").id()"] as? String
+        let expected =
+            try XCTUnwrap(root()["randomStreamGet"] as? [String: Any])["get({randomSeed:\"seed1\"}, \"\").id()"]
+            as? String
         XCTAssertEqual(RandomStream(seed: "seed1").id(forSequence: "default"), expected)
         let context = MethodInvocationContext(methodName: "m", params: [], enclosing: nil, client: nil)
         let stream = RandomStream(seed: context.randomSeed)
@@ -34,7 +36,8 @@ final class RandomStreamTests: XCTestCase {
         for testCase in cases {
             let enclosing = RandomStream(seed: try XCTUnwrap(testCase["enclosingSeed"] as? String))
             for call in try XCTUnwrap(testCase["callsInOrder"] as? [[String: String]]) {
-                XCTAssertEqual(RandomStream.makeRpcSeed(enclosing: enclosing, methodName: call["method"]!), call["seed"])
+                XCTAssertEqual(
+                    RandomStream.makeRpcSeed(enclosing: enclosing, methodName: call["method"]!), call["seed"])
             }
         }
     }

@@ -27,7 +27,8 @@ final class ClientCoreQuiescenceTests: XCTestCase {
 
         XCTAssertNil(core.holdUntilQuiescence(added("a")).quiescent)
         XCTAssertNil(core.holdUntilQuiescence(.message(.ready(subscriptionIDs: [todos]))).quiescent)
-        XCTAssertNil(core.holdUntilQuiescence(.message(.updated(methodIDs: [pending.id]))).quiescent, "lists is not ready again")
+        XCTAssertNil(
+            core.holdUntilQuiescence(.message(.updated(methodIDs: [pending.id]))).quiescent, "lists is not ready again")
         XCTAssertNil(core.holdUntilQuiescence(added("b")).quiescent)
         let outcome = core.holdUntilQuiescence(.message(.ready(subscriptionIDs: [lists])))
         XCTAssertNil(outcome.limitReached)

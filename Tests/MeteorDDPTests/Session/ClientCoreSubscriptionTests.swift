@@ -7,7 +7,8 @@ import XCTest
 final class ClientCoreSubscriptionTests: XCTestCase {
     private let userCode = UserCodeQueue(label: "ClientCoreSubscriptionTests")
 
-    private func subscribe(_ core: inout ClientCore, _ name: String, timeout: Duration = .zero) -> ClientCore.Subscribed {
+    private func subscribe(_ core: inout ClientCore, _ name: String, timeout: Duration = .zero) -> ClientCore.Subscribed
+    {
         core.subscribe(name: name, params: ["a"], notInUseTimeout: timeout, userCode: userCode) { "id-\(name)" }
     }
 
@@ -57,7 +58,8 @@ final class ClientCoreSubscriptionTests: XCTestCase {
     func testRestoredSubscriptionsNoLongerAwaitedApplyTheHold() {
         var core = ClientCore.scripted()
         core.session.subscriptions.startRestoredRevival([StoredSubscription(name: "todos", params: ["a"])])
-        XCTAssertNil(core.sessionConnected(isReconnect: false, reconciling: true), "the restored subscription is awaited")
+        XCTAssertNil(
+            core.sessionConnected(isReconnect: false, reconciling: true), "the restored subscription is awaited")
         XCTAssertEqual(core.stopAwaitingRestoredSubscriptions()?.resetting, true)
     }
 }

@@ -82,7 +82,8 @@ final class ReconnectHookTests: XCTestCase {
         DispatchQueue.global().async { harness.transport.open() }
         XCTAssertEqual(hook.started.wait(timeout: .now() + 5), .success, "the hook ran")
         XCTAssertTrue(Self.clientQueueIsFree(client), "the client queue is free while the hook runs")
-        XCTAssertEqual(harness.sent.map(\.name), ["connect", "method", "sub"], "only `connect` and what the hook sent so far")
+        XCTAssertEqual(
+            harness.sent.map(\.name), ["connect", "method", "sub"], "only `connect` and what the hook sent so far")
         hook.proceed.signal()
         harness.settle()
         let sent = harness.sent.map { message -> String in
@@ -92,8 +93,9 @@ final class ReconnectHookTests: XCTestCase {
             default: message.name
             }
         }
-        XCTAssertEqual(sent, ["connect", "method reauth", "sub fromHook", "method pending", "sub players"],
-                       "the hook's calls first, then re-sent methods, then subscriptions not sent yet (each once)")
+        XCTAssertEqual(
+            sent, ["connect", "method reauth", "sub fromHook", "method pending", "sub players"],
+            "the hook's calls first, then re-sent methods, then subscriptions not sent yet (each once)")
         players.stop()
     }
 
@@ -116,7 +118,9 @@ final class ReconnectHookTests: XCTestCase {
         DispatchQueue.global().async {
             harness.transport.open()
             harness.transport.receive(.connected(session: "SESSION-2"))
-            for index in 0..<20 { harness.transport.receive(.added(collection: "players", id: "p\(index)", fields: [:])) }
+            for index in 0..<20 {
+                harness.transport.receive(.added(collection: "players", id: "p\(index)", fields: [:]))
+            }
             flooded.fulfill()
         }
         XCTAssertEqual(hook.started.wait(timeout: .now() + 5), .success, "the hook ran")

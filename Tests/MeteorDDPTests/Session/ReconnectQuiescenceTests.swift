@@ -38,14 +38,19 @@ final class ReconnectQuiescenceTests: XCTestCase {
 
     /// Calls `name` with a completion that appends the method's id to `order` (completions run in order on the
     /// callback queue).
-    private func call(_ harness: ClientHarness, _ name: String, options: MethodOptions = MethodOptions(), recordingIn order: Locked<[String]>, as label: String) throws {
+    private func call(
+        _ harness: ClientHarness, _ name: String, options: MethodOptions = MethodOptions(),
+        recordingIn order: Locked<[String]>, as label: String
+    ) throws {
         _ = try harness.client.call(name, options: options) { _ in order.mutate { $0.append(label) } }
     }
 
     /// Calls 1 (plain) and 2 (a stub touching Ada); method 1's data waits for Ada, and method 2's `updated`
     /// releases her while the data buffer is stalled, so both methods have their results and wait for a flush that
     /// has not happened. Returns the gate that lets the buffer go on.
-    private func twoMethodsWaitingForAStalledFlush(_ harness: ClientHarness, recordingIn order: Locked<[String]>) throws -> DispatchSemaphore {
+    private func twoMethodsWaitingForAStalledFlush(_ harness: ClientHarness, recordingIn order: Locked<[String]>) throws
+        -> DispatchSemaphore
+    {
         try call(harness, "plain", recordingIn: order, as: "1")
         try call(harness, "touch", recordingIn: order, as: "2")
         harness.receive(.updated(methodIDs: ["1"]))
@@ -73,7 +78,9 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: nil, error: nil))
         harness.flushData()
-        XCTAssertEqual(fields(harness, lovelace), ["name": "Ada Lovelace", "score": 40, "t": 1], "the server's newest version, not the pre-reconnect one")
+        XCTAssertEqual(
+            fields(harness, lovelace), ["name": "Ada Lovelace", "score": 40, "t": 1],
+            "the server's newest version, not the pre-reconnect one")
     }
 
     func testAStubRunWhileAWaitMethodHoldsDataEndsWithTheFreshServerVersion() throws {
@@ -104,13 +111,15 @@ final class ReconnectQuiescenceTests: XCTestCase {
             let recorder = ChangesRecorder(harness.client.database)
             harness.dropAndReopen()
             harness.receive(.connected(session: "SESSION-2"))
-            harness.receive(.added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25]))
+            harness.receive(
+                .added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25]))
             harness.dropAndReopen()
             harness.receive(.connected(session: "SESSION-3"))
             harness.flushData()
             XCTAssertNotNil(harness.client.database.document(gauss), "round \(round): not re-sent yet, still there")
             XCTAssertEqual(recorder.changes.count, 0, "round \(round)")
-            harness.receive(.added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25]))
+            harness.receive(
+                .added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 25]))
             harness.receive(.added(collection: "players", id: "gauss", fields: ["name": "Gauss"]))
             harness.receive(.ready(subscriptionIDs: [sub.id]))
             harness.flushData()
@@ -132,7 +141,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.client.queue.async {
             let generation = harness.client.core.connectionGeneration
             harness.client.handleIncoming(.success(.message(.updated(methodIDs: ["3"]))), generation: generation)
-            harness.client.handleIncoming(.success(.message(.result(id: "3", result: nil, error: nil))), generation: generation)
+            harness.client.handleIncoming(
+                .success(.message(.result(id: "3", result: nil, error: nil))), generation: generation)
         }
         bufferGate.signal()
         harness.client.updateBuffer.queue.sync {}
@@ -152,14 +162,17 @@ final class ReconnectQuiescenceTests: XCTestCase {
         for index in 1...200 {
             let options = MethodOptions()
             if index % 3 == 0 {
-                _ = try harness.client.call("add", params: [.string("p\(index)")], options: options) { _ in order.mutate { $0.append("\(index)") } }
+                _ = try harness.client.call("add", params: [.string("p\(index)")], options: options) { _ in
+                    order.mutate { $0.append("\(index)") }
+                }
             } else {
                 try call(harness, "plain", recordingIn: order, as: "\(index)")
             }
         }
         for index in 1...200 {
             if index % 3 == 0 {
-                harness.transport.receive(.added(collection: "players", id: "p\(index)", fields: ["n": .string("p\(index)")]))
+                harness.transport.receive(
+                    .added(collection: "players", id: "p\(index)", fields: ["n": .string("p\(index)")]))
             }
             harness.transport.receive(.updated(methodIDs: ["\(index)"]))
             harness.transport.receive(.result(id: "\(index)", result: nil, error: nil))
@@ -204,9 +217,12 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.receive(.added(collection: "players", id: "lovelace", fields: ["name": "Ada Lovelace", "score": 30]))
         harness.receive(.ready(subscriptionIDs: [sub.id]))
         harness.flushData()
-        XCTAssertEqual(fields(harness, lovelace), ["name": "Ada Lovelace", "score": 30], "the failed method's stub is reverted to the new session's data")
+        XCTAssertEqual(
+            fields(harness, lovelace), ["name": "Ada Lovelace", "score": 30],
+            "the failed method's stub is reverted to the new session's data")
         XCTAssertEqual(recorder.changes.count, 1)
-        XCTAssertEqual(recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "t": .removed])
+        XCTAssertEqual(
+            recorder.changes.first?.changeDetails(for: lovelace)?.changedFields, ["score": .set(30), "t": .removed])
     }
 
     // MARK: - Defect 5: nothing is reported that the server did not cause
@@ -237,7 +253,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
         var errors = harness.client.errors.makeAsyncIterator()
         harness.receive(.updated(methodIDs: ["999"]))
         let error = await errors.next()
-        XCTAssertEqual(error?.violation?.kind, .unexpected(message: "updated", reason: "no outstanding method has id 999"))
+        XCTAssertEqual(
+            error?.violation?.kind, .unexpected(message: "updated", reason: "no outstanding method has id 999"))
     }
 
     // MARK: - Waiting for stubs of sent methods only
@@ -251,7 +268,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
         harness.client.callbackQueue.sync {}
-        XCTAssertEqual(order.value, ["1"], "method 2 is not sent yet: its stub's document does not hold the wait method")
+        XCTAssertEqual(
+            order.value, ["1"], "method 2 is not sent yet: its stub's document does not hold the wait method")
         XCTAssertTrue(harness.sent.contains { if case .method("2", "touch", _, _) = $0 { true } else { false } })
     }
 
@@ -273,7 +291,9 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.flushData()
         harness.client.callbackQueue.sync {}
         XCTAssertEqual(order.value, ["1", "2"])
-        XCTAssertTrue(harness.sent.contains { if case .method("3", "login", _, _) = $0 { true } else { false } }, "the wait method goes out")
+        XCTAssertTrue(
+            harness.sent.contains { if case .method("3", "login", _, _) = $0 { true } else { false } },
+            "the wait method goes out")
         XCTAssertEqual(fields(harness, lovelace)?["t"], 1, "Ada keeps method 4's stub value until its updated")
     }
 
@@ -287,7 +307,8 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.flushData()
         harness.dropAndReopen()
-        XCTAssertTrue(harness.sent.contains { if case .method("1", "plain", _, _) = $0 { true } else { false } }, "sent again")
+        XCTAssertTrue(
+            harness.sent.contains { if case .method("1", "plain", _, _) = $0 { true } else { false } }, "sent again")
         harness.receive(.connected(session: "SESSION-2"))
         harness.receive(.result(id: "1", result: nil, error: nil))
         harness.flushData()
@@ -303,7 +324,9 @@ final class ReconnectQuiescenceTests: XCTestCase {
 
     /// The protocol violations reported before a marker frame that the client must report (so everything before it
     /// came from the test's scenario).
-    private func protocolViolations(before harness: ClientHarness, _ errors: inout DDPErrors.AsyncIterator) async -> [String] {
+    private func protocolViolations(before harness: ClientHarness, _ errors: inout DDPErrors.AsyncIterator) async
+        -> [String]
+    {
         harness.receive(.result(id: "marker", result: nil, error: nil))
         var reported: [String] = []
         while let error = await errors.next() {

@@ -41,7 +41,7 @@ final class ReentrancySuiteTests: XCTestCase {
             Task { _ = try? await client.login(username: "ada", password: "secret") },
             Task { try? await client.logout() },
             Task { try? await client.subscribe("reentrantReady").ready() },
-            Task { _ = try? await client.collection("reentrant").insert(["n": 2]) },
+            Task { _ = try? await client.collection("reentrant").insert(["n": 2]) }
         ]
         tasks.mutate { $0.append(contentsOf: started) }
     }
@@ -53,7 +53,7 @@ final class ReentrancySuiteTests: XCTestCase {
         let exercised = Locked<Set<String>>([])
         let expected: Set<String> = [
             "statusUpdates", "errors", "accountUpdates", "statusNotification", "databaseNotification", "whenReady",
-            "completion", "onResultReceived", "stub", "onReconnect", "changes", "onChange", "snapshots",
+            "completion", "onResultReceived", "stub", "onReconnect", "changes", "onChange", "snapshots"
         ]
         let all = expectation(description: "every callback kind called every API")
         let exercise: @Sendable (String) -> Void = { kind in
@@ -68,18 +68,44 @@ final class ReentrancySuiteTests: XCTestCase {
         }
 
         // Streams and observers, registered before anything happens.
-        let statusUpdates = client.statusUpdates, errors = client.errors, accountUpdates = client.accountUpdates
+        let statusUpdates = client.statusUpdates
+        let errors = client.errors
+        let accountUpdates = client.accountUpdates
         let changes = client.database.changes
         let consumers = [
-            Task { for await status in statusUpdates where status.isConnected { exercise("statusUpdates"); break } },
-            Task { for await _ in errors { exercise("errors"); break } },
-            Task { for await _ in accountUpdates { exercise("accountUpdates"); break } },
-            Task { for await _ in changes { exercise("changes"); break } },
+            Task {
+                for await status in statusUpdates where status.isConnected {
+                    exercise("statusUpdates")
+                    break
+                }
+            },
+            Task {
+                for await _ in errors {
+                    exercise("errors")
+                    break
+                }
+            },
+            Task {
+                for await _ in accountUpdates {
+                    exercise("accountUpdates")
+                    break
+                }
+            },
+            Task {
+                for await _ in changes {
+                    exercise("changes")
+                    break
+                }
+            }
         ]
-        let statusObserver = NotificationCenter.default.addObserver(forName: .ddpClientStatusDidChange, object: client, queue: nil) { _ in
+        let statusObserver = NotificationCenter.default.addObserver(
+            forName: .ddpClientStatusDidChange, object: client, queue: nil
+        ) { _ in
             exercise("statusNotification")
         }
-        let databaseObserver = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: client.database, queue: nil) { _ in
+        let databaseObserver = NotificationCenter.default.addObserver(
+            forName: .databaseDidChange, object: client.database, queue: nil
+        ) { _ in
             exercise("databaseNotification")
         }
         defer {
@@ -112,11 +138,11 @@ final class ReentrancySuiteTests: XCTestCase {
         options.onResultReceived = { _ in exercise("onResultReceived") }
         _ = try client.call("plain", options: options) { _ in exercise("completion") }
         _ = try client.call("stubbed") { _ in }
-        harness.receive(frame: "not json")  // an error for the errors stream
+        harness.receive(frame: "not json") // an error for the errors stream
         harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25]))
         harness.flushData()
         await fulfillment(of: [sawLovelace], timeout: 10)
-        harness.dropAndReopen()  // the reconnect hook
+        harness.dropAndReopen() // the reconnect hook
         harness.receive(.connected(session: "SESSION-2"))
         let transport = harness.transport
         // The server answers whatever the callbacks started, round after round (a login is a `wait` method: it goes

@@ -31,8 +31,11 @@ final class ReentrancyTests: XCTestCase {
         let client = harness.client
         let connected = expectation(description: "connected observed")
         let seen = Locked<(onClientQueue: Bool, version: DDPVersion?)?>(nil)
-        let observer = NotificationCenter.default.addObserver(forName: .ddpClientStatusDidChange, object: client, queue: nil) { note in
-            guard let status = note.userInfo?[DDPClient.statusUserInfoKey] as? ConnectionStatus, status.isConnected else { return }
+        let observer = NotificationCenter.default.addObserver(
+            forName: .ddpClientStatusDidChange, object: client, queue: nil
+        ) { note in
+            guard let status = note.userInfo?[DDPClient.statusUserInfoKey] as? ConnectionStatus, status.isConnected
+            else { return }
             seen.mutate { $0 = (client.isOnClientQueue, client.negotiatedVersion) }
             let sub = client.subscribe("from-observer")
             _ = try? client.call("fromObserver") { _ in }
@@ -69,7 +72,7 @@ final class CallInsideATransactionTests: XCTestCase {
         Thread.detachNewThread {
             client.database.performUpdates {
                 client.database.apply(.added(DocumentKey(collectionName: "local", documentID: "1"), ["x": 1]))
-                clientGate.signal()  // the stub now waits for this transaction's lock
+                clientGate.signal() // the stub now waits for this transaction's lock
                 let value = try? client.call("inner") { result in
                     if case .success = result { completed.fulfill() }
                 }

@@ -79,7 +79,8 @@ final class DDPClientSubscriptionTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         let sub = harness.client.subscribe("missing")
-        harness.receive(.nosub(id: sub.id, error: MeteorError(error: .number(404), reason: "Subscription 'missing' not found")))
+        harness.receive(
+            .nosub(id: sub.id, error: MeteorError(error: .number(404), reason: "Subscription 'missing' not found")))
         do {
             try await sub.ready()
             XCTFail("ready must throw")
@@ -218,7 +219,9 @@ final class DDPClientSubscriptionTests: XCTestCase {
         XCTAssertEqual(second, .ready)
         harness.receive(.nosub(id: sub.id, error: MeteorError(error: .number(500), reason: "boom")))
         let third = await updates.next()
-        guard case .failed(let error)? = third else { return XCTFail("expected failed, got \(String(describing: third))") }
+        guard case .failed(let error)? = third else {
+            return XCTFail("expected failed, got \(String(describing: third))")
+        }
         XCTAssertEqual(error.meteorError.reason, "boom")
         let end = await updates.next()
         XCTAssertNil(end, "a failed subscription's status sequence ends")

@@ -48,7 +48,10 @@ final class CancellableContinuationTests: XCTestCase {
         XCTAssertEqual(cancelled.value, 0)
     }
 
-    private func XCTAssertThrowsCancellation(_ task: Task<Int, any Error>, file: StaticString = #filePath, line: UInt = #line) async {
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    private func XCTAssertThrowsCancellation(
+        _ task: Task<Int, any Error>, file: StaticString = #filePath, line: UInt = #line
+    ) async {
         do {
             _ = try await task.value
             XCTFail("returned instead of throwing CancellationError", file: file, line: line)

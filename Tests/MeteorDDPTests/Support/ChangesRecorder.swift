@@ -13,8 +13,10 @@ final class ChangesRecorder: @unchecked Sendable {
     /// Starts recording after every change already committed has been delivered.
     init(_ database: Database) {
         self.database = database
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
-        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) { [weak self] notification in
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
+        observer = NotificationCenter.default.addObserver(forName: .databaseDidChange, object: database, queue: nil) {
+            [weak self] notification in
             guard let changes = notification.userInfo?[DatabaseChanges.userInfoKey] as? DatabaseChanges else { return }
             self?.lock.withLock { self?.recorded.append(changes) }
         }
@@ -26,7 +28,8 @@ final class ChangesRecorder: @unchecked Sendable {
 
     /// Waits until every notification already committed has been delivered, then returns all recorded so far.
     var changes: [DatabaseChanges] {
-        database.notificationQueue.sync {}; database.observerQueue.sync {}
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
         return lock.withLock { recorded }
     }
 }

@@ -17,7 +17,9 @@ extension ClientCore {
     /// Subscribes to `name` (id `sub-<name>`), sends it and, with `ready`, marks it ready; returns its id.
     @discardableResult
     mutating func subscribe(_ name: String, ready: Bool = true) -> String {
-        let (record, _) = session.subscriptions.acquire(name: name, params: [], notInUseTimeout: .zero, userCode: Self.userCode) { "sub-\(name)" }
+        let (record, _) = session.subscriptions.acquire(
+            name: name, params: [], notInUseTimeout: .zero, userCode: Self.userCode
+        ) { "sub-\(name)" }
         session.subscriptions.markSent(record.id)
         if ready { _ = session.subscriptions.ready([record.id]) }
         return record.id

@@ -64,7 +64,8 @@ final class ClientHarness: Sendable {
     func flushData() {
         settle()
         client.updateBuffer.flush()
-        client.database.notificationQueue.sync {}; client.database.observerQueue.sync {}
+        client.database.notificationQueue.sync {}
+        client.database.observerQueue.sync {}
         settle()
     }
 

@@ -6,10 +6,12 @@ import Foundation
 /// Loads the golden vectors copied from ../shared/reference/meteor-vectors into Tests/MeteorDDPTests/Fixtures.
 enum Fixtures {
     static func json(_ name: String) throws -> Any {
-        let url = try XCTUnwrapURL(Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"), name)
+        let url = try XCTUnwrapURL(
+            Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"), name)
         return try JSONSerialization.jsonObject(with: Data(contentsOf: url))
     }
 
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     private static func XCTUnwrapURL(_ url: URL?, _ name: String) throws -> URL {
         guard let url else { throw FixtureMissing(name: name) }
         return url
@@ -42,7 +44,7 @@ extension Database {
         database.apply([
             .added(key("lovelace"), ["score": 25]),
             .added(key("gauss"), ["score": 5]),
-            .added(key("turing"), ["score": 15]),
+            .added(key("turing"), ["score": 15])
         ])
         return database
     }

@@ -1,9 +1,9 @@
 import EJSON
 import Foundation
+@_exported import MeteorDDPTesting
+@_exported import TestSupport
 
 @testable import MeteorDDP
-@_exported import TestSupport
-@_exported import MeteorDDPTesting
 
 /// Counts events (completions, torn reads, reads).
 typealias CountBox = Locked<Int>

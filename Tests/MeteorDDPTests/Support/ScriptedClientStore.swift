@@ -49,7 +49,9 @@ final class ScriptedClientStore: ClientStore, @unchecked Sendable {
 
     func write(_ batch: StoreBatch) throws {
         gate?.pass()
-        if let reason = failure.withLockedValue({ $0 }) { throw PersistenceError(.writeFailed, path: nil, reason: reason) }
+        if let reason = failure.withLockedValue({ $0 }) {
+            throw PersistenceError(.writeFailed, path: nil, reason: reason)
+        }
         writes.withLockedValue { $0 += 1 }
         state.withLockedValue { state in
             for (key, document) in batch.documents {

@@ -43,7 +43,9 @@ final class TranscriptPlayer {
             } else if let direction = step["dir"] as? String, let frame = step["frame"] as? String {
                 if direction == "S->C" {
                     var translated = frame
-                    for (meteor, ours) in ourSubscriptionID { translated = translated.replacingOccurrences(of: meteor, with: ours) }
+                    for (meteor, ours) in ourSubscriptionID {
+                        translated = translated.replacingOccurrences(of: meteor, with: ours)
+                    }
                     harness.receive(frame: translated)
                     harness.flushData()
                 } else {
@@ -63,20 +65,29 @@ final class TranscriptPlayer {
         }
         let actual = sent[consumedFrames]
         consumedFrames += 1
-        if let ours = try? EJSON.parse(actual), let meteor = try? EJSON.parse(expected), ours["msg"] == "sub", meteor["msg"] == "sub",
-            let ourID = ours["id"]?.stringValue, let meteorID = meteor["id"]?.stringValue {
+        if let ours = try? EJSON.parse(actual), let meteor = try? EJSON.parse(expected), ours["msg"] == "sub",
+            meteor["msg"] == "sub",
+            let ourID = ours["id"]?.stringValue, let meteorID = meteor["id"]?.stringValue
+        {
             ourSubscriptionID[meteorID] = ourID
         }
-        XCTAssertEqual(normalise(actual, ours: true), normalise(expected, ours: false), "sent frame #\(consumedFrames)", file: file, line: line)
+        XCTAssertEqual(
+            normalise(actual, ours: true), normalise(expected, ours: false), "sent frame #\(consumedFrames)",
+            file: file, line: line)
     }
 
     /// Replaces random values: sub ids by their order of appearance, randomSeed by a marker.
     private func normalise(_ frame: String, ours: Bool) -> String {
         guard case .object(var object)? = try? EJSON.parse(frame) else { return frame }
         if object["randomSeed"] != nil { object["randomSeed"] = "<seed>" }
-        if let message = object["msg"]?.stringValue, message == "sub" || message == "unsub", let id = object["id"]?.stringValue {
+        if let message = object["msg"]?.stringValue, message == "sub" || message == "unsub",
+            let id = object["id"]?.stringValue
+        {
             let key = (ours ? "ours:" : "meteor:") + id
-            if subscriptionIDs[key] == nil { subscriptionIDs[key] = "<sub\(subscriptionIDs.count(where: { $0.key.hasPrefix(ours ? "ours:" : "meteor:") }) + 1)>" }
+            if subscriptionIDs[key] == nil {
+                subscriptionIDs[key] =
+                    "<sub\(subscriptionIDs.count(where: { $0.key.hasPrefix(ours ? "ours:" : "meteor:") }) + 1)>"
+            }
             object["id"] = .string(subscriptionIDs[key]!)
         }
         return EJSON.stringify(.object(object))

@@ -14,7 +14,9 @@ final class MeteorTranscriptTests: XCTestCase {
 
     func testHandshake() throws {
         let harness = ClientHarness()
-        try TranscriptPlayer("handshake", harness: harness).play(actions: ["socket (re)connected": { self.connect(harness) }])
+        try TranscriptPlayer("handshake", harness: harness).play(actions: [
+            "socket (re)connected": { self.connect(harness) }
+        ])
         XCTAssertEqual(harness.status, .connected)
     }
 
@@ -32,17 +34,23 @@ final class MeteorTranscriptTests: XCTestCase {
                 missing = harness.client.subscribe("missing")
             },
             "handle.stop() sends unsub": { todos?.stop() },
-            "messages without a msg field": { noArgs?.stop() },
+            "messages without a msg field": { noArgs?.stop() }
         ])
         XCTAssertEqual(todos?.status, .stopped)
         XCTAssertEqual(noArgs?.status, .stopped)
         guard case .failed(let error)? = missing?.status else { return XCTFail("missing must fail") }
         XCTAssertEqual(error.meteorError.reason, "Subscription 'missing' not found")
         let cache = harness.client.database
-        XCTAssertEqual(cache.document(DocumentKey(collectionName: "todos", documentID: "t2")).map { EJSONValue.object($0.fields) }, ["text": "eggs", "done": true])
+        XCTAssertEqual(
+            cache.document(DocumentKey(collectionName: "todos", documentID: "t2")).map { EJSONValue.object($0.fields) },
+            ["text": "eggs", "done": true])
         XCTAssertNil(cache.document(DocumentKey(collectionName: "todos", documentID: "t3")))
-        XCTAssertNotNil(cache.document(DocumentKey(collectionName: "later", documentID: "L1")), "data for a collection nobody asked for is kept")
-        XCTAssertNotNil(cache.document(DocumentKey(collectionName: "todos", documentID: "abc")), "\"-abc\" on the wire is the id \"abc\"")
+        XCTAssertNotNil(
+            cache.document(DocumentKey(collectionName: "later", documentID: "L1")),
+            "data for a collection nobody asked for is kept")
+        XCTAssertNotNil(
+            cache.document(DocumentKey(collectionName: "todos", documentID: "abc")),
+            "\"-abc\" on the wire is the id \"abc\"")
         XCTAssertEqual(harness.status, .connected, "bad frames were survived")
     }
 
@@ -56,9 +64,10 @@ final class MeteorTranscriptTests: XCTestCase {
                 _ = try harness.client.call("w", options: MethodOptions(wait: true)) { _ in }
                 _ = try harness.client.call("b") { _ in }
                 _ = try harness.client.call("c") { _ in }
-            },
+            }
         ])
-        XCTAssertNotNil(harness.document("todos", "d1"), "the data held during the wait method was applied after its updated")
+        XCTAssertNotNil(
+            harness.document("todos", "d1"), "the data held during the wait method was applied after its updated")
     }
 
     func testMethodsAndLatencyCompensation() throws {
@@ -78,20 +87,30 @@ final class MeteorTranscriptTests: XCTestCase {
                 self.connect(harness)
                 harness.receive(.connected(session: "S1"))
             },
-            "call with a stub that inserts": { _ = try harness.client.call("addTodo", params: ["milk"]) { results.record("1", $0) } },
-            "updated BEFORE result": { _ = try harness.client.call("setDone", params: ["GQJf4S4bBLHoiXLZR"]) { results.record("2", $0) } },
-            "stub insert that the server never confirms": { _ = try harness.client.call("addTodo", params: ["ghost"]) { results.record("3", $0) } },
+            "call with a stub that inserts": {
+                _ = try harness.client.call("addTodo", params: ["milk"]) { results.record("1", $0) }
+            },
+            "updated BEFORE result": {
+                _ = try harness.client.call("setDone", params: ["GQJf4S4bBLHoiXLZR"]) { results.record("2", $0) }
+            },
+            "stub insert that the server never confirms": {
+                _ = try harness.client.call("addTodo", params: ["ghost"]) { results.record("3", $0) }
+            },
             "method without stub": {
-                _ = try harness.client.call("noStub", params: [1, .date(millisecondsSince1970: 0), .binary(Data([1, 2]))]) { results.record("4", $0) }
+                _ = try harness.client.call(
+                    "noStub", params: [1, .date(millisecondsSince1970: 0), .binary(Data([1, 2]))]
+                ) { results.record("4", $0) }
             },
             "internal server errors": { _ = try harness.client.call("boom") { results.record("5", $0) } },
-            "a throwing stub is logged": { _ = try harness.client.call("failingStub") { results.record("6", $0) } },
+            "a throwing stub is logged": { _ = try harness.client.call("failingStub") { results.record("6", $0) } }
         ])
         harness.client.callbackQueue.sync {}
         XCTAssertEqual(results.ids, ["1", "2", "3", "4", "5", "6"], "every call completed once, in order")
-        XCTAssertEqual(harness.document("todos", "GQJf4S4bBLHoiXLZR").map { EJSONValue.object($0.fields) },
-                       ["text": "milk", "done": true, "createdAt": .date(millisecondsSince1970: 1_700_000_000_000)])
-        XCTAssertEqual(harness.client.database.collection("todos").count, 1, "the unconfirmed stub inserts were reverted")
+        XCTAssertEqual(
+            harness.document("todos", "GQJf4S4bBLHoiXLZR").map { EJSONValue.object($0.fields) },
+            ["text": "milk", "done": true, "createdAt": .date(millisecondsSince1970: 1_700_000_000_000)])
+        XCTAssertEqual(
+            harness.client.database.collection("todos").count, 1, "the unconfirmed stub inserts were reverted")
     }
 
     func testReconnect() throws {
@@ -116,13 +135,15 @@ final class MeteorTranscriptTests: XCTestCase {
             },
             "connection lost": {
                 let client = harness.client
-                client.onReconnect("reauth") { _ = try? client.call("reauth", params: ["token"]) { results.record("4", $0) } }
+                client.onReconnect("reauth") {
+                    _ = try? client.call("reauth", params: ["token"]) { results.record("4", $0) }
+                }
                 harness.settle()
                 harness.transport.fail()
                 harness.settle()
                 harness.advance(by: .milliseconds(10))
                 harness.transport.open()
-            },
+            }
         ])
         harness.client.callbackQueue.sync {}
         XCTAssertEqual(todos?.status, .ready)
@@ -130,7 +151,8 @@ final class MeteorTranscriptTests: XCTestCase {
         XCTAssertEqual(results.ids.count, 4)
         guard case .failure(let error as MethodError)? = payment.result else { return XCTFail("payment must fail") }
         XCTAssertEqual(error.kind, .invocationFailed)
-        XCTAssertEqual(harness.client.database.collection("todos").documents.map(\.id), ["old1"],
-                       "the reset dropped the stub-inserted document the server never sent")
+        XCTAssertEqual(
+            harness.client.database.collection("todos").documents.map(\.id), ["old1"],
+            "the reset dropped the stub-inserted document the server never sent")
     }
 }

@@ -80,7 +80,9 @@ public final class LiveQuery: Sendable {
     /// - Returns: A token; ``ObservationToken/cancel()`` stops the handler (no call starts after it returns).
     ///   Releasing the token does not stop it: the handler lives as long as the live query.
     @discardableResult
-    public func onChange(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void) -> ObservationToken {
+    public func onChange(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void)
+        -> ObservationToken
+    {
         let queue = queue ?? DispatchQueue(label: "MeteorDDP.LiveQuery.onChange")
         let cancelled = NIOLockedValueBox(false)
         let token = core.makeToken()

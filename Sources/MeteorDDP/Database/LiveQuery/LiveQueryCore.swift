@@ -151,7 +151,9 @@ final class LiveQueryCore: @unchecked Sendable {
         return sorted.firstIndex { $0.id == version.id }!
     }
 
-    private static func merge(_ a: [Document], _ b: [Document], by areInIncreasingOrder: (Document, Document) -> Bool) -> [Document] {
+    private static func merge(_ a: [Document], _ b: [Document], by areInIncreasingOrder: (Document, Document) -> Bool)
+        -> [Document]
+    {
         var merged: [Document] = []
         merged.reserveCapacity(a.count + b.count)
         var i = 0
@@ -207,7 +209,11 @@ final class LiveQueryCore: @unchecked Sendable {
         for change in difference {
             switch change {
             case .remove(let offset, _, let associated):
-                if let associated { diff.moved.append(.init(from: offset, to: associated)) } else { diff.removed.append(offset) }
+                if let associated {
+                    diff.moved.append(.init(from: offset, to: associated))
+                } else {
+                    diff.removed.append(offset)
+                }
             case .insert(let offset, _, let associated):
                 if associated == nil { diff.inserted.append(offset) }
             }

@@ -84,7 +84,12 @@ final class LiveQuerySnapshotsSubscriber: Sendable {
                     state.pending = nil
                     state.coalesced = false
                     state.lastTaken = pending.documents
-                    return .some((firstEver ? LiveQuerySnapshot(documents: pending.documents, diff: LiveQueryDiff()) : pending, firstEver ? nil : rediffFrom))
+                    return .some(
+                        (
+                            firstEver
+                                ? LiveQuerySnapshot(documents: pending.documents, diff: LiveQueryDiff()) : pending,
+                            firstEver ? nil : rediffFrom
+                        ))
                 }
                 if state.finished { return .some(nil) }
                 state.waiter = continuation

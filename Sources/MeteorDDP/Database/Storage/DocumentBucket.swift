@@ -22,13 +22,16 @@ struct DocumentBucket {
     let rawPointer: UnsafeMutableRawPointer
 
     private var header: UnsafeMutablePointer<Header> { rawPointer.assumingMemoryBound(to: Header.self) }
-    private var entries: UnsafeMutablePointer<Entry> { (rawPointer + Self.entriesOffset).assumingMemoryBound(to: Entry.self) }
+    private var entries: UnsafeMutablePointer<Entry> {
+        (rawPointer + Self.entriesOffset).assumingMemoryBound(to: Entry.self)
+    }
 
     /// An empty bucket with room for `capacity` entries.
     static func allocate(capacity: Int, epoch: UInt64) -> DocumentBucket {
         let raw = UnsafeMutableRawPointer.allocate(
             byteCount: entriesOffset + capacity * MemoryLayout<Entry>.stride, alignment: MemoryLayout<Entry>.alignment)
-        raw.initializeMemory(as: Header.self, repeating: Header(epoch: epoch, capacity: Int32(capacity), count: 0), count: 1)
+        raw.initializeMemory(
+            as: Header.self, repeating: Header(epoch: epoch, capacity: Int32(capacity), count: 0), count: 1)
         return DocumentBucket(rawPointer: raw)
     }
 
@@ -70,7 +73,10 @@ struct DocumentBucket {
 
     /// Appends `document`, retaining it.
     func append(hash: Int, change: Int32, document: Document) {
-        append(Entry(hash: UInt32(truncatingIfNeeded: hash), change: change, document: Unmanaged.passRetained(document.storage)))
+        append(
+            Entry(
+                hash: UInt32(truncatingIfNeeded: hash), change: change,
+                document: Unmanaged.passRetained(document.storage)))
     }
 
     /// Appends every entry of `other` (no retains: the entries' ownership stays with whoever had it). Changes listed

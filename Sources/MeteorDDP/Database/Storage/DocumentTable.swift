@@ -73,7 +73,8 @@ struct DocumentTable: @unchecked Sendable {
     // MARK: - Writing
 
     /// Where the document with an id is, or would go, in one version of the table: found once for a write
-    /// (``locate(_:epoch:)``), then written there (``write(_:change:at:epoch:retiring:)``) with nothing written between.
+    /// (``locate(_:epoch:)``), then written there (``write(_:change:at:epoch:retiring:)``) with nothing written
+    /// between.
     struct Location {
         let hash: Int
         /// Its position in its bucket (`nil`: no such document).
@@ -95,17 +96,21 @@ struct DocumentTable: @unchecked Sendable {
     /// answer; a document moved by a removal or a rebuild is looked up again, with the hash already known.)
     func locate(_ id: String, epoch: UInt64, knownAt earlier: Location) -> Location {
         if let position = earlier.position, let found = earlier.document, let directory,
-           let bucket = directory[earlier.hash & (bucketCount &- 1)], position < bucket.count,
-           bucket.entry(at: position).document.toOpaque() == found.toOpaque() {
+            let bucket = directory[earlier.hash & (bucketCount &- 1)], position < bucket.count,
+            bucket.entry(at: position).document.toOpaque() == found.toOpaque()
+        {
             return Location(
-                hash: earlier.hash, position: position, change: bucket.epoch == epoch ? bucket.change(at: position) : -1,
+                hash: earlier.hash, position: position,
+                change: bucket.epoch == epoch ? bucket.change(at: position) : -1,
                 document: found)
         }
         return locate(id, hash: earlier.hash, epoch: epoch)
     }
 
     private func locate(_ id: String, hash: Int, epoch: UInt64) -> Location {
-        guard let directory, let bucket = directory[hash & (bucketCount &- 1)], let position = bucket.position(of: id, hash: hash) else {
+        guard let directory, let bucket = directory[hash & (bucketCount &- 1)],
+            let position = bucket.position(of: id, hash: hash)
+        else {
             return Location(hash: hash, position: nil, change: -1, document: nil)
         }
         return Location(
@@ -117,20 +122,26 @@ struct DocumentTable: @unchecked Sendable {
     /// `epoch` (greater than that of every version before). What the previous version still uses and this one no
     /// longer does goes to `retired`. The directory and the bucket are copied only if an earlier version owns them and
     /// something actually changes.
-    mutating func write(_ new: Document?, change: Int32, at location: Location, epoch: UInt64, retiring retired: inout RetiredMemory) {
+    mutating func write(
+        _ new: Document?, change: Int32, at location: Location, epoch: UInt64, retiring retired: inout RetiredMemory
+    ) {
         let hash = location.hash
-        assert(location.position == nil
-               || directory?[hash & (bucketCount &- 1)]?.entry(at: location.position!).document.toOpaque() == location.document?.toOpaque(),
-               "a location written after the table changed")
+        assert(
+            location.position == nil
+                || directory?[hash & (bucketCount &- 1)]?.entry(at: location.position!).document.toOpaque()
+                    == location.document?.toOpaque(),
+            "a location written after the table changed")
         switch (location.position, new) {
         case (let position?, let new?):
             let replacing = Unmanaged.passUnretained(new.storage).toOpaque() != location.document!.toOpaque()
             guard replacing || change != location.change else { return }
-            let writable = writableBucket(at: hash & (bucketCount &- 1), epoch: epoch, minimumCapacity: 0, retired: &retired)
+            let writable = writableBucket(
+                at: hash & (bucketCount &- 1), epoch: epoch, minimumCapacity: 0, retired: &retired)
             if replacing { retired.documents.append(writable.replaceDocument(at: position, with: new)) }
             writable.setChange(change, at: position)
         case (let position?, nil):
-            let writable = writableBucket(at: hash & (bucketCount &- 1), epoch: epoch, minimumCapacity: 0, retired: &retired)
+            let writable = writableBucket(
+                at: hash & (bucketCount &- 1), epoch: epoch, minimumCapacity: 0, retired: &retired)
             retired.documents.append(writable.removeDocument(at: position))
             count -= 1
             if count == 0 {
@@ -141,10 +152,13 @@ struct DocumentTable: @unchecked Sendable {
         case (nil, let new?):
             if directory == nil { rebuild(bucketCount: Self.minimumBucketCount, epoch: epoch, retired: &retired) }
             let index = hash & (bucketCount - 1)
-            let writable = writableBucket(at: index, epoch: epoch, minimumCapacity: (directory![index]?.count ?? 0) + 1, retired: &retired)
+            let writable = writableBucket(
+                at: index, epoch: epoch, minimumCapacity: (directory![index]?.count ?? 0) + 1, retired: &retired)
             writable.append(hash: hash, change: change, document: new)
             count += 1
-            if count > bucketCount * Self.maximumLoad { rebuild(bucketCount: bucketCount * 2, epoch: epoch, retired: &retired) }
+            if count > bucketCount * Self.maximumLoad {
+                rebuild(bucketCount: bucketCount * 2, epoch: epoch, retired: &retired)
+            }
         case (nil, nil):
             break
         }
@@ -169,7 +183,9 @@ struct DocumentTable: @unchecked Sendable {
 
     /// The bucket at `index`, writable by the transaction `epoch` and with room for `minimumCapacity` entries: the
     /// directory and the bucket are copied first if an earlier version owns them.
-    private mutating func writableBucket(at index: Int, epoch: UInt64, minimumCapacity: Int, retired: inout RetiredMemory) -> DocumentBucket {
+    private mutating func writableBucket(
+        at index: Int, epoch: UInt64, minimumCapacity: Int, retired: inout RetiredMemory
+    ) -> DocumentBucket {
         if self.epoch != epoch {
             let copy = UnsafeMutablePointer<DocumentBucket?>.allocate(capacity: bucketCount)
             copy.initialize(from: directory!, count: bucketCount)

@@ -9,7 +9,8 @@ import Foundation
 /// a document is copied or freed. Packed, a document is a single allocation about the size of its JSON, copied and
 /// freed in one step, and a change to two fields is a byte-level patch.
 ///
-/// Layout of the fields, in order: `name length (varint) · name (UTF-8) · value`. A value is a tag byte and its payload:
+/// Layout of the fields, in order: `name length (varint) · name (UTF-8) · value`. A value is a tag byte and its
+/// payload:
 ///
 /// | tag | payload |
 /// |---|---|
@@ -25,6 +26,7 @@ import Foundation
 /// Numbers, dates and NaN are written in one canonical form, so equal scalars have equal bytes; only object key order
 /// and `-0` can make equal values differ byte-wise, which ``PackedFields/valuesEqual(_:_:)`` handles.
 enum PackedFields {
+    // swift-format-ignore: OneCasePerLine
     enum Tag: UInt8 {
         case null = 0, `false`, `true`, double, integer, string, array, object, date, binary, custom
         /// Two strings: the pattern, then the normalised flags (so equal expressions have equal bytes).
@@ -298,7 +300,9 @@ extension PackedFields {
     /// containers whose objects may list keys in another order).
     static func valuesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         if bytesEqual(a, b) { return true }
-        guard let tagA = a.first.flatMap(Tag.init(rawValue:)), let tagB = b.first.flatMap(Tag.init(rawValue:)) else { return false }
+        guard let tagA = a.first.flatMap(Tag.init(rawValue:)), let tagB = b.first.flatMap(Tag.init(rawValue:)) else {
+            return false
+        }
         switch (tagA, tagB) {
         case (.double, .double), (.double, .integer), (.integer, .double):
             var readerA = PackedFieldsReader(base: a.baseAddress!)

@@ -42,9 +42,13 @@ public struct PackedFieldsValidator {
         mutating func insert(_ name: UnsafeRawBufferPointer) throws(Invalid) {
             if spans.count >= 16 {
                 if set == nil { set = Set(spans.map { String(decoding: $0, as: UTF8.self) }) }
-                guard set!.insert(String(decoding: name, as: UTF8.self)).inserted else { throw Invalid(description: "a field name repeated") }
+                guard set!.insert(String(decoding: name, as: UTF8.self)).inserted else {
+                    throw Invalid(description: "a field name repeated")
+                }
             } else {
-                for seen in spans where PackedFields.bytesEqual(seen, name) { throw Invalid(description: "a field name repeated") }
+                for seen in spans where PackedFields.bytesEqual(seen, name) {
+                    throw Invalid(description: "a field name repeated")
+                }
             }
             spans.append(name)
         }
@@ -65,7 +69,9 @@ public struct PackedFieldsValidator {
             let next = try byte()
             result |= UInt64(next & 0x7F) << shift
             if next < 0x80 {
-                guard next != 0 || shift == 0 else { throw Invalid(description: "a varint not in its shortest form at byte \(offset - 1)") }
+                guard next != 0 || shift == 0 else {
+                    throw Invalid(description: "a varint not in its shortest form at byte \(offset - 1)")
+                }
                 return result
             }
             shift += 7
@@ -76,7 +82,9 @@ public struct PackedFieldsValidator {
     /// A length-prefixed run of bytes.
     private mutating func span() throws(Invalid) -> UnsafeRawBufferPointer {
         let count = try varint()
-        guard count <= UInt64(bytes.count - offset) else { throw Invalid(description: "a length past the end at byte \(offset)") }
+        guard count <= UInt64(bytes.count - offset) else {
+            throw Invalid(description: "a length past the end at byte \(offset)")
+        }
         defer { offset += Int(count) }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + Int(count))])
     }
@@ -99,7 +107,9 @@ public struct PackedFieldsValidator {
         guard bytes.count - offset >= 4 else { throw Invalid(description: "truncated container at byte \(offset)") }
         let count = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         offset += 4
-        guard count <= bytes.count - offset else { throw Invalid(description: "a container past the end at byte \(offset)") }
+        guard count <= bytes.count - offset else {
+            throw Invalid(description: "a container past the end at byte \(offset)")
+        }
         return offset + count
     }
 
@@ -113,23 +123,30 @@ public struct PackedFieldsValidator {
     private mutating func value(depth: Int) throws(Invalid) {
         guard depth < Self.maximumDepth else { throw Invalid(description: "nested deeper than \(Self.maximumDepth)") }
         let raw = try byte()
-        guard let tag = PackedFields.Tag(rawValue: raw) else { throw Invalid(description: "unknown tag \(raw) at byte \(offset - 1)") }
+        guard let tag = PackedFields.Tag(rawValue: raw) else {
+            throw Invalid(description: "unknown tag \(raw) at byte \(offset - 1)")
+        }
         switch tag {
         case .null, .false, .true:
             break
         case .double:
             let number = try double()
-            guard PackedFields.exactInteger(number) == nil, !number.isNaN || number.bitPattern == Double.nan.bitPattern else {
+            guard PackedFields.exactInteger(number) == nil, !number.isNaN || number.bitPattern == Double.nan.bitPattern
+            else {
                 throw Invalid(description: "a number not in its canonical form at byte \(offset - 8)")
             }
         case .date:
             let milliseconds = try double()
-            guard !milliseconds.isNaN || milliseconds.bitPattern == Double.nan.bitPattern, milliseconds.bitPattern != (-0.0).bitPattern else {
+            guard !milliseconds.isNaN || milliseconds.bitPattern == Double.nan.bitPattern,
+                milliseconds.bitPattern != (-0.0).bitPattern
+            else {
                 throw Invalid(description: "a date not in its canonical form at byte \(offset - 8)")
             }
         case .integer:
             let integer = PackedFields.unzigzag(try varint())
-            guard integer.magnitude <= UInt64(PackedFields.maximumExactInteger) else { throw Invalid(description: "an integer out of range") }
+            guard integer.magnitude <= UInt64(PackedFields.maximumExactInteger) else {
+                throw Invalid(description: "an integer out of range")
+            }
         case .string:
             _ = try text()
         case .binary:
@@ -137,17 +154,23 @@ public struct PackedFieldsValidator {
         case .regularExpression:
             _ = try text()
             let flags = String(decoding: try text(), as: UTF8.self)
-            guard EJSONValue.normalizedRegularExpressionFlags(flags) == flags else { throw Invalid(description: "regular expression flags not normalised") }
+            guard EJSONValue.normalizedRegularExpressionFlags(flags) == flags else {
+                throw Invalid(description: "regular expression flags not normalised")
+            }
         case .array:
             let end = try containerEnd()
             let count = try varint()
-            guard offset <= end, count <= UInt64(end - offset) else { throw Invalid(description: "an array longer than its bytes") }
+            guard offset <= end, count <= UInt64(end - offset) else {
+                throw Invalid(description: "an array longer than its bytes")
+            }
             for _ in 0..<count { try value(depth: depth + 1) }
             guard offset == end else { throw Invalid(description: "an array's size does not match its contents") }
         case .object:
             let end = try containerEnd()
             let count = try varint()
-            guard offset <= end, count <= UInt64(end - offset) else { throw Invalid(description: "an object longer than its bytes") }
+            guard offset <= end, count <= UInt64(end - offset) else {
+                throw Invalid(description: "an object longer than its bytes")
+            }
             var names = FieldNames()
             for _ in 0..<count { try field(depth: depth + 1, names: &names) }
             guard offset == end else { throw Invalid(description: "an object's size does not match its contents") }
@@ -174,12 +197,20 @@ public struct PackedFieldsValidator {
             var upper: UInt8 = 0xBF
             switch lead {
             case 0xC2...0xDF: length = 2
-            case 0xE0: length = 3; lower = 0xA0
+            case 0xE0:
+                length = 3
+                lower = 0xA0
             case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED: length = 3; upper = 0x9F
-            case 0xF0: length = 4; lower = 0x90
+            case 0xED:
+                length = 3
+                upper = 0x9F
+            case 0xF0:
+                length = 4
+                lower = 0x90
             case 0xF1...0xF3: length = 4
-            case 0xF4: length = 4; upper = 0x8F
+            case 0xF4:
+                length = 4
+                upper = 0x8F
             default: return false
             }
             guard count - index >= length else { return false }
@@ -195,7 +226,8 @@ public struct PackedFieldsValidator {
 extension Document {
     /// A document from packed fields read from outside this process (validated first). SPI for the fuzz target.
     @_spi(Storage)
-    public init(id: String, validatingPackedFields bytes: UnsafeRawBufferPointer) throws(PackedFieldsValidator.Invalid) {
+    public init(id: String, validatingPackedFields bytes: UnsafeRawBufferPointer) throws(PackedFieldsValidator.Invalid)
+    {
         let fieldCount = try PackedFieldsValidator.fieldCount(of: bytes)
         self.init(id: id, fieldCount: fieldCount, packedFields: bytes)
     }

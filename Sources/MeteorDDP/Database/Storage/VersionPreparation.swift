@@ -6,10 +6,10 @@ import Foundation
 ///
 /// The helper reads only the snapshot the transaction started from (immutable, kept alive here) and the updates of
 /// the chunks it claimed (the writer moves an update out of the batch only once no helper can read it: its own
-/// chunks, and the helper's once `done`). A version is made against the document as it was in that snapshot, and the writer takes it only if
-/// the document it finds is still that very version (an update earlier in the batch, or earlier in the transaction,
-/// may have written it since): otherwise the writer makes the version itself, as it always did. Nothing the helper
-/// does can change what is written, only who computes it.
+/// chunks, and the helper's once `done`). A version is made against the document as it was in that snapshot, and the
+/// writer takes it only if the document it finds is still that very version (an update earlier in the batch, or earlier
+/// in the transaction, may have written it since): otherwise the writer makes the version itself, as it always did.
+/// Nothing the helper does can change what is written, only who computes it.
 ///
 /// The batch is cut into chunks, claimed in order by whichever thread gets there first: the writer claims the chunk
 /// it reaches if the helper has not (and makes its versions itself, as without a helper); a chunk the helper claimed
@@ -19,9 +19,9 @@ import Foundation
 /// still inside a chunk (at most one chunk's work), since the helper reads the batch's memory.
 final class VersionPreparation: @unchecked Sendable {
     // @unchecked because: the helper reads `updates` only in chunks it claimed, before setting their `done` flag
-    // (releasing); the writer moves updates out of its own chunks and of chunks it saw `done` (acquiring); claims go through
-    // one atomic counter; `prepared` slots of a chunk are written by the helper before it sets the chunk's `done`
-    // flag (releasing) and read by the writer only after seeing it set (acquiring).
+    // (releasing); the writer moves updates out of its own chunks and of chunks it saw `done` (acquiring); claims go
+    // through one atomic counter; `prepared` slots of a chunk are written by the helper before it sets the chunk's
+    // `done` flag (releasing) and read by the writer only after seeing it set (acquiring).
 
     /// A new version made for an update, and where the version it was made from was found.
     struct PreparedVersion {
@@ -33,7 +33,8 @@ final class VersionPreparation: @unchecked Sendable {
 
         /// The prepared version if it was made from `current` (the document as the writer finds it).
         func document(for current: Document?) -> Document? {
-            found.document?.toOpaque() == current.map { Unmanaged.passUnretained($0.storage).toOpaque() } ? document : nil
+            found.document?.toOpaque() == current.map { Unmanaged.passUnretained($0.storage).toOpaque() }
+                ? document : nil
         }
     }
 
@@ -88,7 +89,10 @@ final class VersionPreparation: @unchecked Sendable {
 
     /// Starts preparing `updates` against `snapshot` on a global queue. `updates` must stay valid until
     /// ``finish()`` returns.
-    init(updates: UnsafeBufferPointer<CacheUpdate>, snapshot: DatabaseSnapshot, helperClaimed: (@Sendable (Int) -> Void)? = nil) {
+    init(
+        updates: UnsafeBufferPointer<CacheUpdate>, snapshot: DatabaseSnapshot,
+        helperClaimed: (@Sendable (Int) -> Void)? = nil
+    ) {
         self.updates = updates
         self.snapshot = snapshot
         self.helperClaimed = helperClaimed
@@ -177,10 +181,13 @@ final class VersionPreparation: @unchecked Sendable {
         }
     }
 
-    private func prepare(_ update: CacheUpdate, table: inout (name: String, table: DocumentTable)?) -> PreparedVersion? {
+    private func prepare(_ update: CacheUpdate, table: inout (name: String, table: DocumentTable)?) -> PreparedVersion?
+    {
         /// Where the snapshot has the document, and the document (`nil`: it has none).
         func find(_ key: DocumentKey) -> (DocumentTable.Location, Document)? {
-            if table?.name != key.collectionName { table = (key.collectionName, snapshot.documents(in: key.collectionName)) }
+            if table?.name != key.collectionName {
+                table = (key.collectionName, snapshot.documents(in: key.collectionName))
+            }
             let found = table!.table.locate(key.documentID, epoch: 0)
             return found.document.map { (found, Document(storage: $0.takeUnretainedValue())) }
         }
