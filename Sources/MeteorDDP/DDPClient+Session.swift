@@ -10,8 +10,8 @@ extension DDPClient {
     /// session is handled in Meteor's order; the socket's thread never waits for them.
     func sessionDidReset() {
         dispatchPrecondition(condition: .onQueue(queue))
-        persistenceSocketReset()
         let reset = core.socketReset()
+        for record in reset.stoppedSubscriptions { record.shared.update(.stopped) }
         for invocation in reset.failedCalls {
             logger.debug(
                 "method failed by the reconnect (noRetry)",
@@ -51,7 +51,7 @@ extension DDPClient {
 
     private func reconnectHooksRan() {
         let (calls, subscriptions) = core.reconnectHooksRan()
-        sendInvocations(calls)
+        send(calls: calls)
         for record in subscriptions { send(.sub(id: record.id, name: record.name, params: record.params)) }
     }
 

@@ -57,8 +57,6 @@ public final class DDPClient: @unchecked Sendable {
     var timers: [TimerPurpose: (generation: Int, action: any ScheduledAction)] = [:]
     /// Confined to `queue`.
     var timerGeneration = 0
-    /// Whether `close()` was called. Confined to `queue`.
-    var isClosed = false
 
     /// Method stubs by name, readable from any thread. Protected by its lock.
     let stubs = NIOLockedValueBox<[String: MethodStub]>([:])

@@ -10,7 +10,7 @@ import NIOPosix
 extension DDPClient {
     /// Starts connecting (and keeps reconnecting with back-off until ``disconnect()``).
     public func connect() {
-        queue.async { if !self.isClosed { self.perform(self.core.machine.connectRequested()) } }
+        queue.async { if !self.core.isClosed { self.perform(self.core.machine.connectRequested()) } }
     }
 
     /// Connects and returns once the DDP session is established (the server sent `connected`).
@@ -56,19 +56,19 @@ extension DDPClient {
 
     /// Disconnects and stops retrying. Subscriptions and pending methods are kept for the next ``connect()``.
     public func disconnect() {
-        queue.async { if !self.isClosed { self.perform(self.core.machine.disconnectRequested()) } }
+        queue.async { if !self.core.isClosed { self.perform(self.core.machine.disconnectRequested()) } }
     }
 
     /// Retries at once when waiting for the back-off; connects again after ``disconnect()`` or a failure.
     public func reconnect() {
-        queue.async { if !self.isClosed { self.perform(self.core.machine.reconnectRequested()) } }
+        queue.async { if !self.core.isClosed { self.perform(self.core.machine.reconnectRequested()) } }
     }
 
     /// Tells the client the network is reachable again: a client waiting for its back-off, or offline because the
     /// connection was lost while the network was unreachable, connects at once (not after ``disconnect()``).
     public func networkDidBecomeReachable() {
         queue.async {
-            if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: true)) }
+            if !self.core.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: true)) }
         }
     }
 
@@ -76,7 +76,7 @@ extension DDPClient {
     /// until ``networkDidBecomeReachable()``.
     public func networkDidBecomeUnreachable() {
         queue.async {
-            if !self.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: false)) }
+            if !self.core.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: false)) }
         }
     }
 
@@ -90,17 +90,17 @@ extension DDPClient {
     /// disk. Before a process exits, `await client.flushStore()` (``logout()`` itself waits for its erasure).
     public func close() {
         queue.async {
-            guard !self.isClosed else { return }
+            guard !self.core.isClosed else { return }
             self.perform(self.core.machine.disconnectRequested())
-            self.isClosed = true
+            guard let closing = self.core.close() else { return }
             // A closed client logs nobody in (a stored account's resume may not even have been sent).
             self.accountState.withLockedValue { $0.loggingIn = false }
-            for invocation in self.core.session.methods.removeAll() {
+            for invocation in closing.failedCalls {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
                 let completion = invocation.completion
                 self.userCode.run { completion(.failure(failure)) }
             }
-            for record in self.core.session.subscriptions.removeAll() { record.shared.update(.stopped) }
+            for record in closing.stoppedSubscriptions { record.shared.update(.stopped) }
             self.judgeRestoredCallsAwaitingServerData(force: true)
             self.persistence?.restoredCalls.clientClosed()
             self.statusBroadcaster.finish()

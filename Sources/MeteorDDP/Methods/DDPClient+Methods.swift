@@ -102,7 +102,7 @@ extension DDPClient {
         }
         let stub = stubs.withLockedValue { $0[name] }
         return try onClientQueue {
-            if isClosed {
+            if core.isClosed {
                 // Nothing would ever answer (or restore what a stub wrote): the call fails at once, as the calls
                 // pending at close() did.
                 let onDurable = options.onDurable
@@ -161,8 +161,8 @@ extension DDPClient {
                 completion: completion
             )
             invocation.completesInline = completesInline
-            persistCall(invocation, randomSeed: randomSeed, params: params, stubOriginals: stubOriginals)
-            sendInvocations(core.session.methods.enqueue(invocation))
+            let kept = persistCall(invocation, randomSeed: randomSeed, params: params, stubOriginals: stubOriginals)
+            send(calls: core.callMade(invocation, kept: kept))
             return options.returnStubValue ? stubValue : nil
         }
     }

@@ -18,12 +18,6 @@ final class ClientPersistence: @unchecked Sendable {
     /// The subscriptions that were active when the app stopped, until the reconciliation delay ends. Confined to the
     /// client queue.
     var restoredSubscriptions: Set<StoredSubscription> = []
-    /// Calls kept in the store, not completed yet. Confined to the client queue.
-    var persistedMethods: Set<String> = []
-    /// Calls whose record is not on disk yet. Confined to the client queue.
-    var notDurable: Set<String> = []
-    /// Calls to send once they (and the ones before them) are on disk, in order. Confined to the client queue.
-    var awaitingDurability: [MethodCoordinator.Invocation] = []
     /// The subscriptions last handed to the store. Confined to the client queue.
     var storedSubscriptions: [StoredSubscription] = []
     /// What `storedSubscriptions` was made from (the records' version; how many restored ones were added, -1 for
@@ -137,8 +131,7 @@ extension DDPClient {
                     invocation.result = .failure(MethodError.invocationFailed(method.name))
                 case nil: break
                 }
-                core.session.methods.restore(invocation)
-                persistence.persistedMethods.insert(method.id)
+                core.callRestored(invocation)
             }
             persistence.restoredStubEffects = Self.restoredStubEffects(state)
             persistence.restoredSubscriptions = Set(state.subscriptions)
@@ -222,24 +215,23 @@ extension DDPClient {
     // MARK: - Calls
 
     /// A call was made (on the client queue, after its stub ran): unless its method stays in memory, its record goes
-    /// to the store, and its frame waits until it is on disk.
+    /// to the store, and its frame waits until it is on disk (the core's ``DurabilityGate``). Returns whether it is
+    /// kept.
     ///
     /// `stubOriginals` are the versions from before the stub of each document it wrote; the cache holds the versions
     /// it left (server data for them is kept aside from now on), so what the stub did is recorded with the call.
     func persistCall(
         _ invocation: MethodCoordinator.Invocation, randomSeed: String?, params: [EJSONValue],
         stubOriginals: [(DocumentKey, EJSONObject?)]
-    ) {
+    ) -> Bool {
         guard let persistence, !invocation.options.keepsInMemoryOnly,
             !persistence.settings.memoryOnlyMethods.contains(invocation.name),
             !persistence.writer.hasFailed
         else {
             if let onDurable = invocation.options.onDurable { userCode.run { onDurable(false) } }
-            return
+            return false
         }
         let id = invocation.id
-        persistence.persistedMethods.insert(id)
-        persistence.notDurable.insert(id)
         // The stub's server versions first: they are in the same batch as the call, or an earlier one.
         persistSessionChanges()
         let effects = stubOriginals.map { key, before in
@@ -257,41 +249,15 @@ extension DDPClient {
                 let stored = !writer.hasFailed
                 self.userCode.run { onDurable(stored) }
             }
-            self.queue.async { self.callBecameDurable(id) }
+            self.queue.async { self.send(calls: self.core.callBecameDurable(id)) }
         }
-    }
-
-    /// Whether `invocation` must wait for the store before going out (it, or a call before it, is not on disk).
-    func mustAwaitDurability(_ invocation: MethodCoordinator.Invocation) -> Bool {
-        guard let persistence else { return false }
-        guard !persistence.awaitingDurability.isEmpty || persistence.notDurable.contains(invocation.id) else {
-            return false
-        }
-        persistence.awaitingDurability.append(invocation)
         return true
-    }
-
-    private func callBecameDurable(_ id: String) {
-        guard let persistence else { return }
-        persistence.notDurable.remove(id)
-        while let first = persistence.awaitingDurability.first, !persistence.notDurable.contains(first.id) {
-            persistence.awaitingDurability.removeFirst()
-            // A reset since then re-sends it through the blocks (or it completed meanwhile).
-            guard core.session.methods.isSent(first.id) else { continue }
-            transmit(first)
-        }
-    }
-
-    /// A new socket: calls waiting for the disk go out again through the method blocks.
-    func persistenceSocketReset() {
-        persistence?.awaitingDurability = []
     }
 
     /// The server answered a kept call before its data was visible: the answer is kept too (after a restart the
     /// call is not sent again; it completes at reconciliation, as after a reconnect).
     func persistResult(_ invocation: MethodCoordinator.Invocation) {
-        guard let persistence, persistence.persistedMethods.contains(invocation.id), let result = invocation.result
-        else { return }
+        guard let persistence, let result = invocation.result else { return }
         switch result {
         case .success(let value): persistence.writer.methodResult(invocation.id, .value(value))
         case .failure(let error):
@@ -303,9 +269,9 @@ extension DDPClient {
     /// A call completed: if restored, whether the server already had its effect is noted first; if kept, it leaves
     /// the store, and the documents held for it are written at their current state in the same batch (the server
     /// versions noted so far are handed over first, to go with them).
-    func persistCompletion(_ id: String) {
+    func persistCompletion(_ id: String, wasKept: Bool) {
         noteRestoredCallServerVersions(id)
-        guard let persistence, persistence.persistedMethods.remove(id) != nil else { return }
+        guard let persistence, wasKept else { return }
         persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
         persistence.writer.methodRemoved(id)
     }
@@ -361,7 +327,7 @@ extension DDPClient {
         guard let persistence else { return }
         persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
         // close() stopped the subscriptions here, not in the app: the store keeps those it had, for the next launch.
-        guard !isClosed else { return }
+        guard !core.isClosed else { return }
         let source = (
             membershipVersion: core.session.subscriptions.membershipVersion,
             restored: persistence.pendingReconciliation ? persistence.restoredSubscriptions.count : -1
@@ -420,7 +386,7 @@ extension DDPClient {
     func clearPersistenceOnLogout(erased: @escaping @Sendable () -> Void) {
         guard let persistence else { return erased() }
         persistence.writer.clear(
-            keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: persistence.persistedMethods)
+            keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: core.durability.kept)
         persistence.storedSubscriptions = []
         persistence.restoredSubscriptions = []
         persistence.storedSubscriptionsSource = (

@@ -6,6 +6,8 @@ extension ClientCore {
     struct SocketReset {
         /// Sent `noRetry` calls the reset failed (they complete at reconnect quiescence).
         var failedCalls: [MethodCoordinator.Invocation]
+        /// Subscriptions no handle used any more: their lingering ends with the socket, and they are stopped.
+        var stoppedSubscriptions: [SubscriptionManager.Record]
         /// The token to resume the login with, first on the new socket (the newest one the client has).
         var resumeToken: String?
         /// The app's hooks to run, in name order, as run `run`: incoming messages wait until
@@ -16,8 +18,9 @@ extension ClientCore {
     /// A new socket is open and `connect` was just sent.
     mutating func socketReset() -> SocketReset {
         let failed = session.methods.socketReset()
-        session.subscriptions.socketReset()
-        var reset = SocketReset(failedCalls: failed, resumeToken: session.resumeToken)
+        let stopped = session.subscriptions.socketReset()
+        durability.socketReset()
+        var reset = SocketReset(failedCalls: failed, stoppedSubscriptions: stopped, resumeToken: session.resumeToken)
         let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)
         if !hooks.isEmpty {
             session.reconnectHooksRuns += 1
@@ -46,12 +49,12 @@ extension ClientCore {
         return true
     }
 
-    /// After the hooks: the calls to send now (the blocks set aside, behind what the hooks called) and the
-    /// subscriptions not sent on this socket yet, in subscription order (marked sent).
+    /// After the hooks: the calls to send now (the blocks set aside, behind what the hooks called, past the
+    /// durability gate) and the subscriptions not sent on this socket yet, in subscription order (marked sent).
     mutating func reconnectHooksRan() -> (
         calls: [MethodCoordinator.Invocation], subscriptions: [SubscriptionManager.Record]
     ) {
-        let calls = session.methods.reconnectHooksRan()
+        let calls = transmitting(session.methods.reconnectHooksRan())
         let subscriptions = session.subscriptions.recordsNotSent()
         for record in subscriptions { session.subscriptions.markSent(record.id) }
         return (calls, subscriptions)

@@ -38,4 +38,18 @@ extension ClientCore {
         session.subscriptions.stopAwaitingRestored()
         return quiescenceIfReached()
     }
+
+    /// `ready` (LC `_process_ready`): the subscriptions it names, each settled as ready once the data that came
+    /// before it is applied unless it is already (a revived one, or a second `ready`), and the ids no subscription has
+    /// (logged, as Meteor ignores them). A subscription counts as ready for quiescence at once; its handle's status
+    /// changes with the cache (Meteor sets both then).
+    mutating func subscriptionsReady(_ ids: [String]) -> (ready: [SubscriptionManager.Record], unknown: [String]) {
+        session.subscriptions.ready(ids)
+    }
+
+    /// `nosub` (LC `_livedata_nosub`), or a `ready` or `nosub` for it that did not parse: the subscription it ends,
+    /// to be settled as failed or stopped (`nil`: none has the id, for example one already stopped here).
+    mutating func subscriptionEnded(_ id: String) -> SubscriptionManager.Record? {
+        session.subscriptions.nosub(id)
+    }
 }

@@ -13,6 +13,10 @@ struct ClientCore {
     var connectionGeneration = 0
     /// Subscriptions, methods, stub-written documents and quiescence.
     var session: SessionState
+    /// The offline store's gate on sending calls (empty without persistence).
+    var durability = DurabilityGate()
+    /// Whether `close()` was called: everything asked afterwards is answered at once.
+    private(set) var isClosed = false
     /// The most data messages held while waiting for quiescence
     /// (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
     let maxMessagesHeldForQuiescence: Int
@@ -21,5 +25,23 @@ struct ClientCore {
         machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
         session = SessionState(maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections)
         maxMessagesHeldForQuiescence = configuration.maxMessagesHeldForQuiescence
+    }
+}
+
+extension ClientCore {
+    /// What closing leaves to fail and stop.
+    struct Closing {
+        /// Every pending call, in call order: each fails with ``MethodError/Kind/clientClosed``.
+        let failedCalls: [Invocation]
+        /// Every subscription, in subscription order: each is stopped.
+        let stoppedSubscriptions: [SubscriptionManager.Record]
+    }
+
+    /// `close()`: nothing is pending any more. `nil` when the client was closed already.
+    mutating func close() -> Closing? {
+        guard !isClosed else { return nil }
+        isClosed = true
+        return Closing(
+            failedCalls: session.methods.removeAll(), stoppedSubscriptions: session.subscriptions.removeAll())
     }
 }

@@ -183,7 +183,7 @@ extension DDPClient {
 
     func methodDataBecameVisible(_ id: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        handle(core.session.methods.dataBecameVisible(id: id), id: id, message: "updated")
+        perform(core.methodDataVisible(id), id: id, frame: "updated")
     }
 
     /// A `result`, `updated`, `ready` or `nosub` that did not parse but names its ids (reported already): a call's
@@ -206,7 +206,7 @@ extension DDPClient {
     }
 
     private func subscriptionFailed(_ id: String, _ violation: DDPProtocolViolation) {
-        guard let record = core.session.subscriptions.nosub(id) else { return }
+        guard let record = core.subscriptionEnded(id) else { return }
         logger.debug(
             "subscription failed: the server's frame for it did not parse", metadata: ["name": "\(record.name)"])
         let error = MeteorError(error: .string("protocol-violation"), reason: violation.description)
@@ -218,14 +218,24 @@ extension DDPClient {
     }
 
     private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, any Error>) {
-        let handled = core.session.methods.receivedResult(id: id, outcome)
-        if case .recorded(let invocation) = handled {
-            persistResult(invocation)
-            notifyResultReceived(invocation)
-        } else if case .completed(let invocation, _) = handled {
-            notifyResultReceived(invocation)
+        perform(core.methodResultReceived(id, outcome), id: id, frame: "result")
+    }
+
+    /// Performs what a call's result or its visible data led to, in order: the app hears of the result, a kept
+    /// call's answer is stored, a completed call leaves the store and completes, the next calls go out.
+    private func perform(_ progress: ClientCore.MethodProgress, id: String, frame: String) {
+        if progress.unknown {
+            let violation = DDPProtocolViolation.Kind.unexpected(
+                message: frame, reason: "no outstanding method has id \(id)")
+            return report(.protocolViolation(DDPProtocolViolation(violation, frame: id)))
         }
-        handle(handled, id: id, message: "result")
+        if let invocation = progress.resultArrived { notifyResultReceived(invocation) }
+        if let invocation = progress.storeResult { persistResult(invocation) }
+        if let invocation = progress.completed {
+            persistCompletion(invocation.id, wasKept: progress.completedWasKept)
+            complete(invocation)
+        }
+        send(calls: progress.send)
     }
 
     private func notifyResultReceived(_ invocation: MethodCoordinator.Invocation) {
@@ -235,56 +245,33 @@ extension DDPClient {
         userCode.run { callback(result) }
     }
 
-    private func handle(_ outcome: MethodCoordinator.ResultOutcome, id: String, message: String) {
-        switch outcome {
-        case .unknown:
-            report(
-                .protocolViolation(
-                    DDPProtocolViolation(
-                        .unexpected(message: message, reason: "no outstanding method has id \(id)"), frame: id)))
-        case .recorded:
-            break
-        case .completed(let invocation, let next):
-            persistCompletion(invocation.id)
-            if let result = invocation.result {
-                let completion = invocation.completion
-                if invocation.completesInline {
-                    // Resumes an awaiting task: no user code runs here.
-                    if deferredCompletions != nil {
-                        deferredCompletions!.append { completion(result) }
-                    } else {
-                        completion(result)
-                    }
-                } else {
-                    userCode.run { completion(result) }
-                }
-            }
-            sendInvocations(next)
+    /// Runs a completed call's completion: an awaiting task's resumes here (no user code runs; while a transport
+    /// thread drains the inbox, once that thread has left the client queue), a handler on the callback queue.
+    private func complete(_ invocation: MethodCoordinator.Invocation) {
+        guard let result = invocation.result else { return }
+        let completion = invocation.completion
+        guard invocation.completesInline else { return userCode.run { completion(result) } }
+        if deferredCompletions != nil {
+            deferredCompletions!.append { completion(result) }
+        } else {
+            completion(result)
         }
     }
 
-    /// Puts calls on the wire; a wait call also holds incoming data until its `updated`.
-    /// With persistence on, a call waits until it (and every call before it) is on disk.
-    func sendInvocations(_ invocations: [MethodCoordinator.Invocation]) {
-        for invocation in invocations where !mustAwaitDurability(invocation) {
-            transmit(invocation)
-        }
-    }
-
-    /// Puts one call on the wire.
-    func transmit(_ invocation: MethodCoordinator.Invocation) {
-        send(invocation.message)
-        if invocation.options.wait { core.waitMethodSent(invocation.id) }
+    /// Puts calls the core released on the wire, in order.
+    func send(calls invocations: [MethodCoordinator.Invocation]) {
+        for invocation in invocations { send(invocation.message) }
     }
 
     // MARK: - Subscriptions
 
     private func subscriptionsBecameReady(_ ids: [String]) {
-        let (known, unknown) = core.session.subscriptions.ready(ids)
+        let (ready, unknown) = core.subscriptionsReady(ids)
         for id in unknown {
             logger.debug("ready for an unknown subscription ignored", metadata: ["id": "\(id)"])
         }
-        for record in known where record.shared.status != .ready {
+        // A `ready` before a reconnect may not have taken effect yet (its data never flushed): the status decides.
+        for record in ready where record.shared.status != .ready {
             let shared = record.shared
             runWhenAllServerDocumentsAreFlushed { shared.update(.ready) }
         }
@@ -294,7 +281,7 @@ extension DDPClient {
     }
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
-        guard let record = core.session.subscriptions.nosub(id) else {
+        guard let record = core.subscriptionEnded(id) else {
             logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
             return
         }

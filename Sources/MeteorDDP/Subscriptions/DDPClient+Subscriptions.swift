@@ -28,9 +28,9 @@ extension DDPClient {
                 randomGenerator.id()
             }
             let record = subscribed.record
-            if isClosed {
+            if core.isClosed {
                 // A closed client subscribes to nothing: the handle is stopped at once, as close() stopped the others.
-                _ = core.session.subscriptions.nosub(record.id)
+                _ = core.subscriptionEnded(record.id)
                 record.shared.update(.stopped)
                 return (record, false)
             }
@@ -60,6 +60,7 @@ extension DDPClient {
     private func unsubscribeIfUnused(_ id: String, generation: Int) {
         guard let (record, quiescent) = core.unsubscribeIfUnused(id, generation: generation) else { return }
         logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(id)"])
+        record.shared.update(.stopped)
         send(.unsub(id: id))
         if let quiescent { applyQuiescence(quiescent) }
         persistSessionChanges()

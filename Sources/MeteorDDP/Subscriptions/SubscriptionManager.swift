@@ -5,7 +5,7 @@ import EJSON
 /// unsubscribed after `notInUseTimeout`, re-sent on every reconnect (LC `subscribe`, `_process_ready`,
 /// `_livedata_nosub`, `onReset`; meteor-ios' METSubscriptionManager).
 ///
-/// Confined to the client queue: every method must be called on it.
+/// No effects: the records it hands back are stopped or settled by the client. Confined to the client queue.
 struct SubscriptionManager {
     /// One server subscription.
     struct Record {
@@ -82,25 +82,24 @@ struct SubscriptionManager {
         return nil
     }
 
-    /// The unsubscribe timer fired: removes the record if it is still unused. Returns it to send `unsub`.
+    /// The unsubscribe timer fired: removes the record if it is still unused. Returns it to send `unsub` (and stop).
     mutating func unsubscribeTimerFired(_ id: String, generation: Int) -> Record? {
         guard let record = records[id], record.useCount == 0, record.unsubscribeGeneration == generation else {
             return nil
         }
         remove(id)
-        record.shared.update(.stopped)
         return record
     }
 
     // MARK: - Server messages
 
-    /// `ready`: the records that exist among `ids` (unknown ids are returned separately to be reported).
     /// Whether a subscription is not ready yet (new, or being revived after a reconnect).
     var hasPendingSubscriptions: Bool {
         !beingRevived.isEmpty || records.values.contains { !$0.isReady }
     }
 
-    mutating func ready(_ ids: [String]) -> (known: [Record], unknown: [String]) {
+    /// `ready`: the records among `ids` and the ids no record has (to be reported).
+    mutating func ready(_ ids: [String]) -> (ready: [Record], unknown: [String]) {
         var known: [Record] = []
         var unknown: [String] = []
         for id in ids {
@@ -126,15 +125,18 @@ struct SubscriptionManager {
 
     // MARK: - Reconnecting
 
-    /// A new socket: unused records are dropped (their lingering ends); the rest count as not sent on it.
-    mutating func socketReset() {
+    /// A new socket: unused records are dropped (their lingering ends) and returned, to be stopped; the rest count
+    /// as not sent on it.
+    mutating func socketReset() -> [Record] {
+        var dropped: [Record] = []
         for id in order {
             records[id]?.sentOnCurrentSocket = false
             if let record = records[id], record.useCount == 0 {
                 remove(id)
-                record.shared.update(.stopped)
+                dropped.append(record)
             }
         }
+        return dropped
     }
 
     /// The records whose `sub` has not gone out on the current socket, in subscription order (after the reconnect

@@ -62,4 +62,18 @@ final class ClientCoreSubscriptionTests: XCTestCase {
             core.sessionConnected(isReconnect: false, reconciling: true), "the restored subscription is awaited")
         XCTAssertEqual(core.stopAwaitingRestoredSubscriptions()?.resetting, true)
     }
+
+    /// `ready` names the subscriptions it makes ready (the client settles those not settled yet) and hands back
+    /// unknown ids to be logged; `nosub` ends a subscription once.
+    func testReadyAndNosubForKnownAndUnknownSubscriptions() {
+        var core = ClientCore.scripted()
+        let todos = subscribe(&core, "todos").record.id
+        let ready = core.subscriptionsReady([todos, "nobody"])
+        XCTAssertEqual(ready.ready.map(\.id), [todos])
+        XCTAssertEqual(ready.unknown, ["nobody"])
+        XCTAssertFalse(core.session.subscriptions.hasPendingSubscriptions)
+        XCTAssertEqual(core.subscriptionEnded(todos)?.id, todos)
+        XCTAssertNil(core.subscriptionEnded(todos), "ended once")
+        XCTAssertEqual(core.subscriptionsReady([todos]).unknown, [todos])
+    }
 }

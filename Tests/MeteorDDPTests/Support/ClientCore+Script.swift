@@ -33,7 +33,7 @@ extension ClientCore {
             id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil),
             options: MethodOptions(wait: wait, noRetry: noRetry), completion: { _ in }
         )
-        for sent in session.methods.enqueue(invocation) where sent.options.wait { waitMethodSent(sent.id) }
+        _ = callMade(invocation, kept: false)
         return invocation
     }
 

@@ -1,0 +1,88 @@
+import EJSON
+
+/// Method calls as events of the core (LC `_livedata_result`, `_process_updated`, `_outstandingMethodFinished`,
+/// MethodInvoker's `_maybeInvokeCallback`): a call completes once it has its result and its data is visible, and
+/// the next block goes out when the first one is done. Every call the core hands out to send has passed the offline
+/// store's ``DurabilityGate`` and, for a `wait` call, started holding data until its `updated`.
+extension ClientCore {
+    typealias Invocation = MethodCoordinator.Invocation
+
+    /// What the client does after a call's result arrived or its data became visible, in this order.
+    struct MethodProgress {
+        /// No pending call has the id: the client reports a protocol violation.
+        var unknown = false
+        /// The call whose result arrived now: the app's `onResultReceived` runs.
+        var resultArrived: Invocation?
+        /// A kept call that has its result but not its data: the result is stored (after a restart it completes
+        /// at reconciliation instead of running again).
+        var storeResult: Invocation?
+        /// The call that completed: its completion runs.
+        var completed: Invocation?
+        /// The completed call was kept: its record leaves the store.
+        var completedWasKept = false
+        /// The calls that go out now (the next block).
+        var send: [Invocation] = []
+    }
+
+    /// The app made a call (its stub ran); `kept`: its record is on its way to the store. Returns the calls to send
+    /// now: it, when it landed in the first block and nothing before it waits for the disk.
+    mutating func callMade(_ invocation: Invocation, kept: Bool) -> [Invocation] {
+        if kept { durability.keep(invocation.id) }
+        return transmitting(session.methods.enqueue(invocation))
+    }
+
+    /// A call restored from the offline store at launch.
+    mutating func callRestored(_ invocation: Invocation) {
+        session.methods.restore(invocation)
+        durability.restored(invocation.id)
+    }
+
+    /// A `result` (or a result that did not parse, as a failure).
+    mutating func methodResultReceived(_ id: String, _ outcome: Result<EJSONValue?, any Error>) -> MethodProgress {
+        progress(session.methods.receivedResult(id: id, outcome), resultArrived: true)
+    }
+
+    /// The call's `updated` arrived and what it waited for was applied to the cache (or, for a call not re-sent
+    /// after a reconnect, quiescence came).
+    mutating func methodDataVisible(_ id: String) -> MethodProgress {
+        progress(session.methods.dataBecameVisible(id: id), resultArrived: false)
+    }
+
+    /// Call `id`'s record is on disk: the calls now free to go, in order (those a reset or a completion took off
+    /// the wire meanwhile stay put: the method blocks send them).
+    mutating func callBecameDurable(_ id: String) -> [Invocation] {
+        var released = durability.becameDurable(id)
+        guard !released.isEmpty else { return [] }
+        released.removeAll { !session.methods.isSent($0.id) }
+        return markedSent(released)
+    }
+
+    /// Calls the method blocks put on the wire: those past the durability gate go now.
+    mutating func transmitting(_ invocations: [Invocation]) -> [Invocation] {
+        guard !invocations.isEmpty else { return [] }
+        return markedSent(durability.admit(invocations))
+    }
+
+    private mutating func markedSent(_ invocations: [Invocation]) -> [Invocation] {
+        for invocation in invocations where invocation.options.wait { waitMethodSent(invocation.id) }
+        return invocations
+    }
+
+    private mutating func progress(_ outcome: MethodCoordinator.ResultOutcome, resultArrived: Bool) -> MethodProgress {
+        var progress = MethodProgress()
+        switch outcome {
+        case .unknown:
+            progress.unknown = true
+        case .recorded(let invocation):
+            guard resultArrived else { break }
+            progress.resultArrived = invocation
+            if durability.kept.contains(invocation.id) { progress.storeResult = invocation }
+        case .completed(let invocation, let next):
+            if resultArrived { progress.resultArrived = invocation }
+            progress.completed = invocation
+            progress.completedWasKept = durability.completed(invocation.id)
+            progress.send = transmitting(next)
+        }
+        return progress
+    }
+}
