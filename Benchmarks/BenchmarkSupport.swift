@@ -29,7 +29,8 @@ enum Bench {
     ) {
         let ratio = baseline == 0 ? .infinity : ours / baseline
         var line =
-            "\(name): \(format(ours)) \(unit) vs \(baselineName) \(format(baseline)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
+            "\(name): \(format(ours)) \(unit) vs \(baselineName) \(format(baseline)) \(unit) "
+            + "-> ratio \(String(format: "%.2f", ratio))x"
         if let target { line += "  (target \(target))" }
         print(line)
     }

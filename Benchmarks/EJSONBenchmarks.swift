@@ -11,8 +11,8 @@ enum EJSONBenchmarks {
             case 6..<8: return Array(BenchDocuments.changedFrame(i).utf8)
             case 8:
                 return Array(
-                    #"{"msg":"result","id":"\#(i)","result":{"_id":"\#(BenchDocuments.id(i))","count":\#(i),"at":{"$date":1700000000000}}}"#
-                        .utf8)
+                    (#"{"msg":"result","id":"\#(i)","result":{"_id":"\#(BenchDocuments.id(i))","count":"#
+                        + #"\#(i),"at":{"$date":1700000000000}}}"#).utf8)
             default: return Array(#"{"msg":"ping","id":"p\#(i)"}"#.utf8)
             }
         }

@@ -144,7 +144,8 @@ enum IngestBenchmarks {
             print(
                 String(
                     format:
-                        "added vs Meteor's JS client estimated at this machine's speed (76k x %.2f = %.0fk docs/s): %.2fx; changed (100k x %.2f): %.2fx",
+                        "added vs Meteor's JS client estimated at this machine's speed "
+                        + "(76k x %.2f = %.0fk docs/s): %.2fx; changed (100k x %.2f): %.2fx",
                     factor, 76 * factor, Double(count) / added / (76_000 * factor), factor,
                     Double(count) / changes / (100_000 * factor)))
         } else {

@@ -62,7 +62,8 @@ enum MethodBenchmarks {
     /// not cost the block's size per completion. `MDDP_BLOCK=N` sets the large block's size.
     static func completionsWithBacklog() {
         Bench.section(
-            "Methods: completions with 10,000 stub calls queued behind a wait call, and in one block of 10,000 (in process)"
+            "Methods: completions with 10,000 stub calls queued behind a wait call, "
+                + "and in one block of 10,000 (in process)"
         )
         /// Completions per second of the first `block` calls, all sent at once, with `backlog` calls queued behind a
         /// wait call.
@@ -143,7 +144,8 @@ enum MethodBenchmarks {
     /// `result` and `updated` came back, on the same server; five rounds each, alternating, medians compared.
     static func pipelinedCalls(calls: Int = 1_000, rounds: Int = 5) {
         Bench.section(
-            "Methods: \(calls) calls in flight over loopback, until all completed, vs a raw WebSocket client sending the same frames"
+            "Methods: \(calls) calls in flight over loopback, until all completed, "
+                + "vs a raw WebSocket client sending the same frames"
         )
         let onLoop = ValueBox<Double>()
         guard

@@ -52,7 +52,8 @@ if requested.isEmpty {
         case "offline": await OfflineBenchmarks.run()
         default:
             print(
-                "unknown section \(section); sections: \(sections.joined(separator: ", ")), apply, inprocess, pipelined, roundtrip, backlog"
+                "unknown section \(section); sections: \(sections.joined(separator: ", ")), "
+                    + "apply, inprocess, pipelined, roundtrip, backlog"
             )
         }
     }

@@ -44,7 +44,8 @@ let printer = Task {
         if !snapshot.diff.isEmpty {
             let moves = snapshot.diff.moved.map { "\($0.from)→\($0.to)" }
             print(
-                "  diff: inserted \(snapshot.diff.inserted) removed \(snapshot.diff.removed) moved \(moves) updated \(snapshot.diff.updated)"
+                "  diff: inserted \(snapshot.diff.inserted) removed \(snapshot.diff.removed) "
+                    + "moved \(moves) updated \(snapshot.diff.updated)"
             )
         }
     }

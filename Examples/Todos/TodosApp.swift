@@ -130,7 +130,8 @@ final class TodosApp: @unchecked Sendable {
         for list in (try? client.collection("lists").find([:], FindOptions(sort: ["name": 1]))) ?? [] {
             let owner = list["userId"] == nil ? "public" : "private"
             log(
-                "list \(list.id): \(list["name"]?.stringValue ?? "?") (\(owner), \(list["incompleteCount"]?.intValue ?? 0) open)"
+                "list \(list.id): \(list["name"]?.stringValue ?? "?") "
+                    + "(\(owner), \(list["incompleteCount"]?.intValue ?? 0) open)"
             )
         }
     }

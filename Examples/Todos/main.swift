@@ -27,8 +27,8 @@ if CommandLine.arguments.contains("--serve") {
     let server = try await TodosServer.start(latency: latency, port: Int(option("--port") ?? "") ?? 0)
     FileHandle.standardOutput.write(
         Data(
-            "serving Meteor's Todos app on \(server.url) (user: ada@example.com, password: password); stop with Ctrl-C\n"
-                .utf8))
+            ("serving Meteor's Todos app on \(server.url) (user: ada@example.com, password: password); "
+                + "stop with Ctrl-C\n").utf8))
     while true { try await Task.sleep(for: .seconds(3600)) }
 }
 

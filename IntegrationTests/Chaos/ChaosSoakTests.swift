@@ -73,13 +73,15 @@ final class ChaosSoakTests: XCTestCase {
 
         // Quiescence: every call completes, then one more call proves everything before it is in the cache.
         let diagnosis = {
-            "client: \(client.stateSummary().prefix(3000))\nserver: \(self.serverEvidence(server, client))\nproxy: \(proxy.figures)"
+            "client: \(client.stateSummary().prefix(3000))\n"
+                + "server: \(self.serverEvidence(server, client))\nproxy: \(proxy.figures)"
         }
         do {
             try await withTimeout(60, "every call to complete") { await ledger.waitUntilEveryCallCompleted() }
         } catch {
             XCTFail(
-                "calls hang after the faults stopped (seed \(seed)): \(ledger.pendingDescription.prefix(300))\n\(diagnosis())"
+                "calls hang after the faults stopped (seed \(seed)): "
+                    + "\(ledger.pendingDescription.prefix(300))\n\(diagnosis())"
             )
             throw error
         }
@@ -119,16 +121,20 @@ final class ChaosSoakTests: XCTestCase {
             """
             chaos soak (seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; proxy: \(figures); \
             sessions established: \(reconnects.value)
-            outcomes: \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-            documents: server \(onServer.count), cache \(cache.count), differing \(differing.count), inserted twice \(duplicates.count); \
+            outcomes: \
+            \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            documents: server \(onServer.count), cache \(cache.count), differing \(differing.count), \
+            inserted twice \(duplicates.count); \
             notifications \(verdict.notifications), wrong \(verdict.wrongNotifications.count); \
-            errors: \(verdict.errorsByCode.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            errors: \
+            \(verdict.errorsByCode.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             """)
         XCTAssertTrue(verdict.notHanging, "every call completed")
         XCTAssertEqual(verdict.completedTwice, [], "no call completed twice")
         XCTAssertEqual(
-            differing.prefix(10).map {
-                "\($0): cache \(cache[$0].map { $0 ?? "?" } ?? "absent") server \(onServer[$0].map { $0 ?? "?" } ?? "absent")"
+            differing.prefix(10).map { key -> String in
+                "\(key): cache \(cache[key].map { $0 ?? "?" } ?? "absent") "
+                    + "server \(onServer[key].map { $0 ?? "?" } ?? "absent")"
             }, [], "cache == server")
         XCTAssertEqual(duplicates, [], "no insert made twice on the server")
         XCTAssertEqual(
@@ -146,9 +152,11 @@ final class ChaosSoakTests: XCTestCase {
             return nil
         }
         let connects = received.filter { if case .connect = $0 { return true } else { return false } }.count
+        let receivedTimes = head.map { id in methods.filter { $0 == id }.count } ?? 0
         return
-            "messages \(received.count), connects \(connects), methods \(methods.count), last method ids \(methods.suffix(5)); "
-            + "the first pending call \(head ?? "none") received \(head.map { id in methods.filter { $0 == id }.count } ?? 0) times"
+            "messages \(received.count), connects \(connects), methods \(methods.count), "
+            + "last method ids \(methods.suffix(5)); "
+            + "the first pending call \(head ?? "none") received \(receivedTimes) times"
     }
 
     // MARK: - The application

@@ -35,7 +35,8 @@ final class FaultInjectingProxy: @unchecked Sendable {
         var refused = 0
         var delayedChunks = 0
         var description: String {
-            "connections \(connections), drops \(drops) (\(cutsMidFrame) cut mid-frame), refused \(refused), delayed chunks \(delayedChunks)"
+            "connections \(connections), drops \(drops) (\(cutsMidFrame) cut mid-frame), "
+                + "refused \(refused), delayed chunks \(delayedChunks)"
         }
     }
 

@@ -51,9 +51,8 @@ final class OfflineKillTests: XCTestCase {
                 : try await killAndVerify(round: round, online: round % 2 == 1)
             for (key, count) in seen { tally[key, default: 0] += count }
         }
-        print(
-            "OfflineKillTests: \(rounds) rounds: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
-        )
+        let counts = tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        print("OfflineKillTests: \(rounds) rounds: \(counts)")
     }
 
     private func startServer() async throws -> DDPTestServer {
@@ -110,8 +109,9 @@ final class OfflineKillTests: XCTestCase {
         // Calls made before the subscription: its data comes 0–60 ms after their `updated` (a slow publication), the
         // window in which the cache shows the server's version (none) of what their stubs inserted.
         let subscriptionLatency = early ? Int.random(in: 0...60, using: &generator) : 0
-        let label =
-            "round \(round) (\(mode)\(early ? ", data \(subscriptionLatency) ms late" : ""), killed \(delayMicroseconds) µs after call \(killAfter)\(round % 3 == 2 ? ", then while restoring" : ""))"
+        let label: String =
+            "round \(round) (\(mode)\(early ? ", data \(subscriptionLatency) ms late" : ""), "
+            + "killed \(delayMicroseconds) µs after call \(killAfter)\(round % 3 == 2 ? ", then while restoring" : ""))"
         print("OfflineKillTests: \(label)")
 
         let server = try await startServer()
@@ -247,7 +247,8 @@ final class OfflineKillTests: XCTestCase {
             restoredBumps.keys.filter { key in afterBumps[key].map { $0 < restoredBumps[key]! } ?? false })
         XCTAssertTrue(
             Set(notified).isSubset(of: rolledBack.union(bumpRolledBack).union(bumpedAgain)),
-            "\(label): notified \(notified), rolled back \(rolledBack.union(bumpRolledBack)), bumped again on the server \(bumpedAgain)"
+            "\(label): notified \(notified), rolled back \(rolledBack.union(bumpRolledBack)), "
+                + "bumped again on the server \(bumpedAgain)"
         )
         seen["stub effects rolled back"] = rolledBack.count + bumpRolledBack.count
         if killedTwice { seen["rounds killed a second time while restoring"] = 1 }

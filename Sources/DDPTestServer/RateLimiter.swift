@@ -35,7 +35,8 @@ struct RateLimiter {
         return MeteorError(
             error: "too-many-requests",
             reason:
-                "Error, too many requests. Please slow down. You must wait \(Int((timeToReset / 1000).rounded(.up))) seconds before trying again.",
+                "Error, too many requests. Please slow down. "
+                + "You must wait \(Int((timeToReset / 1000).rounded(.up))) seconds before trying again.",
             details: ["timeToReset": .number(timeToReset.rounded())]
         )
     }

@@ -34,7 +34,8 @@ extension DDPTestServer {
                 throw MeteorError(
                     error: "2fa-activated",
                     reason:
-                        "The 2FA is activated. You need to disable the 2FA first before trying to generate a new activation code."
+                        "The 2FA is activated. You need to disable the 2FA first "
+                        + "before trying to generate a new activation code."
                 )
             }
             let secret = TOTP.newSecret()
@@ -58,7 +59,8 @@ extension DDPTestServer {
                 throw MeteorError(
                     error: .number(500),
                     reason:
-                        "The user does not have a secret generated. You may have to call the function generateSvgCode first."
+                        "The user does not have a secret generated. "
+                        + "You may have to call the function generateSvgCode first."
                 )
             }
             guard TOTP.isValid(code, secret: twoFactor.secret, at: self.accounts.twoFactorDate ?? Date()) else {

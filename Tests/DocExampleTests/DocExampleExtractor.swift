@@ -80,7 +80,8 @@ enum DocExampleExtractor {
             if needsSwiftUI { function.append("#if canImport(SwiftUI)") }
             function.append("@MainActor func docExample\(number)(_ prelude: DocExamplePrelude) async throws {")
             function.append(
-                "    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)"
+                "    let (client, database, server, logger) = "
+                    + "(prelude.client, prelude.database, prelude.server, prelude.logger)"
             )
             function.append("    _ = (client, database, server, logger)")
             function.append("    do {")

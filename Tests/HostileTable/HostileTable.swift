@@ -51,7 +51,8 @@ public enum HostileTable {
             ).sorted().joined(separator: ", ")
             let seconds = Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18
             return
-                "| \(row) | \(kinds.isEmpty ? "none" : kinds) | \(String(format: "%.2f", seconds)) s | \(peakGrowth >> 20) MB |"
+                "| \(row) | \(kinds.isEmpty ? "none" : kinds) | "
+                + "\(String(format: "%.2f", seconds)) s | \(peakGrowth >> 20) MB |"
         }
     }
 }
@@ -158,7 +159,8 @@ extension HostileTable.Row {
                 for batch in stride(from: 0, to: count, by: 1000) {
                     try await socket.sendTexts(
                         (batch..<batch + 1000).lazy.map {
-                            #"{"msg":"added","collection":"spam","id":"s\#($0)","fields":{"n":\#($0),"p":"\#(padding)"}}"#
+                            #"{"msg":"added","collection":"spam","id":"s\#($0)","fields":"#
+                                + #"{"n":\#($0),"p":"\#(padding)"}}"#
                         })
                 }
             }

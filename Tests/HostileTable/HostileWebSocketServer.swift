@@ -113,7 +113,8 @@ final class HostileWebSocketServer: Sendable {
             try await outbound.write(
                 ByteBuffer(
                     string:
-                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n"
+                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Accept: \(accept)\r\n\r\n"
                 ))
             let socket = HostileSocket(outbound: outbound)
             guard case .text(let connect)? = try await reader.next(), connect.contains(#""connect""#) else { return }

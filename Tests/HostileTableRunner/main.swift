@@ -18,6 +18,7 @@ for row in HostileTable.Row.allCases {
 }
 for failure in failures { print("hostile-server table: FAILED: \(failure)") }
 print(
-    "hostile-server table: \(HostileTable.Row.allCases.count - failedRows) of \(HostileTable.Row.allCases.count) rows passed"
+    "hostile-server table: \(HostileTable.Row.allCases.count - failedRows) of "
+        + "\(HostileTable.Row.allCases.count) rows passed"
 )
 exit(failures.isEmpty ? 0 : 1)

@@ -39,7 +39,8 @@ public struct Account: Sendable, Equatable, Codable, CustomStringConvertible {
     }
 
     public var description: String {
-        "Account(userID: \(userID), token: <redacted>, tokenExpires: \(tokenExpires.map(String.init(describing:)) ?? "nil"))"
+        "Account(userID: \(userID), token: <redacted>, "
+            + "tokenExpires: \(tokenExpires.map(String.init(describing:)) ?? "nil"))"
     }
 }
 

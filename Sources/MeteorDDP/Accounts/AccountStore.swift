@@ -56,7 +56,8 @@ public struct FileAccountStore: AccountStore {
         if let permissions = attributes[.posixPermissions] as? NSNumber, permissions.intValue & 0o077 != 0 {
             throw AccountError(
                 .unreadableStore,
-                "\(path) is readable by others (permissions \(String(permissions.intValue, radix: 8))); refusing to use it"
+                "\(path) is readable by others (permissions \(String(permissions.intValue, radix: 8))); "
+                    + "refusing to use it"
             )
         }
         do {

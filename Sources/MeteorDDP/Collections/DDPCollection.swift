@@ -8,7 +8,9 @@ import EJSON
 /// let todos = client.collection("todos")
 /// let id = try await todos.insert(["text": "milk", "done": false])   // visible locally at once
 /// _ = try await todos.update(id, ["$set": ["done": true]])
-/// for await snapshot in try todos.observe([:], FindOptions(sort: ["text": 1])).snapshots { print(snapshot.documents.count) }
+/// for await snapshot in try todos.observe([:], FindOptions(sort: ["text": 1])).snapshots {
+///     print(snapshot.documents.count)
+/// }
 /// ```
 ///
 /// ## Concurrency

@@ -67,7 +67,8 @@ public struct MongoModifier: Sendable {
         if isReplacement {
             if let id = document["_id"], let newID = object["_id"], !MongoEquality.equal(id, newID) {
                 throw QueryError(
-                    "The _id field cannot be changed from {_id: \(EJSON.stringify(id))} to {_id: \(EJSON.stringify(newID))}"
+                    "The _id field cannot be changed from {_id: \(EJSON.stringify(id))} "
+                        + "to {_id: \(EJSON.stringify(newID))}"
                 )
             }
             try Self.assertValidFieldNames(.object(object))
@@ -99,8 +100,10 @@ public struct MongoModifier: Sendable {
         }
         guard case .object(let modified) = result else { return document }
         if let id = document["_id"], !(modified["_id"].map { MongoEquality.equal(id, $0) } ?? false) {
+            let altered = modified["_id"].map { EJSON.stringify($0) } ?? "undefined"
             throw QueryError(
-                "After applying the update to the document {_id: \(EJSON.stringify(id)), ...}, the (immutable) field '_id' was found to have been altered to _id: \(modified["_id"].map { EJSON.stringify($0) } ?? "undefined")"
+                "After applying the update to the document {_id: \(EJSON.stringify(id)), ...}, "
+                    + "the (immutable) field '_id' was found to have been altered to _id: \(altered)"
             )
         }
         return modified
@@ -248,7 +251,8 @@ struct ModTarget {
             } else if !part.isEmpty, part.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                 guard let parsed = Int(part), parsed <= array.count + MongoModifier.maximumArrayPadding else {
                     throw QueryError(
-                        "The array index \(part) is too large (at most \(MongoModifier.maximumArrayPadding) past the end)"
+                        "The array index \(part) is too large "
+                            + "(at most \(MongoModifier.maximumArrayPadding) past the end)"
                     )
                 }
                 index = parsed

@@ -137,7 +137,8 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         var message = "the server at \(plan.url) answered the WebSocket upgrade with \(answer)"
         if !(URLComponents(string: plan.url)?.path.hasSuffix("/websocket") ?? false) {
             message +=
-                "; a Meteor server takes DDP at /websocket: use http://host:port (DDPClient(url:) adds it) or ws://host:port/websocket"
+                "; a Meteor server takes DDP at /websocket: "
+                + "use http://host:port (DDPClient(url:) adds it) or ws://host:port/websocket"
         }
         return TransportError(.upgradeRefused(status: Int(status?.code ?? 0)), message)
     }
@@ -244,7 +245,8 @@ final class ConnectPlan: Sendable {
                 return .failure(
                     TransportError(
                         .invalidURL,
-                        "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName (SNI cannot carry an IP address)"
+                        "wss to the IP address \(host) needs WebSocketTransport.Configuration.tlsServerName "
+                            + "(SNI cannot carry an IP address)"
                     ))
             }
             var base = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()

@@ -38,7 +38,8 @@ struct WebSocketMessageAssembler {
                 code: .messageTooLarge,
                 transportError: TransportError(
                     .messageTooLarge,
-                    "the server sent a frame of \(frame.data.readableBytes) bytes, more than \(maxFrameSize); closed with code 1009"
+                    "the server sent a frame of \(frame.data.readableBytes) bytes, more than \(maxFrameSize); "
+                        + "closed with code 1009"
                 )
             )
         }
@@ -85,7 +86,8 @@ struct WebSocketMessageAssembler {
             code: .messageTooLarge,
             transportError: TransportError(
                 .messageTooLarge,
-                "the server sent a message of more than \(maxMessageSize) bytes (at least \(size)); closed with code 1009"
+                "the server sent a message of more than \(maxMessageSize) bytes (at least \(size)); "
+                    + "closed with code 1009"
             )
         )
     }

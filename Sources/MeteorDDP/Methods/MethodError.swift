@@ -71,12 +71,14 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
         switch kind {
         case .invocationFailed:
             return
-                "method '\(methodName)' might have failed: the connection dropped and noRetry was set [invocation-failed]"
+                "method '\(methodName)' might have failed: "
+                + "the connection dropped and noRetry was set [invocation-failed]"
         case .stubFailed: return "the stub of method '\(methodName)' threw: \(stubErrorDescription ?? "?")"
         case .clientClosed: return "method '\(methodName)' did not complete: the client was closed"
         case .protocolViolation:
             return
-                "method '\(methodName)' failed: its result did not parse (\(violation.map(String.init(describing:)) ?? "?"))"
+                "method '\(methodName)' failed: its result did not parse "
+                + "(\(violation.map(String.init(describing:)) ?? "?"))"
         }
     }
 }

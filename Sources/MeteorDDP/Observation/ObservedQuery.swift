@@ -6,7 +6,8 @@ import Observation
 ///
 /// For example (SwiftUI):
 /// ```swift
-/// @State var todos = client.collection("todos", as: Todo.self).observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
+/// @State var todos = client.collection("todos", as: Todo.self)
+///     .observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
 /// var body: some View { List(todos.values, id: \._id) { Text($0.text) } }
 /// ```
 ///

@@ -112,9 +112,13 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         migrator.registerMigration("v1") { db in
             try db.execute(
                 sql: """
-                    CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields BLOB NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
-                    CREATE TABLE serverDocument (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT, methods TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
-                    CREATE TABLE method (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL, params TEXT NOT NULL, randomSeed TEXT, wait INTEGER NOT NULL, noRetry INTEGER NOT NULL, stubWrote TEXT NOT NULL, result TEXT);
+                    CREATE TABLE document (collection TEXT NOT NULL, id TEXT NOT NULL, fields BLOB NOT NULL,
+                        PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                    CREATE TABLE serverDocument (collection TEXT NOT NULL, id TEXT NOT NULL, fields TEXT,
+                        methods TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+                    CREATE TABLE method (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+                        name TEXT NOT NULL, params TEXT NOT NULL, randomSeed TEXT, wait INTEGER NOT NULL,
+                        noRetry INTEGER NOT NULL, stubWrote TEXT NOT NULL, result TEXT);
                     CREATE TABLE subscription (position INTEGER PRIMARY KEY, name TEXT NOT NULL, params TEXT NOT NULL);
                     """)
         }
@@ -197,7 +201,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             let methods = try Row.fetchCursor(
                 db,
                 sql:
-                    "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects FROM method ORDER BY position"
+                    "SELECT id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects "
+                    + "FROM method ORDER BY position"
             )
             while let row = try methods.next() {
                 let result: String? = try row.decode(atIndex: 7)
@@ -243,7 +248,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
                 if let document {
                     try db.execute(
                         sql:
-                            "INSERT OR REPLACE INTO serverDocument (collection, id, fields, methods) VALUES (?, ?, ?, ?)",
+                            "INSERT OR REPLACE INTO serverDocument (collection, id, fields, methods) "
+                            + "VALUES (?, ?, ?, ?)",
                         arguments: [
                             key.collectionName, key.documentID, document.fields.map { EJSON.stringify(.object($0)) },
                             EJSON.stringify(.array(document.writtenByMethods.map { .string($0) }))
@@ -258,7 +264,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             for method in batch.methodsAdded {
                 try db.execute(
                     sql:
-                        "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, stubWrote, result, stubEffects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT OR REPLACE INTO method (id, name, params, randomSeed, wait, noRetry, "
+                        + "stubWrote, result, stubEffects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     arguments: [
                         method.id, method.name, EJSON.stringify(.array(method.params)), method.randomSeed, method.wait,
                         method.noRetry,
@@ -289,7 +296,8 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             // The documents the kept calls' stubs wrote, in a temporary table for the deletions below.
             try db.execute(
                 sql:
-                    "CREATE TEMP TABLE IF NOT EXISTS kept (collection TEXT NOT NULL, id TEXT NOT NULL); DELETE FROM kept"
+                    "CREATE TEMP TABLE IF NOT EXISTS kept (collection TEXT NOT NULL, id TEXT NOT NULL); "
+                    + "DELETE FROM kept"
             )
             let methods = try Row.fetchAll(db, sql: "SELECT id, stubWrote FROM method")
             for row in methods {

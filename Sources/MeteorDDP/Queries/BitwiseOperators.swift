@@ -50,7 +50,8 @@ enum BitwiseOperators {
             return mask
         default:
             throw QueryError(
-                "operand to \(name) must be a numeric bitmask (representable as a non-negative 32-bit signed integer), a bindata bitmask or an array with bit positions (non-negative integers)"
+                "operand to \(name) must be a numeric bitmask (representable as a non-negative 32-bit signed integer), "
+                    + "a bindata bitmask or an array with bit positions (non-negative integers)"
             )
         }
     }

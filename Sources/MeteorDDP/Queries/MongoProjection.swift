@@ -87,7 +87,8 @@ public struct MongoProjection: Sendable {
 
         static func conflict(_ current: String, _ another: String) -> QueryError {
             QueryError(
-                "both \(current) and \(another) found in fields option, using both of them may trigger unexpected behavior. Did you mean to use only one of them?"
+                "both \(current) and \(another) found in fields option, "
+                    + "using both of them may trigger unexpected behavior. Did you mean to use only one of them?"
             )
         }
 

@@ -166,7 +166,8 @@ final class MongoModifierTests: XCTestCase {
             (#"{"_id":"x"}"#, #"{"_id":"y"}"#, #"The _id field cannot be changed from {_id: "x"} to {_id: "y"}"#),
             (
                 #"{"_id":"x"}"#, #"{"$set":{"_id":"y"}}"#,
-                #"After applying the update to the document {_id: "x", ...}, the (immutable) field '_id' was found to have been altered to _id: "y""#
+                #"After applying the update to the document {_id: "x", ...}, "#
+                    + #"the (immutable) field '_id' was found to have been altered to _id: "y""#
             ),
             (#"{}"#, #"{"a":{"$b":1}}"#, "Key $b must not start with '$'"),
             (#"{}"#, #"{"a":{"b.c":1}}"#, "Key b.c must not contain '.'"),

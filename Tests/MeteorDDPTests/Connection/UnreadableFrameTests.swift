@@ -114,7 +114,8 @@ final class UnregisteredEJSONTypeTests: XCTestCase {
         harness.establishConnection()
         harness.receive(
             frame:
-                #"{"msg":"added","collection":"c","id":"1","fields":{"money":{"$type":"app.Money","$value":{"cents":150}}}}"#
+                #"{"msg":"added","collection":"c","id":"1","fields":"#
+                + #"{"money":{"$type":"app.Money","$value":{"cents":150}}}}"#
         )
         harness.flushData()
         XCTAssertEqual(harness.document("c", "1")?["money"], .custom(type: "app.Money", value: ["cents": 150]))
@@ -125,7 +126,8 @@ final class UnregisteredEJSONTypeTests: XCTestCase {
         harness.establishConnection()
         harness.receive(
             frame:
-                #"{"msg":"added","collection":"c","id":"1","fields":{"ref":{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}}}"#
+                #"{"msg":"added","collection":"c","id":"1","fields":"#
+                + #"{"ref":{"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}}}"#
         )
         harness.flushData()
         XCTAssertEqual(harness.document("c", "1")?["ref"], .custom(type: "oid", value: "5f1d7a3c9e1b2a0012345678"))

@@ -192,7 +192,8 @@ final class DocumentMessageDecoderTests: XCTestCase {
             #"{"msg":"added","collection":"c","id":"1","fields":{"e":{"$escape":{"$date":1}}}}"#,
             #"{"msg":"added","collection":"c","id":"1","fields":{"r":{"$regexp":"a+","$flags":"gi"}}}"#,
             #"{"msg":"added","collection":"c","id":"1","fields":{"d":{"$date":"soon"}}}"#,
-            #"{"msg":"added","collection":"c","id":"1","fields":{"d":{"$date":1.9}, "e":{"$date":-0.5}, "f":{ "$date" : 7 }}}"#,
+            #"{"msg":"added","collection":"c","id":"1","fields":"#
+                + #"{"d":{"$date":1.9}, "e":{"$date":-0.5}, "f":{ "$date" : 7 }}}"#,
             #"{"msg":"added","collection":"c","id":"1","fields":{"\u0024date":1}}"#,
             #"{"msg":"added","collection":"c","id":"1","fields":{"o":{"\u0024date":1}}}"#,
             #"{"msg":"added","collection":"c","id":"1","fields":{"a":1,"a":2}}"#,

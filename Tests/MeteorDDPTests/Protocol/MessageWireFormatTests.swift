@@ -71,7 +71,8 @@ final class MessageWireFormatTests: XCTestCase {
     func testResultErrorKeepsMeteorsCodeReasonAndDetails() throws {
         let message = try ServerMessage(
             ejson: EJSON.parse(
-                #"{"msg":"result","id":"7","error":{"error":"too-many","reason":"slow down","details":{"n":3},"errorType":"Meteor.Error"}}"#
+                #"{"msg":"result","id":"7","error":"#
+                    + #"{"error":"too-many","reason":"slow down","details":{"n":3},"errorType":"Meteor.Error"}}"#
             ))
         guard case .result(_, nil, let error?) = message else { return XCTFail("no error") }
         XCTAssertEqual(error.error, .string("too-many"))

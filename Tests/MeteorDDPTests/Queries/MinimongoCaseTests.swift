@@ -44,13 +44,15 @@ final class MinimongoCaseTests: XCTestCase {
             outcomes[kind] = outcome
         }
         var report =
-            "minimongo cases (\(file["commit"]?.stringValue ?? "?")): kind passed/run, not applicable, skipped (undefined, functions, invalid dates)\n"
+            "minimongo cases (\(file["commit"]?.stringValue ?? "?")): kind passed/run, "
+            + "not applicable, skipped (undefined, functions, invalid dates)\n"
         var failures = ""
         var unexplained = 0
         for (kind, outcome) in outcomes.sorted(by: { $0.key < $1.key }) {
             let run = outcome.passed + outcome.failed.count
             report +=
-                "  \(kind.padding(toLength: 16, withPad: " ", startingAt: 0)) \(outcome.passed)/\(run)  n/a \(outcome.notApplicable)  skipped \(outcome.skipped)\n"
+                "  \(kind.padding(toLength: 16, withPad: " ", startingAt: 0)) \(outcome.passed)/\(run)  "
+                + "n/a \(outcome.notApplicable)  skipped \(outcome.skipped)\n"
             for (testCase, why) in outcome.failed {
                 let difference = Self.documentedDifference(testCase)
                 if difference == nil { unexplained += 1 }
@@ -374,7 +376,8 @@ final class MinimongoCaseTests: XCTestCase {
             let (a, b) = (docs[index], docs[index + 1])
             if sort.compare(a, a) != 0 || sort.compare(a, b) >= 0 || sort.compare(b, a) <= 0 {
                 return .fail(
-                    "not ascending at \(index): \(EJSON.stringify(values[index])) vs \(EJSON.stringify(values[index + 1]))"
+                    "not ascending at \(index): \(EJSON.stringify(values[index])) "
+                        + "vs \(EJSON.stringify(values[index + 1]))"
                 )
             }
         }

@@ -41,7 +41,8 @@ final class MongoProjectionTests: XCTestCase {
             (["a.$": 1], "Minimongo doesn't support $ operator in projections yet."),
             (
                 ["a": 1, "a.b": 1],
-                "both a.b and a found in fields option, using both of them may trigger unexpected behavior. Did you mean to use only one of them?"
+                "both a.b and a found in fields option, "
+                    + "using both of them may trigger unexpected behavior. Did you mean to use only one of them?"
             ),
             ([1], "fields option must be an object")
         ]

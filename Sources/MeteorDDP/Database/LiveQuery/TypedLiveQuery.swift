@@ -18,7 +18,8 @@ public struct TypedLiveQuerySnapshot<Model: Sendable>: Sendable {
 ///
 /// For example:
 /// ```swift
-/// for try await snapshot in try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1])).snapshots {
+/// let players = client.collection("players", as: Player.self)
+/// for try await snapshot in try players.observe([:], FindOptions(sort: ["score": -1])).snapshots {
 ///     print(snapshot.values.map(\.name), snapshot.diff)
 /// }
 /// ```
