@@ -32,18 +32,6 @@ public struct SubscriptionError: Error, Sendable, Equatable, CustomStringConvert
     var thrown: any Error { violation == nil ? meteorError : self }
 }
 
-/// Where a subscription stands.
-public enum SubscriptionStatus: Sendable, Equatable {
-    /// Sent (or queued until connected); the server has not said `ready` yet.
-    case pending
-    /// The server sent `ready` and the subscription's initial documents are in the cache.
-    case ready
-    /// The server ended it with an error (`nosub` with `error`).
-    case failed(SubscriptionError)
-    /// Stopped: by ``Subscription/stop()`` or by the server (`nosub` without error).
-    case stopped
-}
-
 /// Thrown by ``Subscription/ready()`` when the subscription stops before it is ready.
 public struct SubscriptionStoppedError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The subscription's name.

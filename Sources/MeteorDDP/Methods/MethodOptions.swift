@@ -1,0 +1,45 @@
+import EJSON
+
+/// How a method call behaves (Meteor's `apply` options).
+public struct MethodOptions: Sendable {
+    /// Run alone: later calls wait until this one completes, and incoming data is held until its `updated`
+    /// (logins use this).
+    public var wait = false
+    /// Do not re-send after a reconnect; fail with ``MethodError/Kind/invocationFailed`` instead.
+    public var noRetry = false
+    /// Return the stub's value from the synchronous call form.
+    public var returnStubValue = false
+    /// Throw the stub's error instead of logging it and sending the call anyway.
+    public var throwStubExceptions = false
+    /// Called as soon as the result arrives (before the method's data is visible). Runs on an unspecified thread.
+    public var onResultReceived: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
+    /// Like ``onResultReceived``, but called on the client queue while the result is handled, before anything else
+    /// happens (for the client's own logins: the token must be resumable before a reconnect can follow).
+    var onResultReceivedOnClientQueue: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
+    /// Called once the call's record is on disk with the offline store (`true`: it survives a kill from now on and
+    /// is sent again after a restart), or with `false` when it will not be stored (no offline store, a method of
+    /// ``Persistence/memoryOnlyMethods``, a store that failed, a call made inside a stub or on a closed client).
+    /// Runs on the callback queue, once. For an app's "saved offline" mark; a stored call goes out only once it is
+    /// on disk.
+    public var onDurable: (@Sendable (_ stored: Bool) -> Void)?
+    /// Whether the call stays in memory whatever its name (logins: their parameters are credentials).
+    var keepsInMemoryOnly = false
+
+    /// Options of a call whose parameters or answer are secrets (passwords, tokens, 2FA codes): never written to the
+    /// offline store.
+    static func credentials(wait: Bool = false) -> MethodOptions {
+        var options = MethodOptions(wait: wait)
+        options.keepsInMemoryOnly = true
+        return options
+    }
+
+    /// Creates the default options.
+    public init(
+        wait: Bool = false, noRetry: Bool = false, returnStubValue: Bool = false, throwStubExceptions: Bool = false
+    ) {
+        self.wait = wait
+        self.noRetry = noRetry
+        self.returnStubValue = returnStubValue
+        self.throwStubExceptions = throwStubExceptions
+    }
+}
