@@ -11,7 +11,17 @@ public struct MethodOptions: Sendable {
     public var returnStubValue = false
     /// Throw the stub's error instead of logging it and sending the call anyway.
     public var throwStubExceptions = false
-    /// Called as soon as the result arrives (before the method's data is visible). Runs on an unspecified thread.
+    /// Called as soon as the server's `result` for the call arrives, which may be before the method's writes are
+    /// visible in the cache (Meteor's `onResultReceived`): with the value, the server's ``MeteorError``, or a
+    /// ``MethodError`` of kind ``MethodError/Kind/protocolViolation`` for a result that did not parse. Not called
+    /// when no result comes (a closed client, a dropped `noRetry` call, a stub that threw with
+    /// ``throwStubExceptions``, a call made inside a stub).
+    ///
+    /// Runs on the client's callback queue (see <doc:WhereCallbacksRun>), handed there by the client queue as it
+    /// handles the `result`, in order with the other callbacks: with ``DDPClient/call(_:params:options:completion:)``
+    /// it runs before the call's `completion`, which runs on the same queue once the writes are visible. The `async`
+    /// ``DDPClient/call(_:params:options:)`` resumes its caller from the client queue, not through the callback
+    /// queue: the `await` may return before this has run.
     public var onResultReceived: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
     /// Like ``onResultReceived``, but called on the client queue while the result is handled, before anything else
     /// happens (for the client's own logins: the token must be resumable before a reconnect can follow).

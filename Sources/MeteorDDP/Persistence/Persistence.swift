@@ -76,9 +76,37 @@ public struct Persistence: Sendable {
 /// What a ``Persistence`` keeps: the cache, the server's versions of stub-written documents, unanswered calls and
 /// active subscriptions. ``SQLiteStore`` implements it; implement it for another storage (for example in tests).
 ///
-/// The client calls it from one serial queue of its own, never concurrently, and never on the client queue or under
-/// a lock. An error thrown by ``write(_:)`` stops persistence for the client's lifetime (it goes on in memory and
-/// reports ``DDPError/Code/persistenceFailed``); one thrown by ``load()`` is reported in ``DDPClient/restoreReport``.
+/// ## Implementation requirements
+///
+/// What a ``DDPClient`` relies on from its store:
+/// - **Which thread, and when.** ``load()`` is called once, first, on the thread that creates the client (inside
+///   its initializer). After it, ``write(_:)`` and ``clear(keepingDocuments:keepingCalls:)`` are called on the
+///   client's write-behind queue: a serial dispatch queue of its own (quality of service `.utility`), never the
+///   client queue or the callback queue, and never under a lock of the client. One client never calls its store
+///   concurrently, but its calls come from more than one thread: the store must be `Sendable`. A store instance
+///   given to two clients (the same ``Persistence/store(_:)``) may get their calls concurrently.
+/// - **Order.** Batches and clears come in the order of what they hold, one after the other: a clear comes after
+///   the batch holding everything handed to the store before it. ``load()`` must list ``StoredState/methods`` in the
+///   order the calls came in ``StoreBatch/methodsAdded`` (across batches): the client sends them again in that
+///   order. Within one batch, apply ``StoreBatch/methodsAdded``, then ``StoreBatch/methodResults``, then
+///   ``StoreBatch/methodsRemoved`` (as ``SQLiteStore`` does): a batch holds everything handed over since the one
+///   before it, so a call's result and its removal may come in the same batch.
+/// - **Durability.** ``write(_:)`` and ``clear(keepingDocuments:keepingCalls:)`` return once their change is on disk
+///   (it survives the process being killed), all of it or none. When a write returns, the client sends the calls it
+///   added (a stored call's frame waits for its batch) and tells ``MethodOptions/onDurable`` `true`; when a clear
+///   returns, ``DDPClient/logout()`` returns. After a restart, ``load()`` returns the state the last of them to
+///   return left.
+/// - **Blocking.** The calls may block (the disk). ``load()`` holds up the client's initializer; the others hold up
+///   only what waits for the disk: the calls waiting for their batch, ``DDPClient/flushStore()`` and
+///   ``DDPClient/logout()``. While a write runs, what the client hands over waits in memory for the next batch (a
+///   document changed many times is written once, at its newest version).
+/// - **Errors.** An error thrown by ``write(_:)`` or ``clear(keepingDocuments:keepingCalls:)`` stops persistence for
+///   the client's lifetime: the store is not called again; the client goes on in memory (the calls waiting for the
+///   disk go out, ``MethodOptions/onDurable`` gets `false`) and reports the error once on ``DDPClient/errors``, code
+///   ``DDPError/Code/persistenceFailed`` (a ``PersistenceError`` as thrown, any other error as
+///   ``PersistenceError/Kind/writeFailed``). An error thrown by ``load()`` is reported in ``DDPClient/restoreReport``
+///   as ``PersistenceError/Kind/readFailed``; the client then calls `clear(keepingDocuments: false, keepingCalls: [])`
+///   (its error ignored), starts with an empty cache, and goes on writing to the store.
 public protocol ClientStore: Sendable {
     /// Everything stored, read once when the client is created.
     func load() throws -> StoredState
