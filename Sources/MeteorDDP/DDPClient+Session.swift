@@ -94,7 +94,8 @@ extension DDPClient {
             report(
                 .limitReached(
                     "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
-                        + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); applying them now"
+                        + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); "
+                        + "applying them now"
                 ))
         }
         if let hold = outcome.quiescent { applyQuiescence(hold) }

@@ -386,7 +386,9 @@ import SwiftUI
         let todos = client.collection("todos")
         let id = try await todos.insert(["text": "milk", "done": false])   // visible locally at once
         _ = try await todos.update(id, ["$set": ["done": true]])
-        for await snapshot in try todos.observe([:], FindOptions(sort: ["text": 1])).snapshots { print(snapshot.documents.count) }
+        for await snapshot in try todos.observe([:], FindOptions(sort: ["text": 1])).snapshots {
+            print(snapshot.documents.count)
+        }
     }
 }
 
@@ -411,20 +413,8 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Collections/StubCollection.swift:82
-@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
-    do {
-        struct Player: Codable, Sendable { var _id: String?; var name: String; var score: Int }
-        client.defineStub("players.add") { (context, name: String) in
-            try context.collection("players", as: Player.self).insert(Player(name: name, score: 0))
-        }
-    }
-}
-
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -432,6 +422,18 @@ import SwiftUI
         let todos = client.collection("todos", as: Todo.self)
         let open = try todos.find(["listId": "list1", "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
         let id = try await todos.insert(Todo(_id: nil, listId: "list1", text: "milk"))
+    }
+}
+
+// Sources/MeteorDDP/Collections/TypedStubCollection.swift:6
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        struct Player: Codable, Sendable { var _id: String?; var name: String; var score: Int }
+        client.defineStub("players.add") { (context, name: String) in
+            try context.collection("players", as: Player.self).insert(Player(name: name, score: 0))
+        }
     }
 }
 
@@ -455,7 +457,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:19
+// Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:18
 @MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -602,7 +604,8 @@ import SwiftUI
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
-        for try await snapshot in try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1])).snapshots {
+        let players = client.collection("players", as: Player.self)
+        for try await snapshot in try players.observe([:], FindOptions(sort: ["score": -1])).snapshots {
             print(snapshot.values.map(\.name), snapshot.diff)
         }
     }
@@ -925,7 +928,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/MethodError.swift:9
+// Sources/MeteorDDP/Methods/MethodError.swift:7
 @MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -953,7 +956,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/MethodStub.swift:8
+// Sources/MeteorDDP/Methods/MethodStub.swift:7
 @MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -965,7 +968,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/MethodStub.swift:15
+// Sources/MeteorDDP/Methods/MethodStub.swift:14
 @MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
@@ -982,7 +985,8 @@ import SwiftUI
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
-        @State var todos = client.collection("todos", as: Todo.self).observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
+        @State var todos = client.collection("todos", as: Todo.self)
+            .observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
         var body: some View { List(todos.values, id: \._id) { Text($0.text) } }
     }
 }

@@ -88,8 +88,9 @@ extension DDPClient {
         case .dropAndReport:
             report(
                 .limitReached(
-                    "\(configuration.maxDocumentsInUndeclaredCollections) documents cached for collections the app never declared; "
-                        + "new documents of \"\(collection)\" are dropped (declare it with DDPClient.collection(_:))"
+                    "\(configuration.maxDocumentsInUndeclaredCollections) documents cached for collections "
+                        + "the app never declared; new documents of \"\(collection)\" are dropped "
+                        + "(declare it with DDPClient.collection(_:))"
                 ))
             return false
         }

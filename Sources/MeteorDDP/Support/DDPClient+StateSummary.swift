@@ -5,18 +5,23 @@ extension DDPClient {
         queue.sync {
             let methods = core.session.methods
             let invocations = methods.invocations.values.sorted { MethodCoordinator.idOrder($0.id, $1.id) }.prefix(20)
-                .map {
-                    "\($0.id) \($0.name) sent=\(methods.isSent($0.id)) result=\($0.result != nil) visible=\($0.dataVisible)"
+                .map { invocation -> String in
+                    "\(invocation.id) \(invocation.name) sent=\(methods.isSent(invocation.id)) "
+                        + "result=\(invocation.result != nil) visible=\(invocation.dataVisible)"
                 }
             let quiescence =
                 core.session.quiescence.map { "held \($0.messages.count) (resetting \($0.resetting))" } ?? "none"
+            let connectionState = connection == nil ? "none" : "open"
+            let hooksRunning = core.session.reconnectHooksRunning.map(String.init) ?? "no"
+            let blocks = methods.blocks.map { block -> String in "\(block.wait ? "wait " : "")\(block.methodIDs)" }
             return """
-                state \(core.machine.state); connection \(connection == nil ? "none" : "open") (generation \(core.connectionGeneration)); \
+                state \(core.machine.state); connection \(connectionState) (generation \(core.connectionGeneration)); \
                 timers \(timers.keys.map { "\($0)" }.sorted()); inbox \(inbox.summary); \
                 quiescence \(quiescence), subscriptions reviving \(core.session.subscriptions.isReviving), \
-                methods blocking \(core.session.methodsBlockingQuiescence.sorted()); reconnect hooks running \(core.session.reconnectHooksRunning.map(String.init) ?? "no"); \
-                after-update \(core.session.afterUpdate.summary); store idle \(store.isIdle), buffer holding \(updateBuffer.isHolding); \
-                user code \(userCode.summary); calls (\(methods.invocations.count)): \(invocations); blocks \(methods.blocks.map { "\($0.wait ? "wait " : "")\($0.methodIDs)" })
+                methods blocking \(core.session.methodsBlockingQuiescence.sorted()); \
+                reconnect hooks running \(hooksRunning); after-update \(core.session.afterUpdate.summary); \
+                store idle \(store.isIdle), buffer holding \(updateBuffer.isHolding); user code \(userCode.summary); \
+                calls (\(methods.invocations.count)): \(invocations); blocks \(blocks)
                 """
         }
     }
