@@ -166,6 +166,11 @@ let package = Package(
             dependencies: ["MeteorDDP", "MeteorDDPTesting", "TestSupport", "EJSON"],
             resources: [.copy("Fixtures")]
         ),
+        // The test doubles as an app's tests use them: no `@testable` import in this target.
+        .testTarget(
+            name: "MeteorDDPTestingTests",
+            dependencies: ["MeteorDDP", "MeteorDDPTesting", "TestSupport", "EJSON"]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

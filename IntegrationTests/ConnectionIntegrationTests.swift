@@ -1,10 +1,9 @@
 import DDPTestServer
 import EJSON
 import Foundation
+@_spi(Testing) import MeteorDDP
 import NIOSSL
 import XCTest
-
-@testable import MeteorDDP
 
 /// The client against DDPTestServer over real WebSockets on 127.0.0.1.
 final class ConnectionIntegrationTests: XCTestCase {

@@ -3,10 +3,9 @@ import Dispatch
 import EJSON
 import Foundation
 import Logging
+@_spi(Testing) import MeteorDDP
 import TestSupport
 import XCTest
-
-@testable import MeteorDDP
 
 /// The chaos soak: a fault-injecting proxy between the client and DDPTestServer drops connections (sometimes cutting a
 /// frame mid-way), refuses them for a while and delays chunks, while the client makes a steady mix of stub inserts,
@@ -145,7 +144,7 @@ final class ChaosSoakTests: XCTestCase {
 
     /// What the server received of the client's first pending call, for a soak that hangs.
     private func serverEvidence(_ server: DDPTestServer, _ client: DDPClient) -> String {
-        let head = client.queue.sync { client.core.session.methods.blocks.first?.methodIDs.first }
+        let head = client.firstPendingCallID
         let received = server.receivedMessages
         let methods = received.compactMap { message -> String? in
             if case .method(let id, _, _, _) = message { return id }

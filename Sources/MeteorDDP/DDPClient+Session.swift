@@ -30,9 +30,7 @@ extension DDPClient {
     /// The app's hooks of run `run` returned: the reset goes on and the held messages are handled.
     private func reconnectHooksFinished(_ run: Int) {
         guard core.reconnectHooksFinished(run: run) else { return }
-        reconnectHooksRan()
-        inbox.release()
-        drainInbox()
+        resumeAfterReconnectHooks()
     }
 
     /// The inbox held as many messages as ``Configuration/maxMessagesHeldForQuiescence`` while the app's reconnect
@@ -44,6 +42,12 @@ extension DDPClient {
                 "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
                     + "re-sending methods and subscriptions without waiting for the hooks"
             ))
+        resumeAfterReconnectHooks()
+    }
+
+    /// The reset goes on after the app's hooks: methods and subscriptions go out, then the messages held meanwhile
+    /// are handled.
+    private func resumeAfterReconnectHooks() {
         reconnectHooksRan()
         inbox.release()
         drainInbox()
@@ -76,12 +80,7 @@ extension DDPClient {
     /// order, up to ``Configuration/maxMessagesHeldForQuiescence``; past it the client stops waiting for the hooks and
     /// reports ``DDPError/Code/limitReached``): keep them short.
     public func onReconnect(_ name: String, _ hook: @escaping @Sendable () -> Void) {
-        queue.async { self.core.session.userReconnectHooks[name] = hook }
-    }
-
-    /// The session ended (connection lost or disconnected). Everything is kept for the next connection.
-    func sessionDidDisconnect() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        queue.async { self.core.setReconnectHook(name, hook) }
     }
 
     // MARK: - Quiescence

@@ -175,20 +175,6 @@ public final class DDPClient: @unchecked Sendable {
 
     /// The DDP version negotiated for the current session, if connected.
     public var negotiatedVersion: DDPVersion? { publishedVersion.withLockedValue { $0 } }
-
-    /// Waits until everything already handed to the client queue has run, data frames waiting in the inbox for their
-    /// batch included (a deterministic hook for tests: their drain happens now instead of a moment later).
-    /// While a new socket's reconnect hooks run, it also waits for them and for what the client does after them.
-    func waitUntilIdle() {
-        dispatchPrecondition(condition: .notOnQueue(queue))
-        dispatchPrecondition(condition: .notOnQueue(callbackQueue))
-        while queue.sync(execute: {
-            drainInbox()
-            return core.reconnectHooksAreRunning
-        }) {
-            callbackQueue.sync {}
-        }
-    }
 }
 
 // MARK: - Configuration

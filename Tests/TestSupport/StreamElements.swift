@@ -1,6 +1,8 @@
 /// The next `count` elements of `stream`, in order; fails with ``TimedOut`` when they have not all come within
 /// `seconds`. The stream can be read again afterwards.
-public func next<Element: Sendable>(_ count: Int, of stream: AsyncStream<Element>, within seconds: Double = 10)
+public func next<Element: Sendable>(
+    _ count: Int, of stream: some AsyncSequence<Element, Never> & Sendable, within seconds: Double = 10
+)
     async throws -> [Element]
 {
     try await withTimeout(seconds, "\(count) elements of \(Element.self)") {

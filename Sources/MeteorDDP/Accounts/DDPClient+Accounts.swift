@@ -22,15 +22,15 @@ extension DDPClient {
 
     /// The account now and every change after it (a consumer that falls behind keeps the newest 16).
     /// ``loginEvents`` says why it changed.
-    public var accountUpdates: AsyncStream<Account?> { accountBroadcaster.makeStream() }
+    public var accountUpdates: AccountUpdates { AccountUpdates(stream: accountBroadcaster.makeStream()) }
 
     /// Every login, failed login and logout from now on, in the order they happened (Meteor's `Accounts.onLogin`,
     /// `onLoginFailure` and `onLogout`), each after the ``account`` it leaves is set. A consumer that falls behind
-    /// keeps the newest 64 events. The stream ends when the client closes.
+    /// keeps the newest 64 events. The sequence ends when the client closes.
     ///
     /// A client that starts logged out because its stored token had expired says so in ``logoutReason`` (it happened
     /// before any stream existed).
-    public var loginEvents: AsyncStream<LoginEvent> { loginEventBroadcaster.makeStream() }
+    public var loginEvents: LoginEvents { LoginEvents(stream: loginEventBroadcaster.makeStream()) }
 
     /// Why the client is logged out, when it was logged in before: after ``logout()``, a refused resume, an expired
     /// token (also one found expired in the ``Configuration/accountStore`` at start-up, never sent). `nil` while

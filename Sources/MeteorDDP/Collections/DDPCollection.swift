@@ -221,7 +221,7 @@ extension DDPClient {
             return generations[name] ?? .string
         }
         defineCollectionStubs(name)
-        queue.async { self.core.session.undeclaredCollections.declare(name) }
+        queue.async { self.core.collectionDeclared(name) }
         return DDPCollection(name: name, client: self, idGeneration: generation)
     }
 

@@ -192,10 +192,10 @@ extension DDPClient {
                     metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"])
                 sessionDidConnect(isReconnect: isReconnect)
             case .connectionLost(let error):
+                // Subscriptions, calls and the cache are kept for the next socket (its reset re-sends them).
                 report(error)
-                sessionDidDisconnect()
             case .disconnectedByClient:
-                sessionDidDisconnect()
+                break
             case .publishStatus(let status):
                 publish(status)
             }
@@ -410,12 +410,5 @@ extension DDPClient {
             case .reportTimeout: perform(core.machine.heartbeatTimedOut())
             }
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds as a `TimeInterval`.
-    var timeInterval: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

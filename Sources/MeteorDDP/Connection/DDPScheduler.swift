@@ -34,9 +34,7 @@ public struct DispatchScheduler: DDPScheduler {
 
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any ScheduledAction {
         let item = DispatchWorkItem(block: action)
-        let nanoseconds = max(
-            0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: item)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, delay.nanoseconds))), execute: item)
         return DispatchScheduledAction(item: item)
     }
 }

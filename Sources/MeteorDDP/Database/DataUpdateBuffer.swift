@@ -260,9 +260,3 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         for callback in callbacks { callback() }
     }
 }
-
-extension Duration {
-    var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
-    }
-}

@@ -24,6 +24,17 @@ extension ClientCore {
         var send: [Invocation] = []
     }
 
+    /// The id of the next call (decimal, from "1").
+    mutating func nextMethodID() -> String {
+        session.methods.makeMethodID()
+    }
+
+    /// The stub of call `id` ran (or threw) having written `originals`' documents: the server's versions of those
+    /// are kept aside until the call's `updated`.
+    mutating func stubRan(methodID id: String, originals: [(DocumentKey, EJSONObject?)]) {
+        session.serverDocuments.stubWrote(methodID: id, originals: originals)
+    }
+
     /// The app made a call (its stub ran); `kept`: its record is on its way to the store. Returns the calls to send
     /// now: it, when it landed in the first block and nothing before it waits for the disk.
     mutating func callMade(_ invocation: Invocation, kept: Bool) -> [Invocation] {

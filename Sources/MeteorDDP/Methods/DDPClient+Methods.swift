@@ -113,7 +113,7 @@ extension DDPClient {
                 }
                 return nil
             }
-            let id = core.session.methods.makeMethodID()
+            let id = core.nextMethodID()
             var stubValue: EJSONValue?
             var randomSeed: String?
             var stubOriginals: [(DocumentKey, EJSONObject?)] = []
@@ -131,7 +131,7 @@ extension DDPClient {
                 stubOriginals = originals
                 switch outcome {
                 case .success(let value):
-                    core.session.serverDocuments.stubWrote(methodID: id, originals: originals)
+                    core.stubRan(methodID: id, originals: originals)
                     stubValue = value
                     stubOutcome?(.success(value))
                 case .failure(let error):
@@ -144,7 +144,7 @@ extension DDPClient {
                     }
                     // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's
                     // writes, and the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
-                    core.session.serverDocuments.stubWrote(methodID: id, originals: originals)
+                    core.stubRan(methodID: id, originals: originals)
                     // Logged where an app sees it, as Meteor's client logs it (Meteor._debug).
                     logger.warning(
                         "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])

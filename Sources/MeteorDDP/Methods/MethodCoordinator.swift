@@ -74,12 +74,17 @@ struct MethodCoordinator {
     /// Queues a call; returns the invocations to send now (empty unless it landed in the first block).
     mutating func enqueue(_ invocation: Invocation) -> [Invocation] {
         invocations[invocation.id] = invocation
+        joinBlocks(invocation)
+        return blocks.count == 1 ? markSent([invocation.id]) : []
+    }
+
+    /// A wait call gets a block of its own; another joins the last block unless that is a wait block.
+    private mutating func joinBlocks(_ invocation: Invocation) {
         if invocation.options.wait || blocks.last?.wait != false {
             blocks.append(Block(wait: invocation.options.wait, methodIDs: [invocation.id]))
         } else {
             blocks[blocks.count - 1].methodIDs.append(invocation.id)
         }
-        return blocks.count == 1 ? markSent([invocation.id]) : []
     }
 
     /// Puts back a call a store kept (at launch, in call order): one with its result waits only for its data (it
@@ -88,13 +93,7 @@ struct MethodCoordinator {
     mutating func restore(_ invocation: Invocation) {
         guard invocations[invocation.id] == nil else { return }
         invocations[invocation.id] = invocation
-        if invocation.result == nil {
-            if invocation.options.wait || blocks.last?.wait != false {
-                blocks.append(Block(wait: invocation.options.wait, methodIDs: [invocation.id]))
-            } else {
-                blocks[blocks.count - 1].methodIDs.append(invocation.id)
-            }
-        }
+        if invocation.result == nil { joinBlocks(invocation) }
         if let number = Int(invocation.id), number >= nextID, number < Int.max { nextID = number + 1 }
     }
 

@@ -90,8 +90,6 @@ struct ServerDocumentBuffer {
         }
     }
 
-    var isEmpty: Bool { documents.isEmpty }
-
     /// The documents tracked now.
     var keys: Set<DocumentKey> { Set(documents.keys) }
 

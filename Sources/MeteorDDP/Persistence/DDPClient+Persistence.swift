@@ -1,40 +1,23 @@
 import Dispatch
 import EJSON
 
-/// A client's offline store at work: the write-behind, and what the session needs to reconcile and to hold calls
-/// until they are durable.
-final class ClientPersistence: @unchecked Sendable {
-    // @unchecked because the variables are confined to the client queue; the rest is immutable or thread-safe.
+/// A client's offline store at work: its settings, the write-behind and the restored calls' outcomes. Immutable (the
+/// state the session keeps for the store is the core's: ``DurabilityGate``, ``OfflineState``).
+final class ClientPersistence: Sendable {
 
     let settings: Persistence
     let writer: WriteBehind
     let restoredCalls: RestoredCalls
 
-    // MARK: - Mutable State (confined to the client queue)
-
-    /// Whether the first connection after a restart has yet to reconcile the restored cache. Confined to the client
-    /// queue.
-    var pendingReconciliation = false
-    /// The subscriptions that were active when the app stopped, until the reconciliation delay ends. Confined to the
-    /// client queue.
-    var restoredSubscriptions: Set<StoredSubscription> = []
-    /// The subscriptions last handed to the store. Confined to the client queue.
-    var storedSubscriptions: [StoredSubscription] = []
-    /// What `storedSubscriptions` was made from (the records' version; how many restored ones were added, -1 for
-    /// none), so that handing the session's changes to the store after every drain rebuilds the list only when it may
-    /// differ. Confined to the client queue.
-    var storedSubscriptionsSource: (membershipVersion: Int, restored: Int)?
-    /// The restored calls by id. Confined to the client queue.
-    var restoredByID: [String: RestoredCall] = [:]
-    /// Per restored call: the documents its stub wrote, as restored (its effect). Confined to the client queue.
-    var restoredStubEffects: [String: [StoredStubEffect]] = [:]
-    /// Restored calls whose judgement waits for a subscription's data (see `noteRestoredCallServerVersions`).
-    var awaitingServerData: [String: [StoredStubEffect]] = [:]
+    /// The restored calls by id (set once, at launch).
+    let restoredByID: [String: RestoredCall]
 
     init(settings: Persistence, writer: WriteBehind, restoredCalls: RestoredCalls) {
         self.settings = settings
         self.writer = writer
         self.restoredCalls = restoredCalls
+        restoredByID = Dictionary(
+            restoredCalls.calls.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Opens the store and reads it (on the thread creating the client). Never throws: problems go in the report.
@@ -81,7 +64,6 @@ final class ClientPersistence: @unchecked Sendable {
             writer: WriteBehind(store: store),
             restoredCalls: RestoredCalls(calls: calls)
         )
-        persistence.restoredByID = Dictionary(calls.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return (persistence, state, report)
     }
 }
@@ -101,8 +83,7 @@ extension DDPClient {
             self?.report(DDPError(.persistenceFailed, problem.description, persistenceError: problem))
         }
         queue.sync {
-            core.session.serverDocuments.trackChanges()
-            core.session.serverDocuments.restore(state.serverDocuments, methods: state.methods)
+            core.restoreServerDocuments(state.serverDocuments, methods: state.methods)
             let calls = persistence.restoredCalls
             for method in state.methods {
                 guard let call = persistence.restoredByID[method.id] else { continue }
@@ -133,13 +114,11 @@ extension DDPClient {
                 }
                 core.callRestored(invocation)
             }
-            persistence.restoredStubEffects = Self.restoredStubEffects(state)
-            persistence.restoredSubscriptions = Set(state.subscriptions)
-            persistence.storedSubscriptions = state.subscriptions
-            persistence.pendingReconciliation =
-                !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty
+            core.restored(
+                subscriptions: state.subscriptions, stubEffects: Self.restoredStubEffects(state),
+                hasState: !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty)
             // Server versions no restored call claims were dropped: the store forgets them too.
-            persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
+            persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
             persistence.writer.restored(state.methods)
         }
         let writer = persistence.writer
@@ -272,7 +251,7 @@ extension DDPClient {
     func persistCompletion(_ id: String, wasKept: Bool) {
         noteRestoredCallServerVersions(id)
         guard let persistence, wasKept else { return }
-        persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
+        persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
         persistence.writer.methodRemoved(id)
     }
 
@@ -282,10 +261,9 @@ extension DDPClient {
     /// while a subscription is still on its way (one the app made after connecting: the reconciliation did not wait
     /// for it), the judgement waits until every subscription is ready.
     private func noteRestoredCallServerVersions(_ id: String) {
-        guard let persistence, let stub = persistence.restoredStubEffects.removeValue(forKey: id) else { return }
+        guard let persistence, let stub = core.restoredCallCompleted(id) else { return }
         let (match, missing) = judge(stub)
-        if !match, missing, core.session.subscriptions.hasPendingSubscriptions {
-            persistence.awaitingServerData[id] = stub
+        if !match, missing, core.judgeWhenServerDataArrives(id, stub) {
             persistence.restoredCalls.awaitServerData(for: id)
             return
         }
@@ -311,13 +289,9 @@ extension DDPClient {
     /// Subscriptions became ready or ended (their data flushed): restored calls that waited for the server's data
     /// are judged once none is pending (`force`: now, the client is closing).
     func judgeRestoredCallsAwaitingServerData(force: Bool = false) {
-        guard let persistence, !persistence.awaitingServerData.isEmpty,
-            force || !core.session.subscriptions.hasPendingSubscriptions
-        else { return }
-        let awaiting = persistence.awaitingServerData
-        persistence.awaitingServerData = [:]
-        for (id, stub) in awaiting.sorted(by: { (Int($0.key) ?? 0, $0.key) < (Int($1.key) ?? 0, $1.key) }) {
-            persistence.restoredCalls.judged(id, matchStub: judge(stub).match)
+        guard let persistence else { return }
+        for (id, effects) in core.restoredCallsToJudge(force: force) {
+            persistence.restoredCalls.judged(id, matchStub: judge(effects).match)
         }
     }
 
@@ -325,26 +299,8 @@ extension DDPClient {
     /// subscriptions (with those still awaited from the last run).
     func persistSessionChanges() {
         guard let persistence else { return }
-        persistence.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
-        // close() stopped the subscriptions here, not in the app: the store keeps those it had, for the next launch.
-        guard !core.isClosed else { return }
-        let source = (
-            membershipVersion: core.session.subscriptions.membershipVersion,
-            restored: persistence.pendingReconciliation ? persistence.restoredSubscriptions.count : -1
-        )
-        guard persistence.storedSubscriptionsSource.map({ $0 != source }) ?? true else { return }
-        persistence.storedSubscriptionsSource = source
-        var subscriptions = core.session.subscriptions.active
-        if persistence.pendingReconciliation {
-            let made = Set(subscriptions)
-            subscriptions += persistence.restoredSubscriptions.filter { !made.contains($0) }.sorted {
-                $0.name < $1.name
-            }
-        }
-        if subscriptions != persistence.storedSubscriptions {
-            persistence.storedSubscriptions = subscriptions
-            persistence.writer.subscriptionsChanged(subscriptions)
-        }
+        persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
+        if let subscriptions = core.subscriptionsToStore() { persistence.writer.subscriptionsChanged(subscriptions) }
     }
 
     // MARK: - Reconciliation
@@ -352,26 +308,21 @@ extension DDPClient {
     /// Whether the connection that just came up reconciles a restored cache; if so, starts waiting for the
     /// subscriptions (the app's, and the restored ones it may make again within the delay).
     func startReconciliationIfPending() -> Bool {
-        guard let persistence, persistence.pendingReconciliation else { return false }
-        core.session.subscriptions.startRestoredRevival(persistence.restoredSubscriptions)
-        if !core.session.subscriptions.awaitingRestored.isEmpty {
-            schedule(.reconciliation, after: persistence.settings.reconciliationDelay)
-        }
-        return true
+        guard let persistence else { return false }
+        let (reconciling, armDelay) = core.startReconciliationIfPending()
+        if armDelay { schedule(.reconciliation, after: persistence.settings.reconciliationDelay) }
+        return reconciling
     }
 
     /// The reconciliation delay is over: restored subscriptions the app did not make again are no longer awaited.
     func reconciliationDelayElapsed() {
-        persistence?.restoredSubscriptions = []
-        if let quiescent = core.stopAwaitingRestoredSubscriptions() { applyQuiescence(quiescent) }
+        if let quiescent = core.reconciliationDelayElapsed() { applyQuiescence(quiescent) }
         persistSessionChanges()
     }
 
     /// The reset at quiescence was applied: a restored cache is reconciled.
     func reconciliationApplied() {
-        guard let persistence, persistence.pendingReconciliation else { return }
-        persistence.pendingReconciliation = false
-        persistence.restoredSubscriptions = []
+        guard core.reconciliationApplied() else { return }
         cancelTimer(.reconciliation)
         persistSessionChanges()
     }
@@ -387,12 +338,7 @@ extension DDPClient {
         guard let persistence else { return erased() }
         persistence.writer.clear(
             keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: core.durability.kept)
-        persistence.storedSubscriptions = []
-        persistence.restoredSubscriptions = []
-        persistence.storedSubscriptionsSource = (
-            membershipVersion: core.session.subscriptions.membershipVersion,
-            restored: persistence.pendingReconciliation ? 0 : -1
-        )
+        core.storedSubscriptionsErased()
         persistSessionChanges()
         persistence.writer.whenWritten(erased)
     }

@@ -30,6 +30,11 @@ extension ClientCore {
         return reset
     }
 
+    /// The app registers `hook` under `name` (``DDPClient/onReconnect(_:_:)``), replacing one with that name.
+    mutating func setReconnectHook(_ name: String, _ hook: @escaping @Sendable () -> Void) {
+        session.userReconnectHooks[name] = hook
+    }
+
     /// Whether the app's hooks are running (incoming messages wait meanwhile).
     var reconnectHooksAreRunning: Bool { session.reconnectHooksRunning != nil }
 

@@ -52,4 +52,10 @@ extension ClientCore {
     mutating func subscriptionEnded(_ id: String) -> SubscriptionManager.Record? {
         session.subscriptions.nosub(id)
     }
+
+    /// A handle let go of subscription `id`: when none uses it any more, the delay after which to unsubscribe and the
+    /// generation to hand back with ``unsubscribeIfUnused(_:generation:)``.
+    mutating func subscriptionReleased(_ id: String) -> (delay: Duration, generation: Int)? {
+        session.subscriptions.release(id)
+    }
 }

@@ -15,6 +15,9 @@ struct ClientCore {
     var session: SessionState
     /// The offline store's gate on sending calls (empty without persistence).
     var durability = DurabilityGate()
+    /// The offline store's restored state to reconcile and what the store was last given (empty without
+    /// persistence).
+    var offline = OfflineState()
     /// Whether `close()` was called: everything asked afterwards is answered at once.
     private(set) var isClosed = false
     /// The most data messages held while waiting for quiescence

@@ -29,25 +29,12 @@ extension DDPClient {
 
     /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.
     private func processDocumentMessage(_ message: consuming DocumentMessage) {
-        let routing: ServerDocumentBuffer.Routing
-        switch message.kind {
-        case .added:
-            guard
-                admit(
-                    core.session.undeclaredCollections.added(message.key.collectionName, message.key.documentID),
-                    message.key.collectionName)
-            else { return }
-            routing = core.session.serverDocuments.serverAdded(message.key, fields: message.fields.fields)
-        case .changed:
-            guard
-                admit(
-                    core.session.undeclaredCollections.changed(message.key.collectionName, message.key.documentID),
-                    message.key.collectionName)
-            else { return }
-            routing = core.session.serverDocuments.serverChanged(
-                message.key, fields: message.fields.fields, cleared: message.cleared)
-        }
-        if case .keptAside(let anomaly) = routing { return logKeptAside(anomaly, key: message.key) }
+        let routing =
+            switch message.kind {
+            case .added: core.serverAdded(message.key, fields: message.fields.fields)
+            case .changed: core.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
+            }
+        guard case .toCache = routing else { return perform(routing, key: message.key) }
         // The message's key, fields and cleared names move on into the update (no copy of them per frame).
         store.enqueue(CacheUpdate(message))
     }
@@ -65,10 +52,9 @@ extension DDPClient {
                 DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
         case .removed(let collection, let id):
             let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
-            guard admit(core.session.undeclaredCollections.removed(collection, key.documentID), collection) else {
-                return
-            }
-            route(core.session.serverDocuments.serverRemoved(key), key: key) { .removed(key) }
+            let routing = core.serverRemoved(key)
+            guard case .toCache = routing else { return perform(routing, key: key) }
+            store.enqueue(.removed(key))
         case .ready(let ids):
             subscriptionsBecameReady(ids)
         case .nosub(let id, let error):
@@ -80,19 +66,19 @@ extension DDPClient {
         }
     }
 
-    /// Whether a data message for `collection` goes on (see ``UndeclaredCollections``).
-    private func admit(_ admission: UndeclaredCollections.Admission, _ collection: String) -> Bool {
-        switch admission {
-        case .apply: return true
-        case .drop: return false
-        case .dropAndReport:
+    /// A document message that did not go to the cache: logged, or the undeclared collections' limit reported.
+    private func perform(_ routing: ClientCore.DataRouting, key: DocumentKey) {
+        switch routing {
+        case .toCache: preconditionFailure("Internal inconsistency: the cache's updates are enqueued by the caller")
+        case .keptAside(let anomaly): logKeptAside(anomaly, key: key)
+        case .dropped(report: false): break
+        case .dropped(report: true):
             report(
                 .limitReached(
                     "\(configuration.maxDocumentsInUndeclaredCollections) documents cached for collections "
-                        + "the app never declared; new documents of \"\(collection)\" are dropped "
+                        + "the app never declared; new documents of \"\(key.collectionName)\" are dropped "
                         + "(declare it with DDPClient.collection(_:))"
                 ))
-            return false
         }
     }
 
@@ -100,11 +86,6 @@ extension DDPClient {
     /// with `-` loses it unless it would then read as another kind of id; other forms are kept as they travel).
     static func documentID(fromWire id: String) -> String {
         MongoID.documentID(fromWire: id)
-    }
-
-    private func route(_ routing: ServerDocumentBuffer.Routing, key: DocumentKey, update: () -> CacheUpdate) {
-        if case .keptAside(let anomaly) = routing { return logKeptAside(anomaly, key: key) }
-        store.enqueue(update())
     }
 
     /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.
@@ -125,11 +106,7 @@ extension DDPClient {
     /// (LC `_runWhenAllServerDocsAreFlushed`).
     func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let waiting = core.session.serverDocuments.runWhenAllFlushed(
-            sentMethods: core.session.methods.sentIDs, sentGeneration: core.session.methods.sentGeneration
-        ) {
-            [weak self] in self?.runAfterUpdate(block)
-        }
+        let waiting = core.runWhenAllServerDocumentsAreFlushed { [weak self] in self?.runAfterUpdate(block) }
         if !waiting { runAfterUpdate(block) }
     }
 
@@ -137,21 +114,22 @@ extension DDPClient {
     /// queued before it (LC `_afterUpdateCallbacks`): at once when nothing is pending or queued.
     func runAfterUpdate(_ block: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let idle = store.isIdle
-        if idle, core.session.afterUpdate.isEmpty {
+        switch core.runAfterUpdate(block, storeIsIdle: store.isIdle) {
+        case .runNow:
             block()
-            return
-        }
-        guard let ticket = core.session.afterUpdate.append(block, needsFlush: !idle) else { return }
-        store.performAfterFlush { [weak self] in
-            guard let self else { return }
-            self.queue.async { self.afterUpdateFlushed(ticket) }
+        case .queued:
+            break
+        case .requestFlush(let ticket):
+            store.performAfterFlush { [weak self] in
+                guard let self else { return }
+                self.queue.async { self.afterUpdateFlushed(ticket) }
+            }
         }
     }
 
     private func afterUpdateFlushed(_ ticket: Int) {
-        core.session.afterUpdate.flushed(ticket)
-        while let callback = core.session.afterUpdate.popDue() { callback() }
+        core.afterUpdateFlushed(ticket)
+        while let callback = core.nextDueAfterUpdate() { callback() }
     }
 
     // MARK: - Methods
@@ -170,16 +148,17 @@ extension DDPClient {
     /// store (``WriteBehind/hold(_:)``): the server's version may not have arrived yet, and a restart must find the
     /// stored call's effect. The server versions noted so far are handed over first, so that the disk keeps them too.
     func releaseDocumentsWritten(byMethod id: String) {
-        persistence?.writer.serverDocumentsChanged(core.session.serverDocuments.takeChanges())
-        let sent = core.session.methods.sentIDs
-        let (replacements, flushCallbacks) = core.session.serverDocuments.methodUpdated(id, isSent: sent.contains)
-        if let persistence, !replacements.isEmpty { persistence.writer.hold(replacements.map(\.key)) }
-        for replacement in replacements {
+        let released = core.releaseDocuments(writtenBy: id)
+        if let persistence {
+            persistence.writer.serverDocumentsChanged(released.serverChanges)
+            if !released.replacements.isEmpty { persistence.writer.hold(released.replacements.map(\.key)) }
+        }
+        for replacement in released.replacements {
             store.enqueue(
                 .replaced(
                     replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }
-        for callback in flushCallbacks { callback() }
+        for callback in released.flushCallbacks { callback() }
     }
 
     func methodDataBecameVisible(_ id: String) {
@@ -276,7 +255,7 @@ extension DDPClient {
             let shared = record.shared
             runWhenAllServerDocumentsAreFlushed { shared.update(.ready) }
         }
-        if persistence?.awaitingServerData.isEmpty == false {
+        if core.restoredCallsAwaitServerData {
             runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
         }
     }
@@ -292,7 +271,7 @@ extension DDPClient {
         } else {
             record.shared.update(.stopped)
         }
-        if persistence?.awaitingServerData.isEmpty == false {
+        if core.restoredCallsAwaitServerData {
             runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
         }
     }

@@ -45,7 +45,7 @@ extension DDPClient {
     /// A handle let go of its subscription.
     func release(subscriptionID id: String) {
         queue.async {
-            guard let (delay, generation) = self.core.session.subscriptions.release(id) else { return }
+            guard let (delay, generation) = self.core.subscriptionReleased(id) else { return }
             if delay <= .zero {
                 self.unsubscribeIfUnused(id, generation: generation)
             } else {

@@ -49,7 +49,7 @@ public final class Subscription: Sendable {
     public var isReady: Bool { status == .ready }
 
     /// The status now and every change after it (pending → ready, or failed / stopped, which end the sequence).
-    public var statusUpdates: AsyncStream<SubscriptionStatus> { shared.statusUpdates }
+    public var statusUpdates: SubscriptionStatusUpdates { SubscriptionStatusUpdates(stream: shared.statusUpdates) }
 
     /// Returns once the subscription is ready.
     ///

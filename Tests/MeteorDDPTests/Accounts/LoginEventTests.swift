@@ -41,7 +41,7 @@ final class LoginEventTests: XCTestCase {
     }
 
     /// A logged-in client with a stream of its login events: the first event (the login) already happened.
-    private func loggedIn(_ store: (any AccountStore)? = nil) async throws -> (ClientHarness, AsyncStream<LoginEvent>) {
+    private func loggedIn(_ store: (any AccountStore)? = nil) async throws -> (ClientHarness, LoginEvents) {
         let harness = ClientHarness { $0.accountStore = store }
         harness.establishConnection()
         let events = harness.client.loginEvents

@@ -1,7 +1,7 @@
 import EJSON
 import XCTest
 
-@testable import MeteorDDP
+@_spi(Testing) @testable import MeteorDDP
 
 /// The hand-over from the transport's thread to the client queue: data that nobody waits on is batched, anything else
 /// is handled before the transport's thread goes on, and the backlog is bounded.

@@ -2,7 +2,7 @@ import EJSON
 import Foundation
 import XCTest
 
-@testable import MeteorDDP
+@_spi(Testing) @testable import MeteorDDP
 
 /// A client wired to an in-memory transport and a manual clock: every interleaving is chosen by the test.
 final class ClientHarness: Sendable {

@@ -1,0 +1,60 @@
+import EJSON
+
+/// Server data as events of the core (LC `_processOneDataMessage`, `_process_added`, `_process_changed`,
+/// `_process_removed`): a document message goes to the cache, to the server's copy of a document a pending stub
+/// wrote (kept aside until the stub's method is done), or nowhere (an undeclared collection at its limit). Every
+/// frame of a flood passes here: the answer is a small value, nothing is allocated.
+extension ClientCore {
+    /// Where a document message goes.
+    enum DataRouting: Equatable {
+        /// Into the cache.
+        case toCache
+        /// Into the kept-aside server copy of a stub-written document, with the anomaly to log, if any.
+        case keptAside(ServerDocumentBuffer.Anomaly?)
+        /// Nowhere: its collection was never declared and the cache holds as many such documents as it may.
+        /// `report`: the first time for this collection (the client reports the limit).
+        case dropped(report: Bool)
+    }
+
+    /// `added`. `fields` is read only when a stub-written document takes it.
+    @inline(__always)
+    mutating func serverAdded(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject) -> DataRouting {
+        let admission = session.undeclaredCollections.added(key.collectionName, key.documentID)
+        guard admission == .apply else { return .dropped(report: admission == .dropAndReport) }
+        return DataRouting(session.serverDocuments.serverAdded(key, fields: fields()))
+    }
+
+    /// `changed`. `fields` is read only when a stub-written document takes it.
+    @inline(__always)
+    mutating func serverChanged(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject, cleared: [String])
+        -> DataRouting
+    {
+        guard session.undeclaredCollections.changed(key.collectionName, key.documentID) == .apply else {
+            return .dropped(report: false)
+        }
+        return DataRouting(session.serverDocuments.serverChanged(key, fields: fields(), cleared: cleared))
+    }
+
+    /// `removed`.
+    mutating func serverRemoved(_ key: DocumentKey) -> DataRouting {
+        guard session.undeclaredCollections.removed(key.collectionName, key.documentID) == .apply else {
+            return .dropped(report: false)
+        }
+        return DataRouting(session.serverDocuments.serverRemoved(key))
+    }
+
+    /// The app declared `collection` (``DDPClient/collection(_:idGeneration:)``): its data is no longer bounded.
+    mutating func collectionDeclared(_ collection: String) {
+        session.undeclaredCollections.declare(collection)
+    }
+}
+
+extension ClientCore.DataRouting {
+    @inline(__always)
+    init(_ routing: ServerDocumentBuffer.Routing) {
+        switch routing {
+        case .toCache: self = .toCache
+        case .keptAside(let anomaly): self = .keptAside(anomaly)
+        }
+    }
+}
