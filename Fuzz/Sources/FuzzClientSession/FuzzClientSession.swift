@@ -2,7 +2,7 @@ import EJSON
 import FuzzSupport
 import MeteorDDPTesting
 
-@testable import MeteorDDP
+@_spi(Testing) @testable import MeteorDDP
 
 /// Any sequence of server frames (one per input line) driven into a connected client over the in-memory transport:
 /// no trap, and the client still handles a well-formed exchange afterwards (a `ping` is answered with a `pong`).

@@ -1,9 +1,12 @@
-/// Everything the client queue owns, in one value (issue 36's `ClientCore`, being moved here piece by piece): the
-/// connection and heartbeat machines, the session's subscriptions, methods, server documents and quiescence hold.
+/// Everything the client queue decides with, in one value: the connection and heartbeat machines, the session's
+/// subscriptions, method blocks, stub-written documents' server copies, quiescence hold, after-update queue,
+/// undeclared collections, reconnect hooks and resume token, and the offline store's durability gate and
+/// reconciliation state.
 ///
-/// No clock, no queue, no I/O: events go in as `mutating` functions, and what the client must do comes out as values
-/// that ``DDPClient`` performs once the mutation is complete (see `ClientCore+Quiescence.swift`). Not `Sendable`:
-/// the client queue owns the one instance, in ``DDPClient``.
+/// No clock, no queue, no I/O: events go in as `mutating` functions (one family per file: `ClientCore+Methods.swift`,
+/// `+Data`, `+AfterUpdate`, `+Quiescence`, `+Reconnect`, `+Subscriptions`, `+Reconciliation`), and what the client
+/// must do comes out as values that ``DDPClient`` performs once the mutation is complete. Not `Sendable`: the client
+/// queue owns the one instance, in ``DDPClient``. docs/ARCHITECTURE.md lists the events and what comes out.
 struct ClientCore {
     /// The connection lifecycle.
     var machine: ConnectionStateMachine
