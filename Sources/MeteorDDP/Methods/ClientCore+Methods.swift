@@ -87,7 +87,7 @@ extension ClientCore {
         case .recorded(let invocation):
             guard resultArrived else { break }
             progress.resultArrived = invocation
-            if durability.kept.contains(invocation.id) { progress.storeResult = invocation }
+            if durability.isKept(invocation.id) { progress.storeResult = invocation }
         case .completed(let invocation, let next):
             if resultArrived { progress.resultArrived = invocation }
             progress.completed = invocation

@@ -51,6 +51,11 @@ struct DurabilityGate {
         waiting = []
     }
 
+    /// Whether call `id` is kept in the store (without persistence, answered without hashing the id).
+    func isKept(_ id: String) -> Bool {
+        !kept.isEmpty && kept.contains(id)
+    }
+
     /// Call `id` completed: returns whether it was kept (its record then leaves the store).
     mutating func completed(_ id: String) -> Bool {
         guard !kept.isEmpty else { return false }
