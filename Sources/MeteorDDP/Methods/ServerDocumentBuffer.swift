@@ -17,6 +17,14 @@ struct ServerDocumentBuffer {
         var flushCallbacks: [@Sendable () -> Void] = []
     }
 
+    /// A kept document as it stands, without its waiters (what a store keeps of it).
+    struct Version: Equatable {
+        /// The server's fields (`nil`: the server has no such document, or its version is not known yet).
+        let fields: EJSONObject?
+        /// The methods whose stubs wrote it, in call order.
+        let writtenByMethods: [String]
+    }
+
     /// A replacement to apply to the cache: the document becomes `fields` (`nil`: removed).
     struct Replacement: Equatable {
         let key: DocumentKey
@@ -43,16 +51,15 @@ struct ServerDocumentBuffer {
     }
 
     /// The documents changed since the last call, each with its state now (`nil`: no longer kept).
-    mutating func takeChanges() -> [(DocumentKey, StoredServerDocument?)] {
+    mutating func takeChanges() -> [(DocumentKey, Version?)] {
         guard let keys = changedKeys, !keys.isEmpty else { return [] }
         changedKeys = []
         return keys.map { key in
             (
                 key,
                 documents[key].map {
-                    StoredServerDocument(
-                        key: key, fields: $0.fields,
-                        writtenByMethods: $0.writtenByMethods.sorted(by: MethodCoordinator.idOrder))
+                    Version(
+                        fields: $0.fields, writtenByMethods: $0.writtenByMethods.sorted(by: MethodCoordinator.idOrder))
                 }
             )
         }
@@ -62,19 +69,22 @@ struct ServerDocumentBuffer {
         changedKeys?.insert(key)
     }
 
-    /// Puts back what a store kept (at launch, before anything else).
-    mutating func restore(_ stored: [StoredServerDocument], methods: [StoredMethod]) {
+    /// Puts back what a store kept (at launch, before anything else): the kept documents, and the documents each
+    /// restored call's stub wrote, in call order.
+    mutating func restore(
+        _ kept: [(DocumentKey, Version)], stubWrites calls: [(methodID: String, wrote: [DocumentKey])]
+    ) {
         stubWrites &+= 1
-        let restoredIDs = Set(methods.map(\.id))
-        for document in stored {
+        let restoredIDs = Set(calls.map(\.methodID))
+        for (key, version) in kept {
             // Calls that were never stored (memory-only ones, those a logout cleared) will never have an `updated`.
-            let writers = Set(document.writtenByMethods).intersection(restoredIDs)
-            documents[document.key] = ServerDocument(fields: document.fields, writtenByMethods: writers)
-            if writers.count != document.writtenByMethods.count { noteChange(document.key) }
+            let writers = Set(version.writtenByMethods).intersection(restoredIDs)
+            documents[key] = ServerDocument(fields: version.fields, writtenByMethods: writers)
+            if writers.count != version.writtenByMethods.count { noteChange(key) }
         }
-        for method in methods {
-            let keys = method.stubWrote.filter { documents[$0]?.writtenByMethods.contains(method.id) == true }
-            if !keys.isEmpty { documentsWrittenByMethod[method.id] = keys }
+        for call in calls {
+            let keys = call.wrote.filter { documents[$0]?.writtenByMethods.contains(call.methodID) == true }
+            if !keys.isEmpty { documentsWrittenByMethod[call.methodID] = keys }
         }
         // A writer that does not list the document would never release it (and ``runWhenAllFlushed`` finds a sent
         // method's documents through its list): such writers are dropped, and a document no writer claims with them.

@@ -34,19 +34,36 @@ extension ClientCore {
     /// now on the core notes every change of them for the store (``takeServerDocumentChanges()``).
     mutating func restoreServerDocuments(_ documents: [StoredServerDocument], methods: [StoredMethod]) {
         session.serverDocuments.trackChanges()
-        session.serverDocuments.restore(documents, methods: methods)
+        session.serverDocuments.restore(
+            documents.map {
+                ($0.key, ServerDocumentBuffer.Version(fields: $0.fields, writtenByMethods: $0.writtenByMethods))
+            },
+            stubWrites: methods.map { (methodID: $0.id, wrote: $0.stubWrote) })
     }
 
     /// The server versions of stub-written documents that changed since the last call, for the store.
     mutating func takeServerDocumentChanges() -> [(DocumentKey, StoredServerDocument?)] {
-        session.serverDocuments.takeChanges()
+        Self.stored(session.serverDocuments.takeChanges())
+    }
+
+    /// Kept documents' changes as the store takes them.
+    static func stored(_ changes: [(DocumentKey, ServerDocumentBuffer.Version?)]) -> [(
+        DocumentKey, StoredServerDocument?
+    )] {
+        changes.map { key, version in
+            (
+                key,
+                version.map { StoredServerDocument(key: key, fields: $0.fields, writtenByMethods: $0.writtenByMethods) }
+            )
+        }
     }
 
     /// `connected`: whether this connection reconciles a restored cache, and whether the client arms the
     /// reconciliation delay (restored subscriptions the app has not made again are awaited until it elapses).
     mutating func startReconciliationIfPending() -> (reconciling: Bool, armDelay: Bool) {
         guard offline.pendingReconciliation else { return (false, false) }
-        session.subscriptions.startRestoredRevival(offline.restoredSubscriptions)
+        session.subscriptions.startRestoredRevival(
+            Set(offline.restoredSubscriptions.map { SubscriptionManager.Identity(name: $0.name, params: $0.params) }))
         return (true, !session.subscriptions.awaitingRestored.isEmpty)
     }
 
@@ -77,7 +94,7 @@ extension ClientCore {
         )
         guard offline.storedSubscriptionsSource.map({ $0 != source }) ?? true else { return nil }
         offline.storedSubscriptionsSource = source
-        var subscriptions = session.subscriptions.active
+        var subscriptions = session.subscriptions.active.map { StoredSubscription(name: $0.name, params: $0.params) }
         if offline.pendingReconciliation {
             let made = Set(subscriptions)
             subscriptions += offline.restoredSubscriptions.filter { !made.contains($0) }.sorted { $0.name < $1.name }

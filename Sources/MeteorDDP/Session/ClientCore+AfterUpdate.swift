@@ -54,7 +54,7 @@ extension ClientCore {
     /// Call `id`'s `updated` arrived (or, for a call not sent again after a reconnect, quiescence came): the
     /// documents only its stub still held get the server's version.
     mutating func releaseDocuments(writtenBy id: String) -> ReleasedDocuments {
-        let changes = session.serverDocuments.takeChanges()
+        let changes = Self.stored(session.serverDocuments.takeChanges())
         let sent = session.methods.sentIDs
         let (replacements, callbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
         return ReleasedDocuments(serverChanges: changes, replacements: replacements, flushCallbacks: callbacks)

@@ -7,6 +7,12 @@ import EJSON
 ///
 /// No effects: the records it hands back are stopped or settled by the client. Confined to the client queue.
 struct SubscriptionManager {
+    /// What makes two subscriptions the same one: the publication's name and EJSON-equal params.
+    struct Identity: Hashable {
+        let name: String
+        let params: [EJSONValue]
+    }
+
     /// One server subscription.
     struct Record {
         let id: String
@@ -51,7 +57,7 @@ struct SubscriptionManager {
             return (record, false)
         }
         let id = makeID()
-        if awaitingRestored.remove(StoredSubscription(name: name, params: params)) != nil {
+        if awaitingRestored.remove(Identity(name: name, params: params)) != nil {
             // Made again while the first connection after a restart waits for it.
             beingRevived.insert(id)
         }
@@ -169,14 +175,13 @@ struct SubscriptionManager {
 
     /// Subscriptions that were active when the app last stopped and that the app has not made again yet: the first
     /// connection after a restart waits for them (until ``stopAwaitingRestored()``). Confined to the client queue.
-    private(set) var awaitingRestored: Set<StoredSubscription> = []
+    private(set) var awaitingRestored: Set<Identity> = []
 
     /// The first connection after a restart: every subscription made so far is revived, and those of `restored` not
     /// made yet are awaited.
-    mutating func startRestoredRevival(_ restored: Set<StoredSubscription>) {
+    mutating func startRestoredRevival(_ restored: Set<Identity>) {
         beingRevived = Set(records.keys)
-        awaitingRestored = restored.subtracting(
-            records.values.map { StoredSubscription(name: $0.name, params: $0.params) })
+        awaitingRestored = restored.subtracting(records.values.map { Identity(name: $0.name, params: $0.params) })
     }
 
     /// The delay for making restored subscriptions again is over.
@@ -189,8 +194,8 @@ struct SubscriptionManager {
 
     /// The subscriptions on the server, in subscription order (what a store keeps): those no handle uses any more
     /// count until they are unsubscribed, so an app tearing its handles down as it quits does not forget them.
-    var active: [StoredSubscription] {
-        order.compactMap { records[$0] }.map { StoredSubscription(name: $0.name, params: $0.params) }
+    var active: [Identity] {
+        order.compactMap { records[$0] }.map { Identity(name: $0.name, params: $0.params) }
     }
 
     /// Removes every record (the client was closed) and returns them, to be stopped.

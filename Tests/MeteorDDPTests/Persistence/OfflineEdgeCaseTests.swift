@@ -47,13 +47,9 @@ final class OfflineEdgeCaseTests: XCTestCase {
 
     func testAServerCopyAlsoClaimedByACallThatWasNeverStoredIsReleasedByTheRestoredOne() {
         var buffer = ServerDocumentBuffer()
-        let stored = [StoredServerDocument(key: todo, fields: ["title": "server"], writtenByMethods: ["1", "9"])]
         buffer.restore(
-            stored,
-            methods: [
-                StoredMethod(
-                    id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo])
-            ])
+            [(todo, ServerDocumentBuffer.Version(fields: ["title": "server"], writtenByMethods: ["1", "9"]))],
+            stubWrites: [(methodID: "1", wrote: [todo])])
         let (replacements, _) = buffer.methodUpdated("1", isSent: { _ in true })
         XCTAssertEqual(
             replacements, [ServerDocumentBuffer.Replacement(key: todo, fields: ["title": "server"])],
@@ -64,15 +60,9 @@ final class OfflineEdgeCaseTests: XCTestCase {
         // A store written by an older version (or damaged): call 2 is restored, but its list of written documents does
         // not name the document, so its `updated` would never release it.
         var buffer = ServerDocumentBuffer()
-        let stored = [StoredServerDocument(key: todo, fields: ["title": "server"], writtenByMethods: ["1", "2"])]
         buffer.restore(
-            stored,
-            methods: [
-                StoredMethod(
-                    id: "1", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [todo]),
-                StoredMethod(
-                    id: "2", name: "m", params: [], randomSeed: nil, wait: false, noRetry: false, stubWrote: [])
-            ])
+            [(todo, ServerDocumentBuffer.Version(fields: ["title": "server"], writtenByMethods: ["1", "2"]))],
+            stubWrites: [(methodID: "1", wrote: [todo]), (methodID: "2", wrote: [])])
         let (replacements, _) = buffer.methodUpdated("1", isSent: { _ in true })
         XCTAssertEqual(replacements, [ServerDocumentBuffer.Replacement(key: todo, fields: ["title": "server"])])
         XCTAssertFalse(buffer.contains(todo))

@@ -57,7 +57,7 @@ final class ClientCoreSubscriptionTests: XCTestCase {
     /// delay for making them is over, the ones not made stop holding the data back.
     func testRestoredSubscriptionsNoLongerAwaitedApplyTheHold() {
         var core = ClientCore.scripted()
-        core.session.subscriptions.startRestoredRevival([StoredSubscription(name: "todos", params: ["a"])])
+        core.session.subscriptions.startRestoredRevival([SubscriptionManager.Identity(name: "todos", params: ["a"])])
         XCTAssertNil(
             core.sessionConnected(isReconnect: false, reconciling: true), "the restored subscription is awaited")
         XCTAssertEqual(core.stopAwaitingRestoredSubscriptions()?.resetting, true)
