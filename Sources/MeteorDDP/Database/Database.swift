@@ -43,13 +43,9 @@ public final class Database: @unchecked Sendable {
     private let published: ManagedAtomic<SnapshotGeneration>
     /// Serialises writers; recursive so that transactions nest on one thread.
     private let writeLock = NSRecursiveLock()
-    /// The open transaction. Protected by `writeLock` (which orders every access: exempt from the run-time exclusivity
-    /// check in release builds, one `swift_beginAccess` per applied update).
-    #if DEBUG
-        private var transaction: WriteTransaction?
-    #else
-        @exclusivity(unchecked) private var transaction: WriteTransaction?
-    #endif
+    /// The open transaction. Protected by `writeLock`. Checked for exclusive access at run time in every build: app
+    /// code (a `performUpdates` block, a stub) reaches it.
+    private var transaction: WriteTransaction?
     /// Called with every committed change set, in commit order, under the write lock (the offline store's
     /// write-behind: one append). Protected by `writeLock`.
     private var commitObserver: (@Sendable (DatabaseChanges) -> Void)?
@@ -137,7 +133,7 @@ public final class Database: @unchecked Sendable {
         let update = CacheUpdate(update)
         begin()
         defer { end() }
-        applyInTransaction(update)
+        Self.apply(update, prepared: nil, to: &transaction!, logger: logger)
     }
 
     /// Applies updates in order, in one transaction (an array, a slice of one, any sequence).
@@ -153,7 +149,15 @@ public final class Database: @unchecked Sendable {
     func apply(takingCacheUpdates updates: inout [CacheUpdate]) {
         begin()
         defer { end() }
-        transaction!.changeList.reserveCapacity(transaction!.changeList.count + updates.count)
+        // One access to the open transaction for the whole batch (checked at run time, not once per update): nothing
+        // below calls out to code that could reach the database again.
+        Self.apply(takingCacheUpdates: &updates, to: &transaction!, logger: logger)
+    }
+
+    private static func apply(
+        takingCacheUpdates updates: inout [CacheUpdate], to transaction: inout WriteTransaction, logger: Logger
+    ) {
+        transaction.changeList.reserveCapacity(transaction.changeList.count + updates.count)
         updates.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             /// The update at `index`, moved out (a trivial one left in its place for the array to destroy).
@@ -164,23 +168,27 @@ public final class Database: @unchecked Sendable {
             }
             let updates = UnsafeBufferPointer(buffer)
             guard VersionPreparation.isWorthwhile(for: updates) else {
-                for index in buffer.indices { applyInTransaction(take(index)) }
+                for index in buffer.indices { apply(take(index), prepared: nil, to: &transaction, logger: logger) }
                 return
             }
             // A large batch: new versions are made on a second thread while this one installs them. A chunk the helper
             // may still be reading is read in place, never moved out.
-            let preparation = VersionPreparation(updates: updates, snapshot: transaction!.pending)
+            let preparation = VersionPreparation(updates: updates, snapshot: transaction.pending)
             defer { preparation.finish() }
             for chunk in 0..<preparation.chunkCount {
                 switch preparation.claimForWriter(chunk) {
                 case .writers:
-                    for index in preparation.indices(ofChunk: chunk) { applyInTransaction(take(index)) }
+                    for index in preparation.indices(ofChunk: chunk) {
+                        apply(take(index), prepared: nil, to: &transaction, logger: logger)
+                    }
                 case .prepared:
                     for index in preparation.indices(ofChunk: chunk) {
-                        applyInTransaction(take(index), prepared: preparation.version(at: index))
+                        apply(take(index), prepared: preparation.version(at: index), to: &transaction, logger: logger)
                     }
                 case .helperStillMaking:
-                    for index in preparation.indices(ofChunk: chunk) { applyInTransaction(updates[index]) }
+                    for index in preparation.indices(ofChunk: chunk) {
+                        apply(updates[index], prepared: nil, to: &transaction, logger: logger)
+                    }
                 }
             }
         }
@@ -189,34 +197,35 @@ public final class Database: @unchecked Sendable {
 
     /// Applies one update; `prepared`, a version made ahead on another thread, is used if it was made from the
     /// version the update finds.
-    private func applyInTransaction(
-        _ update: consuming CacheUpdate, prepared: VersionPreparation.PreparedVersion? = nil
+    private static func apply(
+        _ update: consuming CacheUpdate, prepared: VersionPreparation.PreparedVersion?,
+        to transaction: inout WriteTransaction, logger: Logger
     ) {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch consume update {
         case .added(let key, let fields):
-            let location = prepared.map { transaction!.locate(key, knownAt: $0.found) } ?? transaction!.locate(key)
+            let location = prepared.map { transaction.locate(key, knownAt: $0.found) } ?? transaction.locate(key)
             guard let stored = location.document else {
-                return transaction!.write(key, fields, at: location, previous: nil)
+                return transaction.write(key, fields, at: location, previous: nil)
             }
             let current = Document(storage: stored.takeUnretainedValue())
             logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
-            transaction!.write(
+            transaction.write(
                 key, prepared?.document(for: current) ?? current.setting(fields), at: location, previous: current)
         case .changed(let key, let fields, let cleared):
-            let location = prepared.map { transaction!.locate(key, knownAt: $0.found) } ?? transaction!.locate(key)
+            let location = prepared.map { transaction.locate(key, knownAt: $0.found) } ?? transaction.locate(key)
             guard let stored = location.document else {
                 logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
-                return transaction!.write(key, fields, at: location, previous: nil)
+                return transaction.write(key, fields, at: location, previous: nil)
             }
             let current = Document(storage: stored.takeUnretainedValue())
-            transaction!.write(
+            transaction.write(
                 key, prepared?.document(for: current) ?? current.setting(fields, clearing: cleared), at: location,
                 previous: current)
         case .replaced(let key, let document):
-            transaction!.update(key) { _ in .some(document) }
+            transaction.update(key) { _ in .some(document) }
         case .removed(let key):
-            transaction!.update(key) { current -> Document?? in
+            transaction.update(key) { current -> Document?? in
                 guard current != nil else {
                     logger.debug("removed for a missing document ignored", metadata: ["key": "\(key)"])
                     return nil

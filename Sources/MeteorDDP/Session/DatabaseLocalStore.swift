@@ -9,13 +9,9 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
     // @unchecked because `pending` is confined to the client queue (every LocalStore call is made on it).
     let database: Database
     let buffer: DataUpdateBuffer
-    /// Updates not yet handed to the buffer. Confined to the client queue (which orders every access: exempt from the
-    /// run-time exclusivity check in release builds, as the client's own state is).
-    #if DEBUG
-        private var pending: [CacheUpdate] = []
-    #else
-        @exclusivity(unchecked) private var pending: [CacheUpdate] = []
-    #endif
+    /// Updates not yet handed to the buffer. Confined to the client queue (checked for exclusive access at run time,
+    /// as the core is: a stub, app code, runs on that queue).
+    private var pending: [CacheUpdate] = []
 
     init(database: Database, buffer: DataUpdateBuffer) {
         self.database = database
