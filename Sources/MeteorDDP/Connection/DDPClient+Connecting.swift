@@ -109,6 +109,17 @@ extension DDPClient {
         }
     }
 
+    /// Runs `hook` on every new socket, right after `connect` and before unanswered methods and subscriptions are
+    /// sent again (Meteor's `DDP.onReconnect`): methods it calls go out first. A hook with the same name replaces the
+    /// previous one; hooks run in name order, after the resume login.
+    ///
+    /// Hooks run on the callback queue and may call any API. Until they return, the new session's messages wait (in
+    /// order, up to ``Configuration/maxMessagesHeldForQuiescence``; past it the client stops waiting for the hooks and
+    /// reports ``DDPError/Code/limitReached``): keep them short.
+    public func onReconnect(_ name: String, _ hook: @escaping @Sendable () -> Void) {
+        queue.async { self.core.setReconnectHook(name, hook) }
+    }
+
     /// Sends a message if the socket is open; otherwise drops it (everything that matters is re-sent on reconnect).
     func send(_ message: ClientMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -161,7 +172,7 @@ extension DDPClient {
             case .openTransport:
                 openTransport()
             case .closeTransport:
-                core.connectionGeneration += 1
+                core.transportEnded()
                 connection?.close()
                 connection = nil
             case .sendConnect(let message):
@@ -228,8 +239,7 @@ extension DDPClient {
     }
 
     private func openTransport() {
-        core.connectionGeneration += 1
-        let generation = core.connectionGeneration
+        let generation = core.transportStarted()
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
         let parseOptions = EJSON.ParseOptions(refusesUnregisteredTypes: configuration.refusesUnregisteredEJSONTypes)
@@ -290,55 +300,6 @@ extension DDPClient {
         switch parsed {
         case .success(.document), .success(.message(.removed)), .success(.message(.ping)): true
         default: false
-        }
-    }
-
-    /// Handles what the inbox holds, in order, until a new socket's reconnect hooks start (the rest then waits for
-    /// them).
-    func drainInbox() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        var items = inbox.takeAll()
-        var index = items.startIndex
-        while index < items.endIndex {
-            // Moved out (a trivial item left in its place) and consumed down the path: the message's strings and
-            // fields are never copied (retained and released) on the way to the cache.
-            let item = items.withUnsafeMutableBufferPointer { buffer in
-                let slot = buffer.baseAddress! + index
-                defer { slot.initialize(to: .transport(.opened, generation: -1)) }
-                return slot.move()
-            }
-            switch consume item {
-            case .message(let parsed, let generation): handleIncoming(parsed, generation: generation)
-            case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
-            }
-            index += 1
-            if core.reconnectHooksAreRunning {
-                inbox.putBack(items[index...])
-                break
-            }
-        }
-        inbox.recycle(consume items)
-        store.push()
-        persistSessionChanges()
-    }
-
-    private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
-        guard generation == core.connectionGeneration else { return }
-        switch event {
-        case .opened:
-            logger.debug("socket open")
-            perform(core.machine.transportOpened())
-        case .binary(let byteCount):
-            performHeartbeat(core.heartbeat.messageReceived())
-            report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
-        case .closed(let error):
-            connection = nil
-            core.connectionGeneration += 1
-            let reason =
-                error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
-            perform(core.machine.transportClosed(reason))
-        case .text:
-            preconditionFailure("Internal inconsistency: text frames are handled by handleIncoming")
         }
     }
 

@@ -12,8 +12,9 @@ struct ClientCore {
     var machine: ConnectionStateMachine
     /// Heartbeat bookkeeping for the current session.
     var heartbeat = HeartbeatStateMachine()
-    /// Identifies the client's newest transport connection; bumped for every attempt and every loss.
-    var connectionGeneration = 0
+    /// Identifies the client's newest transport connection; bumped for every attempt and every loss
+    /// (``transportStarted()``, ``transportEnded()``): events of an older one are ignored.
+    private(set) var connectionGeneration = 0
     /// Subscriptions, methods, stub-written documents and quiescence.
     var session: SessionState
     /// The offline store's gate on sending calls (empty without persistence).
@@ -49,5 +50,20 @@ extension ClientCore {
         isClosed = true
         return Closing(
             failedCalls: session.methods.removeAll(), stoppedSubscriptions: session.subscriptions.removeAll())
+    }
+}
+
+// MARK: - Transport generations
+
+extension ClientCore {
+    /// A new transport connection starts: its events carry the generation returned.
+    mutating func transportStarted() -> Int {
+        connectionGeneration += 1
+        return connectionGeneration
+    }
+
+    /// The current transport connection is closed or lost: whatever it still delivers is ignored.
+    mutating func transportEnded() {
+        connectionGeneration += 1
     }
 }

@@ -1,9 +1,232 @@
 import Dispatch
 import EJSON
 
-// MARK: - Data and method messages of the established session
+// The client's driver: every input on the client queue (a batch of frames and transport events from the inbox, a
+// session message, data, a method's result and `updated`, `ready`, `nosub`, a new socket's reset and its hooks,
+// quiescence) goes to the core as an event, and what the event returns is performed here, after the core's mutation
+// has completed. The connection's own machine and heartbeat, their timers and the transport are driven from
+// Connection/DDPClient+Connecting.swift; the offline store's writes from Persistence/DDPClient+Persistence.swift.
 
 extension DDPClient {
+    // MARK: - Inputs
+
+    /// Handles what the inbox holds, in order, until a new socket's reconnect hooks start (the rest then waits for
+    /// them).
+    func drainInbox() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var items = inbox.takeAll()
+        var index = items.startIndex
+        while index < items.endIndex {
+            // Moved out (a trivial item left in its place) and consumed down the path: the message's strings and
+            // fields are never copied (retained and released) on the way to the cache.
+            let item = items.withUnsafeMutableBufferPointer { buffer in
+                let slot = buffer.baseAddress! + index
+                defer { slot.initialize(to: .transport(.opened, generation: -1)) }
+                return slot.move()
+            }
+            switch consume item {
+            case .message(let parsed, let generation): handleIncoming(parsed, generation: generation)
+            case .transport(let event, let generation): handleTransportEvent(event, generation: generation)
+            }
+            index += 1
+            if core.reconnectHooksAreRunning {
+                inbox.putBack(items[index...])
+                break
+            }
+        }
+        inbox.recycle(consume items)
+        store.push()
+        persistSessionChanges()
+    }
+
+    private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
+        guard generation == core.connectionGeneration else { return }
+        switch event {
+        case .opened:
+            logger.debug("socket open")
+            perform(core.machine.transportOpened())
+        case .binary(let byteCount):
+            performHeartbeat(core.heartbeat.messageReceived())
+            report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
+        case .closed(let error):
+            connection = nil
+            core.transportEnded()
+            let reason =
+                error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
+            perform(core.machine.transportClosed(reason))
+        case .text:
+            preconditionFailure("Internal inconsistency: text frames are handled by handleIncoming")
+        }
+    }
+
+    /// Handles one parsed frame from the current connection, on the client queue (``drainInbox()`` checks it once per
+    /// batch).
+    func handleIncoming(_ parsed: consuming Result<IncomingMessage, DDPProtocolViolation>, generation: Int) {
+        guard generation == core.connectionGeneration else { return }
+        // Any frame proves the connection is alive (heartbeat.js `messageReceived`).
+        performHeartbeat(core.heartbeat.messageReceived())
+        // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
+        switch consume parsed {
+        case .failure(let violation):
+            report(.protocolViolation(violation))
+            if let unreadable = violation.unreadable, core.machine.version != nil {
+                handleUnreadable(unreadable, violation)
+            }
+        case .success(.message(let message)):
+            logger.trace("received", metadata: ["frame": "\(loggable(message))"])
+            handle(message)
+        case .success(let document):
+            logger.trace("received", metadata: ["msg": "\(document.name)"])
+            handleSessionData(document)
+        }
+    }
+
+    /// Data and method messages: for the established session only. Inlined, as the two steps after it: a message
+    /// passed down by value is copied from frame to frame (~100 bytes, several `memcpy`s per frame on a flood).
+    @inline(__always)
+    private func handleSessionData(_ message: consuming IncomingMessage) {
+        guard core.machine.version != nil else {
+            reportUnexpected(message.serverMessage, "data before the session was established")
+            return
+        }
+        handleSessionMessage(message)
+    }
+
+    private func handle(_ message: ServerMessage) {
+        switch message {
+        case .connected(let session):
+            let actions = core.machine.receivedConnected(session: session)
+            if actions.isEmpty {
+                reportUnexpected(message, "the session is already established or no connect was sent")
+            }
+            perform(actions)
+        case .failed(let version):
+            let actions = core.machine.receivedFailed(version: version)
+            if actions.isEmpty {
+                reportUnexpected(message, "no connect is pending")
+            }
+            perform(actions)
+        case .ping(let id):
+            if configuration.respondToPings { send(.pong(id: id)) }
+        case .pong:
+            break
+        case .error(let reason, let offending):
+            report(.serverError(reason: reason, offendingMessage: offending.map { EJSON.stringify($0) }))
+        case .added, .changed, .removed, .ready, .nosub, .updated, .result:
+            handleSessionData(.message(message))
+        }
+    }
+
+    func reportUnexpected(_ message: ServerMessage, _ reason: String) {
+        report(
+            .protocolViolation(
+                DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
+    }
+
+    // MARK: - A new socket, its hooks and quiescence
+
+    /// A fresh socket is open and `connect` was just sent (LC `onReset`): the library's hooks run (the resume login),
+    /// then the app's hooks on the callback queue, then unanswered methods go out again behind what the hooks
+    /// called, then every subscription not yet sent. Incoming messages are held while the app's hooks run, so the new
+    /// session is handled in Meteor's order; the socket's thread never waits for them.
+    func sessionDidReset() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let reset = core.socketReset()
+        for record in reset.stoppedSubscriptions { record.shared.update(.stopped) }
+        for invocation in reset.failedCalls {
+            logger.debug(
+                "method failed by the reconnect (noRetry)",
+                metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
+        }
+        if let token = reset.resumeToken { resumeLogin(token: token) }
+        guard let (run, hooks) = reset.userHooks else { return reconnectHooksRan() }
+        inbox.hold()
+        userCode.run {
+            for hook in hooks { hook() }
+            // Behind every call the hooks made (each one reached the client queue before the hook returned).
+            self.queue.async { self.reconnectHooksFinished(run) }
+        }
+    }
+
+    /// The app's hooks of run `run` returned: the reset goes on and the held messages are handled.
+    private func reconnectHooksFinished(_ run: Int) {
+        guard core.reconnectHooksFinished(run: run) else { return }
+        resumeAfterReconnectHooks()
+    }
+
+    /// The inbox held as many messages as ``Configuration/maxMessagesHeldForQuiescence`` while the app's reconnect
+    /// hooks ran: the reset goes on without them (what they call later goes out behind the re-sent methods).
+    func stopWaitingForReconnectHooks() {
+        guard core.stopWaitingForReconnectHooks() else { return }
+        report(
+            .limitReached(
+                "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
+                    + "re-sending methods and subscriptions without waiting for the hooks"
+            ))
+        resumeAfterReconnectHooks()
+    }
+
+    /// The reset goes on after the app's hooks: methods and subscriptions go out, then the messages held meanwhile
+    /// are handled.
+    private func resumeAfterReconnectHooks() {
+        reconnectHooksRan()
+        inbox.release()
+        drainInbox()
+    }
+
+    private func reconnectHooksRan() {
+        let (calls, subscriptions) = core.reconnectHooksRan()
+        send(calls: calls)
+        for record in subscriptions { send(.sub(id: record.id, name: record.name, params: record.params)) }
+    }
+
+    /// The server sent `connected` (LC `_livedata_connected`). After a reconnect the cache is reset at quiescence:
+    /// data is held until every previously ready subscription is ready again and every method sent on this socket
+    /// has its `updated`; then the held messages are applied as one transaction that replaces the cache (documents
+    /// written by pending stubs keep their stub values), so only real differences are reported.
+    func sessionDidConnect(isReconnect: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        // The first connection after a restart reconciles the restored cache the same way.
+        let reconciling = startReconciliationIfPending()
+        if let hold = core.sessionConnected(isReconnect: isReconnect, reconciling: reconciling) {
+            applyQuiescence(hold)
+        }
+    }
+
+    // MARK: - Quiescence
+
+    /// Holds a data message until quiescence (LC `_livedata_data`); applies the held messages when it comes.
+    func holdUntilQuiescence(_ message: consuming IncomingMessage) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let outcome = core.holdUntilQuiescence(message)
+        if let (subscriptions, methods) = outcome.limitReached {
+            report(
+                .limitReached(
+                    "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
+                        + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); "
+                        + "applying them now"
+                ))
+        }
+        if let hold = outcome.quiescent { applyQuiescence(hold) }
+    }
+
+    /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
+    /// reconnect), then queues the data-visible callbacks of methods that are not re-sent.
+    func applyQuiescence(_ hold: QuiescenceHold) {
+        store.hold(resetting: hold.resetting)
+        for id in hold.methodsVisibleAtQuiescence {
+            runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }
+        }
+        for message in hold.messages { processDataMessage(message) }
+        // Methods that are not re-sent get no `updated` from the new session: their documents take the server's
+        // version now.
+        for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
+        store.release(keeping: hold.resetting ? core.session.serverDocuments.keys : [])
+        if hold.resetting { reconciliationApplied() }
+    }
+
+    // MARK: - Data and method messages of the established session
+
     /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the
     /// session waits for quiescence, data messages are held back, in order, before any routing.
     @inline(__always)
