@@ -40,6 +40,12 @@ struct Todo: Codable, Sendable {
 
 let todo = Todo(_id: nil, listId: "list1", text: "milk", checked: false, createdAt: nil)
 
+/// The README's relationship example: a todo's `listId` names its list.
+struct TodoList: Codable, Sendable {
+    var _id: String?
+    var name: String
+}
+
 /// Where an app shows things.
 func show(_ items: Any...) {}
 func showProblem(_ items: Any...) {}

@@ -14,8 +14,19 @@ import XCTest
 import SwiftUI
 #endif
 
-// README.md:104
+// README.md:77
 @MainActor func docExample0(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        let lists = client.collection("lists", as: TodoList.self), todos = client.collection("todos", as: Todo.self)
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")   // todos.toOne(lists, idIn: "listId") the other way
+        for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1])) { print(entry.value.name, entry.related) }
+    }
+}
+
+// README.md:112
+@MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -72,8 +83,8 @@ import SwiftUI
     }
 }
 
-// README.md:162
-@MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
+// README.md:170
+@MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -84,8 +95,8 @@ import SwiftUI
     }
 }
 
-// README.md:175
-@MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
+// README.md:183
+@MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -109,8 +120,8 @@ import SwiftUI
     }
 }
 
-// README.md:203
-@MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
+// README.md:211
+@MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -127,8 +138,8 @@ import SwiftUI
     }
 }
 
-// README.md:226
-@MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
+// README.md:234
+@MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -149,8 +160,8 @@ import SwiftUI
     }
 }
 
-// README.md:384
-@MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
+// README.md:392
+@MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -165,7 +176,7 @@ import SwiftUI
 }
 
 // Sources/DDPTestServer/DDPTestServer.swift:15
-@MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -179,7 +190,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSON.docc/EJSON.md:8
-@MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -193,7 +204,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSON.swift:6
-@MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -205,7 +216,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONDecoder.swift:8
-@MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -215,7 +226,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONEncoder.swift:8
-@MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -225,7 +236,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONError.swift:4
-@MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -235,7 +246,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONTypeRegistry.swift:14
-@MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -244,7 +255,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONValue.swift:13
-@MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -254,7 +265,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/ObjectID.swift:12
-@MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -265,7 +276,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Accounts.swift:43
-@MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -274,7 +285,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+OAuth.swift:22
-@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -283,7 +294,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwordless.swift:11
-@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -294,7 +305,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
-@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -303,7 +314,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
-@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -312,7 +323,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
-@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -326,7 +337,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
-@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -335,7 +346,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+TwoFactor.swift:29
-@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -348,7 +359,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/LoginEvent.swift:7
-@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -370,7 +381,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/MeteorPassword.swift:5
-@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -379,7 +390,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/DDPCollection.swift:7
-@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -393,7 +404,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/IDGeneration.swift:8
-@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -404,7 +415,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/MongoModifier.swift:10
-@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -413,8 +424,25 @@ import SwiftUI
     }
 }
 
+// Sources/MeteorDDP/Collections/Relationship.swift:7
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
+    _ = (client, database, server, logger)
+    do {
+        struct TodoList: Codable, Sendable { var _id: String?; var name: String }
+        struct Todo: Codable, Sendable { var _id: String?; var listId: String; var text: String }
+        let lists = client.collection("lists", as: TodoList.self)
+        let todos = client.collection("todos", as: Todo.self)
+        let listOfTodo = todos.toOne(lists, idIn: "listId")          // a todo's list
+        let todosOfList = lists.toMany(todos, referencedBy: "listId") // a list's todos, the inverse
+        for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1])) {
+            print(entry.value.name, entry.related.map(\.text))
+        }
+    }
+}
+
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -426,7 +454,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedStubCollection.swift:6
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -438,7 +466,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatus.swift:6
-@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -449,7 +477,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:18
-@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -458,7 +486,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/RetryStrategy.swift:5
-@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -469,7 +497,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/WebSocketTransport.swift:17
-@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -481,7 +509,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPClient.swift:16
-@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -491,7 +519,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPError.swift:6
-@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -502,7 +530,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DataUpdateBuffer.swift:18
-@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -513,7 +541,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Database.swift:19
-@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -526,7 +554,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChanges.swift:8
-@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -539,7 +567,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
-@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -548,7 +576,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Document.swift:7
-@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -559,7 +587,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DocumentKey.swift:4
-@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -568,7 +596,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuery.swift:48
-@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -580,7 +608,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuerySnapshots.swift:6
-@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -591,7 +619,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/TypedLiveQuery.swift:20
-@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -603,7 +631,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection+Codable.swift:7
-@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -613,7 +641,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection.swift:7
-@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -623,7 +651,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Query.swift:7
-@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -633,7 +661,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:15
-@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -644,7 +672,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:29
-@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -654,7 +682,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:36
-@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -670,7 +698,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:57
-@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -683,7 +711,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:7
-@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -694,7 +722,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:21
-@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -704,7 +732,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:31
-@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -715,7 +743,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:39
-@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -724,7 +752,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:52
-@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -737,7 +765,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:9
-@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -748,7 +776,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:23
-@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -760,7 +788,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
 #if canImport(SwiftUI)
-@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -790,7 +818,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -811,7 +839,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -822,7 +850,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -834,7 +862,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:10
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -846,7 +874,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:23
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -855,7 +883,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -864,7 +892,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -876,7 +904,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -887,7 +915,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -898,7 +926,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -909,7 +937,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -920,7 +948,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -935,7 +963,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -948,7 +976,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -960,7 +988,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -972,7 +1000,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
 #if canImport(SwiftUI)
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -984,7 +1012,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -997,7 +1025,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1008,7 +1036,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1018,7 +1046,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1027,7 +1055,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1040,7 +1068,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1050,7 +1078,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1060,7 +1088,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1070,7 +1098,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1081,7 +1109,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1092,7 +1120,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1102,7 +1130,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1114,7 +1142,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1124,7 +1152,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1133,7 +1161,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {
@@ -1151,7 +1179,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
     _ = (client, database, server, logger)
     do {

@@ -1,0 +1,152 @@
+import EJSON
+
+/// A relationship between the documents of two typed collections, mapped to reference fields (Meteor iOS's
+/// relationships; in a Meteor web app, `Todos.find({listId: list._id})` written by hand).
+///
+/// For example:
+/// ```swift
+/// struct TodoList: Codable, Sendable { var _id: String?; var name: String }
+/// struct Todo: Codable, Sendable { var _id: String?; var listId: String; var text: String }
+/// let lists = client.collection("lists", as: TodoList.self)
+/// let todos = client.collection("todos", as: Todo.self)
+/// let listOfTodo = todos.toOne(lists, idIn: "listId")          // a todo's list
+/// let todosOfList = lists.toMany(todos, referencedBy: "listId") // a list's todos, the inverse
+/// for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1])) {
+///     print(entry.value.name, entry.related.map(\.text))
+/// }
+/// ```
+///
+/// A reference is a document id: a string or an `ObjectID` (any value Meteor takes as an `_id`). A reference to a
+/// document the cache does not hold (not published, removed, or never there) reads as absent, never as an error; so
+/// does a reference field that is missing, `null` or not an id.
+///
+/// ## Concurrency
+/// Reads may run on any thread; each read sees one committed snapshot of both collections.
+public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendable>: Sendable {
+    /// Where the relationship is stored.
+    public enum Storage: Sendable, Equatable {
+        /// The source document's `field` holds the target's id (to-one: a todo's `listId`).
+        case idIn(field: String)
+        /// The target documents' `field` holds the source's id (to-many, the inverse of a to-one: a list's todos
+        /// through each todo's `listId`).
+        case referencedBy(field: String)
+        /// The source document's `field` holds an array of target ids, in order (many-to-many: a post's `tagIds`).
+        case idsIn(field: String)
+    }
+
+    /// The collection the relationship starts from.
+    public let source: TypedCollection<Source>
+    /// The collection of the related documents.
+    public let target: TypedCollection<Target>
+    /// Where the reference is stored.
+    public let storage: Storage
+
+    /// The related documents of the source document with `id`, decoded (to-one: none or one; `referencedBy`: in the
+    /// order `options` sort them; `idsIn`: in the array's order, each once). Empty when the source document is absent.
+    ///
+    /// - Throws: `DecodingError` for a document that does not decode; ``QueryError`` for a sort minimongo refuses.
+    public func related(to id: String, _ options: FindOptions = FindOptions()) throws -> [Target] {
+        let snapshot = database.snapshot
+        guard let document = snapshot.document(DocumentKey(collectionName: source.name, documentID: id)) else {
+            return []
+        }
+        return try relatedDocuments(of: [document], in: snapshot, options)[0].map(TypedCollection<Target>.decode)
+    }
+
+    /// The source documents matching a Mongo selector, in the order `options` give, each with its related documents
+    /// (sorted by `relatedOptions` for `referencedBy`), decoded; both collections read from one snapshot.
+    ///
+    /// - Throws: `DecodingError` for a document that does not decode; ``QueryError`` for a selector or sort
+    ///   minimongo refuses.
+    public func find(
+        _ selector: EJSONValue = [:], _ options: FindOptions = FindOptions(),
+        relatedOptions: FindOptions = FindOptions()
+    ) throws -> [Related<Source, Target>] {
+        let snapshot = database.snapshot
+        let sources = try Query(selector, options).evaluate(snapshot.allDocuments(in: source.name))
+        let related = try relatedDocuments(of: sources, in: snapshot, relatedOptions)
+        return try zip(sources, related).map { document, related in
+            Related(
+                id: document.id, value: try TypedCollection<Source>.decode(document),
+                related: try related.map(TypedCollection<Target>.decode))
+        }
+    }
+
+    // MARK: - Resolving references
+
+    private var database: Database { source.untyped.client.database }
+
+    /// The related documents of each of `sources`, in their order.
+    private func relatedDocuments(
+        of sources: [Document], in snapshot: DatabaseSnapshot, _ options: FindOptions
+    ) throws(QueryError) -> [[Document]] {
+        switch storage {
+        case .idIn(let field):
+            return sources.map { document in
+                Self.targetID(document[field]).flatMap { targetDocument($0, in: snapshot) }.map { [$0] } ?? []
+            }
+        case .idsIn(let field):
+            return sources.map { document in
+                guard case .array(let values)? = document[field] else { return [] }
+                var seen = Set<String>()
+                return values.compactMap { value in
+                    guard let id = Self.targetID(value), seen.insert(id).inserted else { return nil }
+                    return targetDocument(id, in: snapshot)
+                }
+            }
+        case .referencedBy(let field):
+            // One pass over the targets, grouped by the source they name; then each group sorted.
+            let wanted = Set(sources.map(\.id))
+            var groups: [String: [Document]] = [:]
+            for document in snapshot.allDocuments(in: target.name) {
+                guard let id = Self.targetID(document[field]), wanted.contains(id) else { continue }
+                groups[id, default: []].append(document)
+            }
+            let order = try Query([:], options)
+            return sources.map { order.evaluate(groups[$0.id] ?? []) }
+        }
+    }
+
+    private func targetDocument(_ id: String, in snapshot: DatabaseSnapshot) -> Document? {
+        snapshot.document(DocumentKey(collectionName: target.name, documentID: id))
+    }
+
+    /// The cache's id (``Document/id``) a reference field's value names, or `nil` when it names none.
+    static func targetID(_ value: EJSONValue?) -> String? {
+        guard let value, MongoID.isID(value) else { return nil }
+        return MongoID.documentID(value)
+    }
+}
+
+/// A source document with its related documents, decoded (``Relationship/find(_:_:relatedOptions:)``).
+public struct Related<Source: Sendable, Target: Sendable>: Sendable {
+    /// The source document's id (``Document/id``).
+    public let id: String
+    /// The source document.
+    public let value: Source
+    /// Its related documents (to-one: none or one).
+    public let related: [Target]
+}
+
+extension TypedCollection {
+    /// A to-one relationship: each document's `field` holds the id of a document of `target` (a todo's `listId`).
+    public func toOne<Target>(_ target: TypedCollection<Target>, idIn field: String) -> Relationship<Model, Target> {
+        Relationship(source: self, target: target, storage: .idIn(field: field))
+    }
+
+    /// A to-many relationship, the inverse of a to-one: the documents of `target` whose `field` holds this
+    /// collection's document's id (a list's todos through each todo's `listId`).
+    public func toMany<Target>(_ target: TypedCollection<Target>, referencedBy field: String) -> Relationship<
+        Model, Target
+    > {
+        Relationship(source: self, target: target, storage: .referencedBy(field: field))
+    }
+
+    /// A to-many (many-to-many) relationship: each document's `field` holds an array of ids of documents of `target`
+    /// (a post's `tagIds`).
+    public func toMany<Target>(_ target: TypedCollection<Target>, idsIn field: String) -> Relationship<
+        Model, Target
+    > {
+        Relationship(source: self, target: target, storage: .idsIn(field: field))
+    }
+}
