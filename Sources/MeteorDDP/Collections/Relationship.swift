@@ -16,9 +16,10 @@ import EJSON
 /// }
 /// ```
 ///
-/// A reference is a document id: a string or an `ObjectID` (any value Meteor takes as an `_id`). A reference to a
-/// document the cache does not hold (not published, removed, or never there) reads as absent, never as an error; so
-/// does a reference field that is missing, `null` or not an id.
+/// A reference is a document id: a string, an `ObjectID` or a number (any value Meteor takes as an `_id`), in a
+/// top-level field. A reference to a document the cache does not hold (not published, removed, or never there) reads
+/// as absent, never as an error; so does a reference field that is missing, `null` or not an id (an array in a to-one
+/// field included: unlike a Mongo selector on that field, a reference names one document).
 ///
 /// ## Concurrency
 /// Reads may run on any thread; each read sees one committed snapshot of both collections.
@@ -41,20 +42,35 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
     /// Where the reference is stored.
     public let storage: Storage
 
-    /// The related documents of the source document with `id`, decoded (to-one: none or one; `referencedBy`: in the
-    /// order `options` sort them; `idsIn`: in the array's order, each once). Empty when the source document is absent.
+    /// The related documents of the source document with `id` (``Document/id``: an ObjectID's 24 hex digits),
+    /// decoded. To-one: none or one. `referencedBy`: the documents naming `id`, as `options` sort, skip, limit and
+    /// project them (Meteor's `find({field: id}, options)`; the source document need not be in the cache). `idsIn`:
+    /// in the array's order, each once; empty when the source document is absent. `options` apply to `referencedBy`
+    /// only.
     ///
-    /// - Throws: `DecodingError` for a document that does not decode; ``QueryError`` for a sort minimongo refuses.
+    /// - Throws: `DecodingError` for a document that does not decode; ``QueryError`` for options minimongo refuses.
     public func related(to id: String, _ options: FindOptions = FindOptions()) throws -> [Target] {
         let snapshot = database.snapshot
-        guard let document = snapshot.document(DocumentKey(collectionName: source.name, documentID: id)) else {
-            return []
+        let related: [Document]
+        if case .referencedBy(let field) = storage {
+            related = try Self.referring(to: [id], field: field, in: snapshot, target.name, options)[0]
+        } else if let document = snapshot.document(DocumentKey(collectionName: source.name, documentID: id)) {
+            related = try relatedDocuments(of: [document], in: snapshot, options)[0]
+        } else {
+            related = []
         }
-        return try relatedDocuments(of: [document], in: snapshot, options)[0].map(TypedCollection<Target>.decode)
+        return try related.map(TypedCollection<Target>.decode)
     }
 
-    /// The source documents matching a Mongo selector, in the order `options` give, each with its related documents
-    /// (sorted by `relatedOptions` for `referencedBy`), decoded; both collections read from one snapshot.
+    /// The related documents of the source document with this ObjectID, as for a string id.
+    public func related(to id: ObjectID, _ options: FindOptions = FindOptions()) throws -> [Target] {
+        try related(to: id.hexString, options)
+    }
+
+    /// The source documents matching a Mongo selector, in the order `options` give, each with its related documents,
+    /// decoded; both collections read from one snapshot. References are read before `options.fields` projects the
+    /// source documents. `relatedOptions` sort, skip, limit and project each source's related documents for
+    /// `referencedBy`; to-one and `idsIn` results keep their own order and ignore them.
     ///
     /// - Throws: `DecodingError` for a document that does not decode; ``QueryError`` for a selector or sort
     ///   minimongo refuses.
@@ -63,13 +79,25 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
         relatedOptions: FindOptions = FindOptions()
     ) throws -> [Related<Source, Target>] {
         let snapshot = database.snapshot
-        let sources = try Query(selector, options).evaluate(snapshot.allDocuments(in: source.name))
+        let query = try Query(selector, options)
+        var unprojected = query
+        unprojected.fields = nil
+        let sources = unprojected.evaluate(snapshot.allDocuments(in: source.name))
         let related = try relatedDocuments(of: sources, in: snapshot, relatedOptions)
-        return try zip(sources, related).map { document, related in
+        return try zip(query.project(sources), related).map { document, related in
             Related(
                 id: document.id, value: try TypedCollection<Source>.decode(document),
                 related: try related.map(TypedCollection<Target>.decode))
         }
+    }
+
+    init(source: TypedCollection<Source>, target: TypedCollection<Target>, storage: Storage) {
+        precondition(
+            source.untyped.client === target.untyped.client,
+            "a relationship joins two collections of one client (\(source.name), \(target.name))")
+        self.source = source
+        self.target = target
+        self.storage = storage
     }
 
     // MARK: - Resolving references
@@ -95,16 +123,23 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
                 }
             }
         case .referencedBy(let field):
-            // One pass over the targets, grouped by the source they name; then each group sorted.
-            let wanted = Set(sources.map(\.id))
-            var groups: [String: [Document]] = [:]
-            for document in snapshot.allDocuments(in: target.name) {
-                guard let id = Self.targetID(document[field]), wanted.contains(id) else { continue }
-                groups[id, default: []].append(document)
-            }
-            let order = try Query([:], options)
-            return sources.map { order.evaluate(groups[$0.id] ?? []) }
+            return try Self.referring(to: sources.map(\.id), field: field, in: snapshot, target.name, options)
         }
+    }
+
+    /// For each of `ids`, the documents of `collection` whose `field` names it, as `options` give them: one pass over
+    /// the collection, grouped by the id they name.
+    private static func referring(
+        to ids: [String], field: String, in snapshot: DatabaseSnapshot, _ collection: String, _ options: FindOptions
+    ) throws(QueryError) -> [[Document]] {
+        let wanted = Set(ids)
+        var groups: [String: [Document]] = [:]
+        for document in snapshot.allDocuments(in: collection) {
+            guard let id = targetID(document[field]), wanted.contains(id) else { continue }
+            groups[id, default: []].append(document)
+        }
+        let order = try Query([:], options)
+        return ids.map { order.evaluate(groups[$0] ?? []) }
     }
 
     private func targetDocument(_ id: String, in snapshot: DatabaseSnapshot) -> Document? {

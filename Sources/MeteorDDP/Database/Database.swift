@@ -131,9 +131,11 @@ public final class Database: @unchecked Sendable {
     /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).
     public func apply(_ update: DataUpdate) {
         let update = CacheUpdate(update)
+        var anomalies = ApplyAnomalies(collecting: logger.logLevel <= .debug)
         begin()
-        defer { end() }
-        Self.apply(update, prepared: nil, to: &transaction!, logger: logger)
+        Self.apply(update, prepared: nil, to: &transaction!, anomalies: &anomalies)
+        end()
+        anomalies.log(to: logger)
     }
 
     /// Applies updates in order, in one transaction (an array, a slice of one, any sequence).
@@ -147,15 +149,18 @@ public final class Database: @unchecked Sendable {
     /// fields are not retained and released again per update (on a flood, atomic operations on cache lines the decoding
     /// thread wrote last).
     func apply(takingCacheUpdates updates: inout [CacheUpdate]) {
+        var anomalies = ApplyAnomalies(collecting: logger.logLevel <= .debug)
         begin()
-        defer { end() }
-        // One access to the open transaction for the whole batch (checked at run time, not once per update): nothing
-        // below calls out to code that could reach the database again.
-        Self.apply(takingCacheUpdates: &updates, to: &transaction!, logger: logger)
+        // One access to the open transaction for the whole batch (checked at run time, not once per update). Nothing
+        // inside calls out: anomalies are logged once the transaction has committed (a log handler is app code).
+        Self.apply(takingCacheUpdates: &updates, to: &transaction!, anomalies: &anomalies)
+        end()
+        anomalies.log(to: logger)
     }
 
     private static func apply(
-        takingCacheUpdates updates: inout [CacheUpdate], to transaction: inout WriteTransaction, logger: Logger
+        takingCacheUpdates updates: inout [CacheUpdate], to transaction: inout WriteTransaction,
+        anomalies: inout ApplyAnomalies
     ) {
         transaction.changeList.reserveCapacity(transaction.changeList.count + updates.count)
         updates.withUnsafeMutableBufferPointer { buffer in
@@ -168,7 +173,9 @@ public final class Database: @unchecked Sendable {
             }
             let updates = UnsafeBufferPointer(buffer)
             guard VersionPreparation.isWorthwhile(for: updates) else {
-                for index in buffer.indices { apply(take(index), prepared: nil, to: &transaction, logger: logger) }
+                for index in buffer.indices {
+                    apply(take(index), prepared: nil, to: &transaction, anomalies: &anomalies)
+                }
                 return
             }
             // A large batch: new versions are made on a second thread while this one installs them. A chunk the helper
@@ -179,15 +186,17 @@ public final class Database: @unchecked Sendable {
                 switch preparation.claimForWriter(chunk) {
                 case .writers:
                     for index in preparation.indices(ofChunk: chunk) {
-                        apply(take(index), prepared: nil, to: &transaction, logger: logger)
+                        apply(take(index), prepared: nil, to: &transaction, anomalies: &anomalies)
                     }
                 case .prepared:
                     for index in preparation.indices(ofChunk: chunk) {
-                        apply(take(index), prepared: preparation.version(at: index), to: &transaction, logger: logger)
+                        apply(
+                            take(index), prepared: preparation.version(at: index), to: &transaction,
+                            anomalies: &anomalies)
                     }
                 case .helperStillMaking:
                     for index in preparation.indices(ofChunk: chunk) {
-                        apply(updates[index], prepared: nil, to: &transaction, logger: logger)
+                        apply(updates[index], prepared: nil, to: &transaction, anomalies: &anomalies)
                     }
                 }
             }
@@ -199,7 +208,7 @@ public final class Database: @unchecked Sendable {
     /// version the update finds.
     private static func apply(
         _ update: consuming CacheUpdate, prepared: VersionPreparation.PreparedVersion?,
-        to transaction: inout WriteTransaction, logger: Logger
+        to transaction: inout WriteTransaction, anomalies: inout ApplyAnomalies
     ) {
         // The update is taken apart here, once, and each closure captures only what it needs (no copy of the update).
         switch consume update {
@@ -209,13 +218,13 @@ public final class Database: @unchecked Sendable {
                 return transaction.write(key, fields, at: location, previous: nil)
             }
             let current = Document(storage: stored.takeUnretainedValue())
-            logger.debug("added for an existing document applied as a change", metadata: ["key": "\(key)"])
+            anomalies.note(.addedExisting, key)
             transaction.write(
                 key, prepared?.document(for: current) ?? current.setting(fields), at: location, previous: current)
         case .changed(let key, let fields, let cleared):
             let location = prepared.map { transaction.locate(key, knownAt: $0.found) } ?? transaction.locate(key)
             guard let stored = location.document else {
-                logger.debug("changed for a missing document applied as an add", metadata: ["key": "\(key)"])
+                anomalies.note(.changedMissing, key)
                 return transaction.write(key, fields, at: location, previous: nil)
             }
             let current = Document(storage: stored.takeUnretainedValue())
@@ -225,13 +234,15 @@ public final class Database: @unchecked Sendable {
         case .replaced(let key, let document):
             transaction.update(key) { _ in .some(document) }
         case .removed(let key):
+            var missing = false
             transaction.update(key) { current -> Document?? in
                 guard current != nil else {
-                    logger.debug("removed for a missing document ignored", metadata: ["key": "\(key)"])
+                    missing = true
                     return nil
                 }
                 return .some(nil)
             }
+            if missing { anomalies.note(.removedMissing, key) }
         }
     }
 

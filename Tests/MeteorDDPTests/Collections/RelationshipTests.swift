@@ -29,8 +29,8 @@ final class RelationshipTests: XCTestCase {
     private let red = ObjectID("5f1d7a3c9e1b2a0012345601")!
     private let blue = ObjectID("5f1d7a3c9e1b2a0012345602")!
 
-    /// Two lists (one empty), three todos (one in a list the cache does not hold, one with no list), two posts
-    /// tagged with ObjectIDs.
+    /// Two lists (one empty), four todos (two in Home, one in a list the cache does not hold, one with no list), two
+    /// posts (one tagged with ObjectIDs, one whose tags are not an array).
     private func harnessWithData() -> ClientHarness {
         let harness = ClientHarness()
         harness.establishConnection()
@@ -98,6 +98,46 @@ final class RelationshipTests: XCTestCase {
             try tagsOfPost.related(to: "p1"), [Tag(_id: blue, label: "blue"), Tag(_id: red, label: "red")],
             "ObjectID references in the array's order, the absent one skipped, blue once")
         XCTAssertEqual(try tagsOfPost.related(to: "p2"), [], "a field that is not an array holds no references")
+    }
+
+    /// References are read before the source documents are projected: a projection leaving the reference out still
+    /// finds the related documents.
+    func testAProjectionOfTheSourcesKeepsTheirReferences() throws {
+        let harness = harnessWithData()
+        struct TextOnly: Codable, Sendable { var text: String }
+        let todos = harness.client.collection("todos", as: TextOnly.self)
+        let lists = harness.client.collection("lists", as: TodoList.self)
+        let entries = try todos.toOne(lists, idIn: "listId").find(
+            ["_id": "t1"], FindOptions(fields: ["text": 1]))
+        XCTAssertEqual(entries.map(\.value.text), ["milk"])
+        XCTAssertEqual(entries.map { $0.related.map(\.name) }, [["Home"]])
+    }
+
+    /// The inverse is Meteor's `find({listId: id})`: the documents naming the id, whether or not the cache holds the
+    /// document they name; `options` window them.
+    func testTheInverseOfAnIDTheCacheDoesNotHoldStillFindsWhatNamesIt() throws {
+        let harness = harnessWithData()
+        let todos = harness.client.collection("todos", as: Todo.self)
+        let lists = harness.client.collection("lists", as: TodoList.self)
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")
+        XCTAssertEqual(try todosOfList.related(to: "gone").map(\.text), ["report"])
+        XCTAssertEqual(
+            try todosOfList.related(to: "home", FindOptions(sort: ["text": 1], limit: 1)).map(\.text), ["bread"])
+    }
+
+    /// A number is an id too (Meteor's `_id` may be one): a numeric reference finds the document whose `_id` is that
+    /// number, and not the one whose string id has the same digits.
+    func testANumericReferenceFindsTheDocumentWithThatNumberAsItsID() throws {
+        let harness = harnessWithData()
+        harness.receive(frame: #"{"msg":"added","collection":"lists","id":"~7","fields":{"name":"Seven"}}"#)
+        harness.receive(.added(collection: "lists", id: "7", fields: ["name": "String seven"]))
+        harness.receive(.added(collection: "todos", id: "t6", fields: ["text": "numbered", "listId": 7]))
+        harness.flushData()
+        // A model without `_id`: a number does not decode as the String the other tests' lists declare.
+        struct Named: Codable, Sendable { var name: String }
+        let todos = harness.client.collection("todos", as: Todo.self)
+        let lists = harness.client.collection("lists", as: Named.self)
+        XCTAssertEqual(try todos.toOne(lists, idIn: "listId").related(to: "t6").map(\.name), ["Seven"])
     }
 
     func testAnObjectIDReferenceFindsItsDocument() throws {

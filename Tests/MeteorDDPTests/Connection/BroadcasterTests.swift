@@ -51,11 +51,19 @@ final class BroadcasterTests: XCTestCase {
         writer.start()
         let finished = DispatchSemaphore(value: 0)
         Thread {
-            for _ in 0..<3_000 {
+            for _ in 0..<2_000 {
                 let stream = broadcaster.makeStream()
-                let consumer = Task { for await _ in stream {} }
+                let ended = DispatchSemaphore(value: 0)
+                let consumer = Task {
+                    for await _ in stream {}
+                    ended.signal()
+                }
                 for _ in 0..<Int.random(in: 0..<50) { sched_yield() }
                 consumer.cancel()
+                // One consumer at a time. A stream whose task has not run yet stays registered, and the writer hands
+                // every value to each: under ThreadSanitizer on busy cores such streams piled up by the thousand, each
+                // yield held the broadcaster's lock for milliseconds, and the test ran past its deadline.
+                ended.wait()
             }
             finished.signal()
         }.start()

@@ -8,6 +8,12 @@ final class LogRecorder: @unchecked Sendable {
     // @unchecked because `recorded` is protected by `lock`.
     private let lock = NSLock()
     private var recorded: [String] = []
+    /// Called after each line is recorded, on the logging thread (no lock held).
+    private let onLog: (@Sendable () -> Void)?
+
+    init(onLog: (@Sendable () -> Void)? = nil) {
+        self.onLog = onLog
+    }
 
     /// A logger at `.trace` that records here.
     var logger: Logger {
@@ -17,7 +23,10 @@ final class LogRecorder: @unchecked Sendable {
     /// Each line: the message, then its metadata as `key=value`, sorted by key.
     var lines: [String] { lock.withLock { recorded } }
 
-    fileprivate func append(_ line: String) { lock.withLock { recorded.append(line) } }
+    fileprivate func append(_ line: String) {
+        lock.withLock { recorded.append(line) }
+        onLog?()
+    }
 }
 
 private struct RecordingLogHandler: LogHandler {
