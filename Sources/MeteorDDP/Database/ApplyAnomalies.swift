@@ -10,18 +10,21 @@ struct ApplyAnomalies {
         case removedMissing = "removed for a missing document ignored"
     }
 
-    /// `nil` when nothing is logged at debug level (nothing is kept then).
+    private let logger: Logger
+    /// `nil` when `logger` logs nothing at debug level (nothing is kept then).
     private var noted: [(Kind, DocumentKey)]?
 
-    init(collecting: Bool) {
-        noted = collecting ? [] : nil
+    init(loggingTo logger: Logger) {
+        self.logger = logger
+        noted = logger.logLevel <= .debug ? [] : nil
     }
 
     mutating func note(_ kind: Kind, _ key: DocumentKey) {
         noted?.append((kind, key))
     }
 
-    func log(to logger: Logger) {
+    /// Logs what was noted (call once the transaction has committed).
+    func log() {
         for (kind, key) in noted ?? [] { logger.debug("\(kind.rawValue)", metadata: ["key": "\(key)"]) }
     }
 }

@@ -182,7 +182,7 @@ struct DocumentMessageDecoder {
         skipWhitespace()
         guard index == bytes.count, let kind, let collection, let wireID else { return nil }
         let escaped = wireID.utf8.first == UInt8(ascii: "-") // only an id escaped with `-` stands for another
-        let documentID = escaped ? DDPClient.documentID(fromWire: wireID) : wireID
+        let documentID = escaped ? MongoID.documentID(fromWire: wireID) : wireID
         let fields = Document(
             id: documentID, fieldCount: fieldCount ?? 0,
             packedFields: UnsafeRawBufferPointer(start: out.base, count: fieldsEnd)

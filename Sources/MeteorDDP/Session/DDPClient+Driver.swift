@@ -267,16 +267,16 @@ extension DDPClient {
     private func processDataMessage(_ message: ServerMessage) {
         switch message {
         case .added(let collection, let id, let fields):
-            let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
             let document = Document(id: key.documentID, fields: fields)
             processDocumentMessage(DocumentMessage(kind: .added, key: key, wireID: id, fields: document, cleared: []))
         case .changed(let collection, let id, let fields, let cleared):
-            let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
             let document = Document(id: key.documentID, fields: fields)
             processDocumentMessage(
                 DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
         case .removed(let collection, let id):
-            let key = DocumentKey(collectionName: collection, documentID: Self.documentID(fromWire: id))
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
             let routing = core.serverRemoved(key)
             guard case .toCache = routing else { return perform(routing, key: key) }
             store.enqueue(.removed(key))
@@ -305,12 +305,6 @@ extension DDPClient {
                         + "(declare it with DDPClient.collection(_:))"
                 ))
         }
-    }
-
-    /// The cache's id of a document whose id travelled as `id` (`MongoID.documentID(fromWire:)`: a string id escaped
-    /// with `-` loses it unless it would then read as another kind of id; other forms are kept as they travel).
-    static func documentID(fromWire id: String) -> String {
-        MongoID.documentID(fromWire: id)
     }
 
     /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.

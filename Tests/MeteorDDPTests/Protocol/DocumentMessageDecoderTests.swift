@@ -44,7 +44,7 @@ final class DocumentMessageDecoderTests: XCTestCase {
         XCTAssertEqual(shared?.serverMessage, fast.serverMessage, label(), file: file, line: line)
         XCTAssertEqual(shared?.key, fast.key, label(), file: file, line: line)
         if case .success(let expected) = general, case .added(_, let id, _) = expected {
-            XCTAssertEqual(fast.key.documentID, DDPClient.documentID(fromWire: id), label(), file: file, line: line)
+            XCTAssertEqual(fast.key.documentID, MongoID.documentID(fromWire: id), label(), file: file, line: line)
         }
         return true
     }
