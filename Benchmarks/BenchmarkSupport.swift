@@ -42,6 +42,23 @@ enum Bench {
         print(line)
     }
 
+    /// Runs this executable's `section` in a fresh process with `environment` added, and returns the figures of the
+    /// line it prints starting with `prefix` (`nil` when it fails or prints none).
+    static func runInFreshProcess(section: String, environment: [String: String], prefix: String) -> [Double]? {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        child.arguments = [section]
+        child.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        child.standardOutput = output
+        guard (try? child.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        guard child.terminationStatus == 0 else { return nil }
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(prefix + " ") }
+        return line?.split(separator: " ").dropFirst().compactMap { Double($0) }
+    }
+
     static func format(_ value: Double) -> String {
         if value >= 100 { return String(format: "%.0f", value) }
         if value >= 1 { return String(format: "%.2f", value) }

@@ -242,18 +242,8 @@ enum DatabaseBenchmarks {
     /// Runs this executable's `large` section for one measurement (`MDDP_LARGE_RUN`) and returns its figures (rate,
     /// bytes per document, read p99), `nil` if it failed.
     private static func runInFreshProcess(_ run: String) -> [Double]? {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = ["large"]
-        child.environment = ProcessInfo.processInfo.environment.merging(["MDDP_LARGE_RUN": run]) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        guard (try? child.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        child.waitUntilExit()
-        guard child.terminationStatus == 0 else { return nil }
-        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("large-result ") }
-        let figures = line?.split(separator: " ").dropFirst().compactMap { Double($0) }
+        let figures = Bench.runInFreshProcess(
+            section: "large", environment: ["MDDP_LARGE_RUN": run], prefix: "large-result")
         return figures?.count == 3 ? figures : nil
     }
 

@@ -147,15 +147,19 @@ final class TodosApp: @unchecked Sendable {
 
     private func showTodos(_ listID: String) async throws {
         try await subscribeToList(listID)
-        // The queries a Meteor app writes in JavaScript, as Mongo selectors; documents decoded as `Todo`s.
-        let todos = client.collection("todos", as: Todo.self)
-        let open = try todos.find(
-            ["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": 1]))
-        for todo in open {
+        // A list's todos through the relationship (Meteor's `Todos.find({listId})`), decoded as `Todo`s.
+        let todos = try todosOfList.related(to: listID, FindOptions(sort: ["createdAt": 1]))
+        for todo in todos where todo.checked != true {
             log("  [ ] \(todo._id ?? "?"): \(todo.text)")
         }
-        let done = try todos.count(["listId": .string(listID), "checked": true])
+        let done = todos.count { $0.checked == true }
         if done > 0 { log("  (\(done) checked)") }
+    }
+
+    /// Lists and their todos: each todo's `listId` names its list.
+    private var todosOfList: Relationship<TodoList, Todo> {
+        client.collection("lists", as: TodoList.self).toMany(
+            client.collection("todos", as: Todo.self), referencedBy: "listId")
     }
 
     private func add(list: String, text: String) async throws {
@@ -193,6 +197,12 @@ final class TodosApp: @unchecked Sendable {
                     String(describing: error)))
         }
     }
+}
+
+/// A list as the app reads it.
+struct TodoList: Codable, Sendable {
+    var _id: String?
+    var name: String
 }
 
 /// A todo as the app reads it (Meteor's todos example schema).

@@ -80,10 +80,10 @@ enum DocExampleExtractor {
             if needsSwiftUI { function.append("#if canImport(SwiftUI)") }
             function.append("@MainActor func docExample\(number)(_ prelude: DocExamplePrelude) async throws {")
             function.append(
-                "    let (client, database, server, logger) = "
-                    + "(prelude.client, prelude.database, prelude.server, prelude.logger)"
+                "    let (client, database, server, logger, lists, todos) = "
+                    + "(prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)"
             )
-            function.append("    _ = (client, database, server, logger)")
+            function.append("    _ = (client, database, server, logger, lists, todos)")
             function.append("    do {")
             function += body.map { $0.isEmpty ? "" : "        " + $0 }
             function.append("    }")

@@ -8,6 +8,9 @@ import MeteorDDPTesting
 struct DocExamplePrelude: @unchecked Sendable {
     let client: DDPClient
     var database: Database { client.database }
+    /// The typed collections of the relationship examples.
+    var lists: TypedCollection<TodoList> { client.collection("lists", as: TodoList.self) }
+    var todos: TypedCollection<Todo> { client.collection("todos", as: Todo.self) }
     let server: DDPTestServer
     let logger: Logger
 }

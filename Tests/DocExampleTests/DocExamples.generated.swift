@@ -14,21 +14,23 @@ import XCTest
 import SwiftUI
 #endif
 
-// README.md:77
+// README.md:79
 @MainActor func docExample0(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let lists = client.collection("lists", as: TodoList.self), todos = client.collection("todos", as: Todo.self)
         let todosOfList = lists.toMany(todos, referencedBy: "listId")   // todos.toOne(lists, idIn: "listId") the other way
-        for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1])) { print(entry.value.name, entry.related) }
+        for try await snapshot in try todosOfList.observe([:], FindOptions(sort: ["name": 1])).snapshots {
+            print(snapshot.values.map { "\($0.value.name): \($0.related.count) todos" }, snapshot.diff)
+        }
     }
 }
 
-// README.md:112
+// README.md:116
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
 
         struct Player: Codable, Sendable {
@@ -83,10 +85,10 @@ import SwiftUI
     }
 }
 
-// README.md:170
+// README.md:174
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let players = client.collection("players", as: Player.self)
         let id = try await players.insert(Player(name: "Alan Turing", score: 0))
@@ -95,10 +97,10 @@ import SwiftUI
     }
 }
 
-// README.md:183
+// README.md:187
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.login(email: "ada@example.com", password: "correct horse")
         try await client.changePassword(old: "correct horse", new: "battery staple")   // other devices are logged out
@@ -120,10 +122,10 @@ import SwiftUI
     }
 }
 
-// README.md:211
+// README.md:215
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         func handle(_ link: URL) async throws {
             guard let fragment = link.fragment else { return }
@@ -138,10 +140,10 @@ import SwiftUI
     }
 }
 
-// README.md:234
+// README.md:238
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await event in client.loginEvents {
             switch event {
@@ -160,10 +162,10 @@ import SwiftUI
     }
 }
 
-// README.md:392
+// README.md:396
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         var configuration = DDPClient.Configuration()
         configuration.persistence = .sqlite(at: try Persistence.defaultFileURL())   // Application Support, 0600
@@ -177,8 +179,8 @@ import SwiftUI
 
 // Sources/DDPTestServer/DDPTestServer.swift:15
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let server = DDPTestServer()
         try await server.start()                 // an ephemeral port on 127.0.0.1
@@ -191,8 +193,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSON.docc/EJSON.md:8
 @MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
 
         let value = try EJSON.parse(#"{"when":{"$date":1700000000123},"n":1}"#)
@@ -205,8 +207,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSON.swift:6
 @MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let value = try EJSON.parse(#"{"when":{"$date":1700000000123},"n":1}"#)
         EJSON.stringify(value)                   // {"when":{"$date":1700000000123},"n":1}
@@ -217,8 +219,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSONDecoder.swift:8
 @MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Todo: Decodable { var _id: String; var text: String; var createdAt: Date }
         let todo = try EJSONDecoder().decode(Todo.self, from: document.ejsonValue)
@@ -227,8 +229,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSONEncoder.swift:8
 @MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Todo: Encodable { var text: String; var createdAt: Date }
         let value = try EJSONEncoder().encode(Todo(text: "milk", createdAt: Date()))
@@ -237,8 +239,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSONError.swift:4
 @MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do { _ = try EJSON.parse(#"{"a":"#) }
         catch let error as EJSONError { print(error) } // "unexpected end of input at byte 5"
@@ -247,8 +249,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSONTypeRegistry.swift:14
 @MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         EJSONTypeRegistry.shared.register("app.Money")
     }
@@ -256,8 +258,8 @@ import SwiftUI
 
 // Sources/EJSON/EJSONValue.swift:13
 @MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let todo: EJSONValue = ["text": "milk", "done": false, "createdAt": .date(Date())]
         print(EJSON.stringify(todo)) // {"text":"milk","done":false,"createdAt":{"$date":1700000000000}}
@@ -266,8 +268,8 @@ import SwiftUI
 
 // Sources/EJSON/ObjectID.swift:12
 @MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let id = ObjectID("5F1D7A3C9E1B2A0012345678")! // stored as 5f1d7a3c9e1b2a0012345678
         EJSON.stringify(id.ejsonValue)                 // {"$type":"oid","$value":"5f1d7a3c9e1b2a0012345678"}
@@ -277,8 +279,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+Accounts.swift:43
 @MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let account = try await client.login(email: "ada@example.com", password: "correct horse")
     }
@@ -286,8 +288,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+OAuth.swift:22
 @MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.login(oauthCredentialToken: credentialToken, credentialSecret: credentialSecret)
     }
@@ -295,8 +297,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwordless.swift:11
 @MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.requestLoginToken(for: "ada@example.com")
         // … the user reads the code in the e-mail …
@@ -306,8 +308,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
 @MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.changePassword(old: "correct horse", new: "battery staple")
     }
@@ -315,8 +317,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
 @MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.forgotPassword(email: "ada@example.com")
     }
@@ -324,8 +326,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
 @MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         func open(_ url: URL) async throws {
             // https://app.example/#/reset-password/TOKEN
@@ -338,8 +340,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
 @MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.logoutOtherClients()
     }
@@ -347,8 +349,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/DDPClient+TwoFactor.swift:29
 @MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do {
             try await client.login(email: "ada@example.com", password: "correct horse")
@@ -360,8 +362,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/LoginEvent.swift:7
 @MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await event in client.loginEvents {
             switch event {
@@ -382,8 +384,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Accounts/MeteorPassword.swift:5
 @MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         MeteorPassword.digest("correct horse battery staple") // 64 lowercase hex digits
     }
@@ -391,8 +393,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Collections/DDPCollection.swift:7
 @MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let todos = client.collection("todos")
         let id = try await todos.insert(["text": "milk", "done": false])   // visible locally at once
@@ -405,8 +407,8 @@ import SwiftUI
 
 // Sources/MeteorDDP/Collections/IDGeneration.swift:8
 @MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let things = client.collection("things", idGeneration: .objectID)   // Meteor's idGeneration: 'MONGO'
         let id = try await things.insert(["name": "lamp"])                   // 24 hex digits: an ObjectID's id
@@ -416,35 +418,18 @@ import SwiftUI
 
 // Sources/MeteorDDP/Collections/MongoModifier.swift:10
 @MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let modifier = try MongoModifier(["$set": ["done": true], "$inc": ["count": 1]])
         let updated = try modifier.apply(to: ["text": "milk", "count": 1]) // ["text": "milk", "count": 2, "done": true]
     }
 }
 
-// Sources/MeteorDDP/Collections/Relationship.swift:7
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
-    do {
-        struct TodoList: Codable, Sendable { var _id: String?; var name: String }
-        struct Todo: Codable, Sendable { var _id: String?; var listId: String; var text: String }
-        let lists = client.collection("lists", as: TodoList.self)
-        let todos = client.collection("todos", as: Todo.self)
-        let listOfTodo = todos.toOne(lists, idIn: "listId")          // a todo's list
-        let todosOfList = lists.toMany(todos, referencedBy: "listId") // a list's todos, the inverse
-        for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1])) {
-            print(entry.value.name, entry.related.map(\.text))
-        }
-    }
-}
-
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Todo: Codable, Sendable { var _id: String?; var listId: String; var text: String; var checked = false }
         let todos = client.collection("todos", as: Todo.self)
@@ -454,9 +439,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedStubCollection.swift:6
-@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Player: Codable, Sendable { var _id: String?; var name: String; var score: Int }
         client.defineStub("players.add") { (context, name: String) in
@@ -466,9 +451,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatus.swift:6
-@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await status in client.statusUpdates {
             if status.state == .waiting { print("retrying in", status.retryTime!.timeIntervalSinceNow, "s") }
@@ -477,18 +462,18 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:18
-@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.connect(timeout: .seconds(10))
     }
 }
 
 // Sources/MeteorDDP/Connection/RetryStrategy.swift:5
-@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let retry = RetryStrategy.meteorDefault
         retry.timeout(forRetryCount: 0)  // 10 ms
@@ -497,9 +482,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/WebSocketTransport.swift:17
-@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
 
         var webSocket = WebSocketTransport.Configuration()
@@ -509,9 +494,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPClient.swift:16
-@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let client = DDPClient(url: URL(string: "wss://example.com/websocket")!)
         try await client.connect(timeout: .seconds(10))   // throws with the reason when it cannot connect
@@ -519,9 +504,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPError.swift:6
-@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await error in client.errors where error.code == .protocolViolation {
             logger.warning("server sent a bad frame: \(error)")
@@ -530,9 +515,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DataUpdateBuffer.swift:18
-@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let buffer = DataUpdateBuffer(database: database)
         buffer.enqueue(.added(key, ["score": 25]))
@@ -541,9 +526,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Database.swift:19
-@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let database = Database()
         database.performUpdates {
@@ -554,9 +539,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChanges.swift:8
-@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await changes in client.database.changes {
             for details in changes.documentChangeDetails where details.changeType == .update {
@@ -567,18 +552,18 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
-@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await changes in database.changes { render(changes.affectedDocumentKeys) }
     }
 }
 
 // Sources/MeteorDDP/Database/Document.swift:7
-@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         if let player = client.database.document(DocumentKey(collectionName: "players", documentID: "lovelace")) {
             print(player["name"]?.stringValue ?? "")
@@ -587,18 +572,18 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DocumentKey.swift:4
-@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let key = DocumentKey(collectionName: "players", documentID: "lovelace")
     }
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuery.swift:48
-@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let leaders = database.collection("players").observe(Query(sort: [.descending("score")], limit: 3))
         for await snapshot in leaders.snapshots {
@@ -608,9 +593,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuerySnapshots.swift:6
-@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await snapshot in database.collection("players").observe(Query(sort: [.descending("score")])).snapshots {
             tableView.apply(snapshot.diff)
@@ -619,9 +604,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/TypedLiveQuery.swift:20
-@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let players = client.collection("players", as: Player.self)
         for try await snapshot in try players.observe([:], FindOptions(sort: ["score": -1])).snapshots {
@@ -631,9 +616,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection+Codable.swift:7
-@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Player: Decodable { var _id: String; var name: String; var score: Int }
         let players = try database.collection("players").documents(as: Player.self)
@@ -641,9 +626,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection.swift:7
-@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let players = database.collection("players")
         let top = players.find(Query(sort: [.descending("score")], limit: 3))
@@ -651,9 +636,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Query.swift:7
-@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let open = try Query(["listId": .string(listID), "checked": ["$ne": true]], FindOptions(sort: ["createdAt": -1]))
         let swiftOnly = Query(filter: { $0["done"] != true }, sort: [.ascending("createdAt")], limit: 50)
@@ -661,9 +646,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:15
-@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let account = try await client.login(email: "ada@example.com", password: "correct horse")
         try await client.createUser(username: "ada", email: "ada@example.com", password: "correct horse")
@@ -672,9 +657,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:29
-@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         try await client.forgotPassword(email: "ada@example.com")
         try await client.resetPassword(token: token, newPassword: askForNewPassword())
@@ -682,9 +667,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:36
-@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do {
             try await client.login(email: "ada@example.com", password: "correct horse")
@@ -698,9 +683,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:57
-@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await event in client.loginEvents {
             if case .loggedOut(_, .tokenRevoked) = event {
@@ -711,9 +696,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:7
-@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
 
         let client = DDPClient(url: URL(string: "wss://example.com/websocket")!)
@@ -722,9 +707,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:21
-@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let todos = client.subscribe("todos.inList", params: ["list1"])
         try await todos.ready()
@@ -732,9 +717,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:31
-@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Todo: Codable, Sendable { var _id: String?; var listId: String; var text: String; var checked: Bool? }
         let collection = client.collection("todos", as: Todo.self)
@@ -743,18 +728,18 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:39
-@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let id = try await client.call("todos.insert", "list1", "milk", returning: String.self)
     }
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:52
-@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do {
             _ = try await client.call("todos.remove", params: ["x"])
@@ -765,9 +750,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:9
-@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.insert") { (context, listId: String, text: String) -> String? in
             context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
@@ -776,9 +761,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:23
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let call = client.callAsync("todos.insert", params: ["list1", "milk"])
         let shownID = try await call.stubValue   // at once: what the stub returned
@@ -788,9 +773,9 @@ import SwiftUI
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
 #if canImport(SwiftUI)
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
 
         struct TodoList: View {
@@ -818,9 +803,9 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         var configuration = DDPClient.Configuration()
         configuration.persistence = .sqlite(at: try Persistence.defaultFileURL(named: "todos.sqlite"))
@@ -839,9 +824,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let todos = client.collection("todos")
         let open = try todos.find(["listId": "list1", "checked": ["$ne": true]], FindOptions(sort: ["createdAt": -1], limit: 20))
@@ -850,9 +835,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let live = try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1], limit: 10))
         for try await snapshot in live.snapshots {
@@ -861,10 +846,115 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/DDPClient+Methods.swift:10
+// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:12
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let lists = client.collection("lists", as: TodoList.self)
+        let todos = client.collection("todos", as: Todo.self)
+        let listOfTodo = todos.toOne(lists, idIn: "listId")            // a todo's list
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")  // a list's todos, the inverse
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:34
 @MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")
+        let byDate = FindOptions(sort: ["createdAt": 1])
+        for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1]), relatedOptions: byDate) {
+            show(entry.value.name, entry.related.map(\.text))
+        }
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:51
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")
+        for try await snapshot in try todosOfList.observe([:], FindOptions(sort: ["name": 1])).snapshots {
+            show(snapshot.values.map { "\($0.value.name): \($0.related.count)" }, snapshot.diff)
+        }
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:63
+#if canImport(SwiftUI)
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+
+        struct ListsScreen: View {
+            @State private var lists: ObservedRelatedQuery<TodoList, Todo>
+
+            init(client: DDPClient) {
+                let todosOfList = client.collection("lists", as: TodoList.self)
+                    .toMany(client.collection("todos", as: Todo.self), referencedBy: "listId")
+                _lists = State(initialValue: try! todosOfList.observed([:], FindOptions(sort: ["name": 1])))
+            }
+
+            var body: some View {
+                List(lists.values, id: \.id) { entry in
+                    HStack {
+                        Text(entry.value.name)
+                        Spacer()
+                        Text("\(entry.related.filter { $0.checked != true }.count) open")
+                    }
+                }
+            }
+        }
+
+        struct ListScreen: View {
+            @State private var list: ObservedRelatedQuery<TodoList, Todo>
+
+            init(client: DDPClient, listID: String) {
+                let todosOfList = client.collection("lists", as: TodoList.self)
+                    .toMany(client.collection("todos", as: Todo.self), referencedBy: "listId")
+                _list = State(initialValue: try! todosOfList.observed(
+                    ["_id": .string(listID)], relatedOptions: FindOptions(sort: ["createdAt": 1])))
+            }
+
+            var body: some View {
+                List(list.values.first?.related ?? [], id: \._id) { todo in Text(todo.text) }
+                    .navigationTitle(list.values.first?.value.name ?? "")
+            }
+        }
+    }
+}
+#endif
+
+// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:111
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let listOfTodo = todos.toOne(lists, idIn: "listId", mirroredIn: "todoIds")
+        // todo1.listId = list2; list2.todoIds gains todo1, the list it left loses it.
+        try await listOfTodo.link("todo1", to: "list2")
+        try await listOfTodo.unlink("todo1", from: "list2")
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:128
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")
+        try await todosOfList.removeSource("list1", references: .clear)   // each todo of list1 loses its listId
+    }
+}
+
+// Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.setDone") { context in
             guard let id = context.params[0]?.stringValue else { return nil }   // a parameter not passed is nil
@@ -873,28 +963,28 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Methods/DDPClient+Methods.swift:23
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+// Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let id = try await client.call("todos.add", params: ["milk"])
     }
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let id = try await client.call("todos.insert", todo, returning: String.self)
     }
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         struct Player: Codable, Sendable { var _id: String?; var name: String; var score: Int }
         client.defineStub("players.add") { (context, name: String, score: Int?) in
@@ -904,9 +994,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.add") { (context, listId: String, text: String) -> String? in
             context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
@@ -915,9 +1005,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let call = client.callAsync("todos.add", params: ["milk"])
         let localID = try await call.stubValue      // what the stub returned (nil: no stub, or it returned nothing)
@@ -926,9 +1016,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let call = client.callAsync("todos.add", params: ["list1", "milk"])
         print("shown at once as", try await call.stubValue ?? nil)
@@ -937,9 +1027,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let call = client.callAsync("players.add", "Ada", returning: String.self)
         let shownID = try await call.stubValue      // String?
@@ -948,9 +1038,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do {
             _ = try await client.call("todos.remove", params: ["x"])
@@ -963,9 +1053,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("players.rename") { context in
             guard let id = context.params[0]?.stringValue, let name = context.params[1]?.stringValue else { return nil }
@@ -976,9 +1066,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.add") { context in
             guard let text = context.params[0]?.stringValue else { return nil }
@@ -988,9 +1078,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.add") { (context, text: String) in
             context.collection("todos").insert(["text": .string(text)])
@@ -1000,9 +1090,9 @@ import SwiftUI
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
 #if canImport(SwiftUI)
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         @State var todos = client.collection("todos", as: Todo.self)
             .observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
@@ -1012,9 +1102,9 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         var configuration = DDPClient.Configuration()
         configuration.persistence = .sqlite(at: try Persistence.defaultFileURL(named: "todos.sqlite"))
@@ -1025,9 +1115,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await outcome in client.restoredCalls {
             if case .failed(let error) = outcome.result { showProblem(outcome.call.name, error) }
@@ -1036,9 +1126,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let frame = EJSON.stringify(ClientMessage.sub(id: "a1", name: "todos", params: ["listA"]).ejsonValue)
         // {"msg":"sub","id":"a1","name":"todos","params":["listA"]}
@@ -1046,18 +1136,18 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let proposal = DDPVersion.supported.first! // .v1
     }
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do {
             _ = try await client.call("messages.send", params: ["hi"])
@@ -1068,9 +1158,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let message = try ServerMessage(ejson: EJSON.parse(#"{"msg":"ready","subs":["a1"]}"#))
         // .ready(subscriptionIDs: ["a1"])
@@ -1078,9 +1168,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let open = try MongoSelector(["listId": .string(listID), "checked": ["$ne": true]])
         open.matches(document)
@@ -1088,9 +1178,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let alea = Alea(seeds: ["0"])
         alea.id() // "cp9hWvhg8GSvuZ9os", as Random.createWithSeeds(0).id() in Meteor
@@ -1098,9 +1188,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let generator = Alea(seeds: ["seed"])
         generator.id()          // 17 characters of "23456789ABCDEFGHJKLMNPQRSTWXYZabcdefghijkmnopqrstuvwxyz"
@@ -1109,9 +1199,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let stream = RandomStream(seed: "seed1")
         stream.id(forSequence: "/collection/todos") // "8MFFdG7XaoaSDzCs4"
@@ -1119,10 +1209,56 @@ import SwiftUI
     }
 }
 
+// Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
+#if canImport(SwiftUI)
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        @State var lists = lists.toMany(todos, referencedBy: "listId")
+            .observed([:], FindOptions(sort: ["name": 1]), relatedOptions: FindOptions(sort: ["createdAt": 1]))
+        var body: some View {
+            List(lists.values, id: \.id) { entry in
+                Section(entry.value.name) { ForEach(entry.related, id: \._id) { Text($0.text) } }
+            }
+        }
+    }
+}
+#endif
+
+// Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let todosOfList = lists.toMany(todos, referencedBy: "listId")
+        for try await snapshot in try todosOfList.observe([:], FindOptions(sort: ["name": 1])).snapshots {
+            print(snapshot.values.map { ($0.value.name, $0.related.count) }, snapshot.diff)
+        }
+    }
+}
+
+// Sources/MeteorDDP/Relationships/Relationship.swift:7
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        struct TodoList: Codable, Sendable { var _id: String?; var name: String }
+        struct Todo: Codable, Sendable { var _id: String?; var listId: String; var text: String }
+        let lists = client.collection("lists", as: TodoList.self)
+        let todos = client.collection("todos", as: Todo.self)
+        let listOfTodo = todos.toOne(lists, idIn: "listId")          // a todo's list
+        let todosOfList = lists.toMany(todos, referencedBy: "listId") // a list's todos, the inverse
+        for entry in try todosOfList.find([:], FindOptions(sort: ["name": 1])) {
+            print(entry.value.name, entry.related.map(\.text))
+        }
+    }
+}
+
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let sub = client.subscribe("todos", params: ["listA"])
         try await sub.ready()
@@ -1130,9 +1266,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let todos = client.subscribe("todos", params: ["listA"])
         try await todos.ready()
@@ -1142,9 +1278,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         do { try await client.subscribe("secret").ready() }
         catch let error as MeteorError { print(error.reason ?? "") } // "Subscription 'secret' not found"
@@ -1152,18 +1288,18 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         for await status in client.statusUpdates where status.isConnected { print("online") }
     }
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let transport = InMemoryTransport()
         var configuration = DDPClient.Configuration()
@@ -1179,9 +1315,9 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
-    let (client, database, server, logger) = (prelude.client, prelude.database, prelude.server, prelude.logger)
-    _ = (client, database, server, logger)
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
     do {
         let scheduler = ManualScheduler()
         scheduler.advance(by: .milliseconds(17_500)) // runs every action due by then, in due order, on this thread

@@ -59,7 +59,7 @@ public final class Database: @unchecked Sendable {
     /// Consumers of ``changes``. Protected by its lock.
     let subscribers = NIOLockedValueBox<[ObjectIdentifier: DatabaseChangesSubscriber]>([:])
     /// Live queries to update after each commit. Protected by its lock.
-    let liveQueries = NIOLockedValueBox<[ObjectIdentifier: LiveQueryCore]>([:])
+    let liveQueries = NIOLockedValueBox<[ObjectIdentifier: any LiveQueryEngine]>([:])
 
     /// Where change sets are computed and handed to consumers and live queries, in commit order. No user code runs
     /// on it.

@@ -1,5 +1,6 @@
 import Dispatch
 import EJSON
+import NIOConcurrencyHelpers
 
 // MARK: - Calling methods
 
@@ -113,58 +114,124 @@ extension DDPClient {
                 }
                 return nil
             }
-            let id = core.nextMethodID()
-            var stubValue: EJSONValue?
-            var randomSeed: String?
-            var stubOriginals: [(DocumentKey, EJSONObject?)] = []
-            if let stub {
+            if stub != nil {
                 // Everything the transport handed over (data frames wait up to 250 µs in the inbox for their batch) and
                 // everything queued for the cache lands before the stub: its originals are then the server's versions
                 // as far as they arrived (data held for quiescence updates them later, once routed). Not from inside
                 // another stub: its transaction is open, and server data never lands in the middle of one.
                 if MethodInvocationContext.current == nil { drainInbox() }
                 store.flush()
-                let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
-                let (outcome, originals) = store.runStub {
-                    try MethodInvocationContext.$current.withValue(context) { try stub(context) }
-                }
-                stubOriginals = originals
-                switch outcome {
-                case .success(let value):
-                    core.stubRan(methodID: id, originals: originals)
-                    stubValue = value
-                    stubOutcome?(.success(value))
-                case .failure(let error):
-                    stubOutcome?(.failure(error))
-                    if options.throwStubExceptions {
-                        // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is
-                        // undone now (Meteor leaves it in the cache).
-                        store.revert(originals)
-                        throw MethodError.stubFailed(name, error)
-                    }
-                    // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's
-                    // writes, and the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
-                    core.stubRan(methodID: id, originals: originals)
-                    // Logged where an app sees it, as Meteor's client logs it (Meteor._debug).
-                    logger.warning(
-                        "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
-                }
-                randomSeed = context.randomSeedIfUsed
-            } else {
-                stubOutcome?(.success(nil))
             }
-            let invocation = MethodCoordinator.Invocation(
-                id: id,
-                name: name,
-                message: .method(id: id, method: name, params: params, randomSeed: randomSeed),
-                options: options,
-                completion: completion
-            )
-            invocation.completesInline = completesInline
-            let kept = persistCall(invocation, randomSeed: randomSeed, params: params, stubOriginals: stubOriginals)
-            send(calls: core.callMade(invocation, kept: kept))
-            return options.returnStubValue ? stubValue : nil
+            let stubRun = try runStub(stub, name, params: params, options: options, stubOutcome: stubOutcome)
+            return send(
+                stubRun, name, params: params, options: options, completesInline: completesInline,
+                completion: completion)
         }
+    }
+
+    /// What a call's stub did, before the call is recorded and sent.
+    struct StubRun {
+        let id: String
+        let value: EJSONValue?
+        let randomSeed: String?
+        let originals: [(DocumentKey, EJSONObject?)]
+    }
+
+    /// Runs a new call's stub, if it has one (on the client queue, the cache brought up to date before).
+    ///
+    /// - Throws: ``MethodError`` of kind ``MethodError/Kind/stubFailed`` when the stub throws and
+    ///   `options.throwStubExceptions` is set; what it wrote is undone and nothing is to be sent.
+    private func runStub(
+        _ stub: MethodStub?, _ name: String, params: [EJSONValue], options: MethodOptions,
+        stubOutcome: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
+    ) throws -> StubRun {
+        let id = core.nextMethodID()
+        guard let stub else {
+            stubOutcome?(.success(nil))
+            return StubRun(id: id, value: nil, randomSeed: nil, originals: [])
+        }
+        let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
+        let (outcome, originals) = store.runStub {
+            try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+        }
+        var value: EJSONValue?
+        switch outcome {
+        case .success(let returned):
+            value = returned
+            stubOutcome?(.success(returned))
+        case .failure(let error):
+            stubOutcome?(.failure(error))
+            if options.throwStubExceptions {
+                // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is undone now
+                // (Meteor leaves it in the cache).
+                store.revert(originals)
+                throw MethodError.stubFailed(name, error)
+            }
+            // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's writes, and
+            // the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals). Logged where an
+            // app sees it, as Meteor's client logs it (Meteor._debug).
+            logger.warning(
+                "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
+        }
+        core.stubRan(methodID: id, originals: originals)
+        return StubRun(id: id, value: value, randomSeed: context.randomSeedIfUsed, originals: originals)
+    }
+
+    /// Records a call whose stub ran and sends it (or queues it behind a wait method or the disk).
+    private func send(
+        _ stubRun: StubRun, _ name: String, params: [EJSONValue], options: MethodOptions, completesInline: Bool,
+        completion: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void
+    ) -> EJSONValue? {
+        let invocation = MethodCoordinator.Invocation(
+            id: stubRun.id,
+            name: name,
+            message: .method(id: stubRun.id, method: name, params: params, randomSeed: stubRun.randomSeed),
+            options: options,
+            completion: completion
+        )
+        invocation.completesInline = completesInline
+        let kept = persistCall(
+            invocation, randomSeed: stubRun.randomSeed, params: params, stubOriginals: stubRun.originals)
+        send(calls: core.callMade(invocation, kept: kept))
+        return options.returnStubValue ? stubRun.value : nil
+    }
+
+    /// Makes several calls whose stubs run in one transaction, so observers see their writes as one change (as a
+    /// Meteor web app's reactivity sees stubs run in a row before its next flush); they are sent in order, and this
+    /// returns their results once every one was answered and its writes are visible. Cancelling the task does not
+    /// end the wait (the calls go on, as Meteor's would).
+    ///
+    /// - Throws: The first call's error that failed, in call order; the other calls go on.
+    func callInOneTransaction(_ calls: [(name: String, params: [EJSONValue])]) async throws -> [EJSONValue?] {
+        let results = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<[Result<EJSONValue?, any Error>], any Error>) in
+            let collected = CallResults(count: calls.count) { continuation.resume(returning: $0) }
+            let stubs = stubs.withLockedValue { stubs in calls.map { stubs[$0.name] } }
+            onClientQueue {
+                guard !core.isClosed else {
+                    for index in calls.indices {
+                        collected.complete(
+                            index, .failure(MethodError(methodName: calls[index].name, kind: .clientClosed)))
+                    }
+                    return
+                }
+                drainInbox()
+                store.flush()
+                // One transaction for every stub; the calls are recorded and sent once it committed.
+                let stubRuns = database.performUpdates {
+                    zip(calls, stubs).map { call, stub in
+                        // Without throwStubExceptions a stub's failure is not thrown (the call goes out anyway).
+                        try! runStub(stub, call.name, params: call.params, options: MethodOptions(), stubOutcome: nil)
+                    }
+                }
+                for (index, (call, stubRun)) in zip(calls, stubRuns).enumerated() {
+                    _ = send(
+                        stubRun, call.name, params: call.params, options: MethodOptions(), completesInline: true
+                    ) { collected.complete(index, $0) }
+                }
+            }
+        }
+        return try results.map { try $0.get() }
     }
 
     /// A call inside a stub: only the other stub runs, in the same transaction, with a seed derived from the
@@ -186,5 +253,24 @@ extension DDPClient {
         }
         let context = MethodInvocationContext(methodName: name, params: params, enclosing: enclosing, client: self)
         return try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+    }
+}
+
+/// The results of calls made together, handed over once all of them arrived.
+private final class CallResults: Sendable {
+    private let state: NIOLockedValueBox<[Result<EJSONValue?, any Error>?]>
+    private let done: @Sendable ([Result<EJSONValue?, any Error>]) -> Void
+
+    init(count: Int, done: @escaping @Sendable ([Result<EJSONValue?, any Error>]) -> Void) {
+        state = NIOLockedValueBox(Array(repeating: nil, count: count))
+        self.done = done
+    }
+
+    func complete(_ index: Int, _ result: Result<EJSONValue?, any Error>) {
+        let all: [Result<EJSONValue?, any Error>]? = state.withLockedValue { results in
+            results[index] = result
+            return results.contains { $0 == nil } ? nil : results.map { $0! }
+        }
+        if let all { done(all) }
     }
 }

@@ -83,25 +83,9 @@ public final class LiveQuery: Sendable {
     public func onChange(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (LiveQuerySnapshot) -> Void)
         -> ObservationToken
     {
-        let queue = queue ?? DispatchQueue(label: "MeteorDDP.LiveQuery.onChange")
-        let cancelled = NIOLockedValueBox(false)
-        let token = core.makeToken()
-        register(
-            LiveQueryCore.Receiver(
-                receive: { snapshot in
-                    queue.async {
-                        guard !cancelled.withLockedValue({ $0 }) else { return }
-                        handler(snapshot)
-                    }
-                },
-                finish: nil
-            ),
-            token: token
-        )
-        return ObservationToken(cancelsOnDeinit: false) { [weak self] in
-            cancelled.withLockedValue { $0 = true }
-            self?.unregister(token: token)
-        }
+        core.receivers.onChange(
+            on: queue ?? DispatchQueue(label: "MeteorDDP.LiveQuery.onChange"),
+            notificationQueue: database.notificationQueue, handler)
     }
 
     /// The snapshots as an async sequence: the current one, then one per change. Each iteration is an independent
@@ -110,18 +94,14 @@ public final class LiveQuery: Sendable {
     /// ends when it is stopped or the iterating task is cancelled.
     public var snapshots: LiveQuerySnapshots { LiveQuerySnapshots(liveQuery: self) }
 
-    /// Registers a receiver on the notification queue, after the seed, so it sees the current result first and no
-    /// commit is missed or doubled.
+    /// Registers a receiver on the notification queue, after the seed.
     func register(_ receiver: LiveQueryCore.Receiver, token: Int) {
-        let core = self.core
-        database.notificationQueue.async { core.register(receiver, token: token) }
+        core.receivers.register(receiver, token: token, on: database.notificationQueue)
     }
 
-    /// Removes a receiver on the notification queue, so it runs after its registration even when the consumer
-    /// went away before the registration ran.
+    /// Removes a receiver on the notification queue.
     func unregister(token: Int) {
-        let core = self.core
-        database.notificationQueue.async { core.unregister(token) }
+        core.receivers.unregister(token, on: database.notificationQueue)
     }
 
     /// Stops observing.

@@ -16,8 +16,8 @@ public struct LiveQuerySnapshots: AsyncSequence, Sendable {
     let liveQuery: LiveQuery
 
     public func makeAsyncIterator() -> AsyncIterator {
-        let subscriber = LiveQuerySnapshotsSubscriber()
-        let token = liveQuery.core.makeToken()
+        let subscriber = LiveResultSubscriber<LiveQuerySnapshot>()
+        let token = liveQuery.core.receivers.makeToken()
         liveQuery.register(LiveQueryCore.Receiver(receive: subscriber.receive, finish: subscriber.finish), token: token)
         return AsyncIterator(liveQuery: liveQuery, subscriber: subscriber, token: token)
     }
@@ -25,7 +25,7 @@ public struct LiveQuerySnapshots: AsyncSequence, Sendable {
     /// Iterates the snapshots; ends when the live query stops or the task is cancelled.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let liveQuery: LiveQuery
-        let subscriber: LiveQuerySnapshotsSubscriber
+        let subscriber: LiveResultSubscriber<LiveQuerySnapshot>
         let token: Int
 
         public mutating func next() async -> LiveQuerySnapshot? {
@@ -41,31 +41,39 @@ public struct LiveQuerySnapshots: AsyncSequence, Sendable {
     }
 }
 
-/// One consumer of ``LiveQuery/snapshots``: at most one pending snapshot and at most one waiting task.
-final class LiveQuerySnapshotsSubscriber: Sendable {
+/// One consumer of a live result's snapshots (``LiveQuery/snapshots``): at most one pending snapshot and at most one
+/// waiting task. A consumer that fell behind gets the newest snapshot with its diff recomputed from the one it took
+/// last.
+final class LiveResultSubscriber<Snapshot: LiveResultSnapshot>: Sendable {
     private struct State {
         /// The newest snapshot not taken yet. Protected by `state`'s lock.
-        var pending: LiveQuerySnapshot?
+        var pending: Snapshot?
         /// Whether `pending` replaced snapshots the consumer never took (its diff must be recomputed). Protected by
         /// `state`'s lock.
         var coalesced = false
-        /// The documents of the snapshot the consumer took last (`nil`: none yet). Protected by `state`'s lock.
-        var lastTaken: [Document]?
+        /// The snapshot the consumer took last (`nil`: none yet). Protected by `state`'s lock.
+        var lastTaken: Snapshot?
         /// Protected by `state`'s lock.
-        var waiter: CheckedContinuation<LiveQuerySnapshot?, Never>?
+        var waiter: CheckedContinuation<Snapshot?, Never>?
         /// Protected by `state`'s lock.
         var finished = false
+    }
+
+    /// What `next()` hands over: a snapshot with the one to rediff it from (outside the lock), or the end.
+    private enum Taken {
+        case snapshot(Snapshot, rediffFrom: Snapshot?)
+        case end
     }
 
     private let state = NIOLockedValueBox(State())
 
     /// Hands a snapshot to the waiting task, or keeps it as the pending one (replacing an older pending one).
-    @Sendable func receive(_ snapshot: LiveQuerySnapshot) {
-        let waiter: CheckedContinuation<LiveQuerySnapshot?, Never>? = state.withLockedValue { state in
+    @Sendable func receive(_ snapshot: Snapshot) {
+        let waiter: CheckedContinuation<Snapshot?, Never>? = state.withLockedValue { state in
             guard !state.finished else { return nil }
             if let waiter = state.waiter {
                 state.waiter = nil
-                state.lastTaken = snapshot.documents
+                state.lastTaken = snapshot
                 return waiter
             }
             if state.pending != nil { state.coalesced = true }
@@ -75,43 +83,37 @@ final class LiveQuerySnapshotsSubscriber: Sendable {
         waiter?.resume(returning: snapshot)
     }
 
-    func next() async -> LiveQuerySnapshot? {
+    func next() async -> Snapshot? {
         await withCheckedContinuation { continuation in
-            let taken: (snapshot: LiveQuerySnapshot, rediffFrom: [Document]?)?? = state.withLockedValue { state in
+            let taken: Taken? = state.withLockedValue { state in
                 if let pending = state.pending {
-                    let rediffFrom = state.coalesced ? (state.lastTaken ?? []) : nil
-                    let firstEver = state.lastTaken == nil
+                    let previous = state.lastTaken
+                    let rediffFrom = state.coalesced ? previous : nil
                     state.pending = nil
                     state.coalesced = false
-                    state.lastTaken = pending.documents
-                    return .some(
-                        (
-                            firstEver
-                                ? LiveQuerySnapshot(documents: pending.documents, diff: LiveQueryDiff()) : pending,
-                            firstEver ? nil : rediffFrom
-                        ))
+                    state.lastTaken = pending
+                    return previous == nil
+                        ? .snapshot(pending.withoutDiff, rediffFrom: nil)
+                        : .snapshot(pending, rediffFrom: rediffFrom)
                 }
-                if state.finished { return .some(nil) }
+                if state.finished { return .end }
                 state.waiter = continuation
-                return .none
+                return nil
             }
-            guard let taken else { return }
-            guard let (snapshot, rediffFrom) = taken else {
+            switch taken {
+            case .none:
+                return
+            case .end?:
                 continuation.resume(returning: nil)
-                return
+            case .snapshot(let snapshot, let rediffFrom)?:
+                continuation.resume(returning: rediffFrom.map { snapshot.rediffed(from: $0) } ?? snapshot)
             }
-            guard let old = rediffFrom else {
-                continuation.resume(returning: snapshot)
-                return
-            }
-            let diff = LiveQueryCore.diff(from: old, to: snapshot.documents, changed: Set(snapshot.documents.map(\.id)))
-            continuation.resume(returning: LiveQuerySnapshot(documents: snapshot.documents, diff: diff))
         }
     }
 
     /// Ends the iteration: a waiting task gets `nil`; a pending snapshot is still taken first.
     @Sendable func finish() {
-        let waiter: CheckedContinuation<LiveQuerySnapshot?, Never>? = state.withLockedValue { state in
+        let waiter: CheckedContinuation<Snapshot?, Never>? = state.withLockedValue { state in
             state.finished = true
             defer { state.waiter = nil }
             return state.waiter

@@ -60,18 +60,26 @@ final class DecodedDocuments<Model: Decodable & Sendable>: Sendable {
     var decodeCount: Int { state.withLockedValue { $0.decodeCount } }
 
     /// The snapshot decoded, reusing the values of document versions decoded before; forgets documents that left.
-    /// Decoding (the model's own code) runs outside the lock.
     func decode(_ snapshot: LiveQuerySnapshot) throws -> TypedLiveQuerySnapshot<Model> {
+        TypedLiveQuerySnapshot(
+            ids: snapshot.documents.map(\.id), values: try decode(snapshot.documents), diff: snapshot.diff)
+    }
+
+    /// The documents decoded (a document listed twice is decoded once), reusing the values of document versions
+    /// decoded before; forgets documents not listed. Decoding (the model's own code) runs outside the lock.
+    func decode(_ documents: [Document]) throws -> [Model] {
         let cached = state.withLockedValue { $0.values }
         var values: [Model] = []
-        values.reserveCapacity(snapshot.documents.count)
+        values.reserveCapacity(documents.count)
         var kept: [String: (version: Document, value: Model)] = [:]
-        kept.reserveCapacity(snapshot.documents.count)
+        kept.reserveCapacity(documents.count)
         var decoded = 0
-        for document in snapshot.documents {
+        for document in documents {
             let id = document.id
             // The same version object, or (for a projection, which makes new objects) an equal one.
-            if let entry = cached[id], entry.version.isSameVersion(as: document) || entry.version == document {
+            if let entry = kept[id] ?? cached[id],
+                entry.version.isSameVersion(as: document) || entry.version == document
+            {
                 values.append(entry.value)
                 kept[id] = entry
             } else {
@@ -85,6 +93,6 @@ final class DecodedDocuments<Model: Decodable & Sendable>: Sendable {
             state.values = kept
             state.decodeCount += decoded
         }
-        return TypedLiveQuerySnapshot(ids: snapshot.documents.map(\.id), values: values, diff: snapshot.diff)
+        return values
     }
 }

@@ -25,15 +25,7 @@ import EJSON
 /// Reads may run on any thread; each read sees one committed snapshot of both collections.
 public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendable>: Sendable {
     /// Where the relationship is stored.
-    public enum Storage: Sendable, Equatable {
-        /// The source document's `field` holds the target's id (to-one: a todo's `listId`).
-        case idIn(field: String)
-        /// The target documents' `field` holds the source's id (to-many, the inverse of a to-one: a list's todos
-        /// through each todo's `listId`).
-        case referencedBy(field: String)
-        /// The source document's `field` holds an array of target ids, in order (many-to-many: a post's `tagIds`).
-        case idsIn(field: String)
-    }
+    public typealias Storage = RelationshipStorage
 
     /// The collection the relationship starts from.
     public let source: TypedCollection<Source>
@@ -41,6 +33,12 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
     public let target: TypedCollection<Target>
     /// Where the reference is stored.
     public let storage: Storage
+    /// The array field of the other side's documents that mirrors the reference, when the relationship is stored both
+    /// ways (Meteor iOS's two-way referencing): for `idIn` and `idsIn`, the target's array of the ids of the sources
+    /// naming it (a list's `todoIds`); for `referencedBy`, the source's array of the ids of the targets naming it.
+    /// `nil`: stored one way. Reads follow ``storage``; writes through ``link(_:to:)`` and ``unlink(_:from:)`` keep
+    /// both.
+    public let mirror: String?
 
     /// The related documents of the source document with `id` (``Document/id``: an ObjectID's 24 hex digits),
     /// decoded. To-one: none or one. `referencedBy`: the documents naming `id`, as `options` sort, skip, limit and
@@ -91,39 +89,28 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
         }
     }
 
-    init(source: TypedCollection<Source>, target: TypedCollection<Target>, storage: Storage) {
+    init(source: TypedCollection<Source>, target: TypedCollection<Target>, storage: Storage, mirror: String?) {
         precondition(
             source.untyped.client === target.untyped.client,
             "a relationship joins two collections of one client (\(source.name), \(target.name))")
         self.source = source
         self.target = target
         self.storage = storage
+        self.mirror = mirror
     }
 
     // MARK: - Resolving references
 
-    private var database: Database { source.untyped.client.database }
+    var database: Database { source.untyped.client.database }
 
     /// The related documents of each of `sources`, in their order.
     private func relatedDocuments(
         of sources: [Document], in snapshot: DatabaseSnapshot, _ options: FindOptions
     ) throws(QueryError) -> [[Document]] {
-        switch storage {
-        case .idIn(let field):
-            return sources.map { document in
-                Self.targetID(document[field]).flatMap { targetDocument($0, in: snapshot) }.map { [$0] } ?? []
-            }
-        case .idsIn(let field):
-            return sources.map { document in
-                guard case .array(let values)? = document[field] else { return [] }
-                var seen = Set<String>()
-                return values.compactMap { value in
-                    guard let id = Self.targetID(value), seen.insert(id).inserted else { return nil }
-                    return targetDocument(id, in: snapshot)
-                }
-            }
-        case .referencedBy(let field):
+        if case .referencedBy(let field) = storage {
             return try Self.referring(to: sources.map(\.id), field: field, in: snapshot, target.name, options)
+        }
+        return sources.map { document in storage.targetIDs(of: document).compactMap { targetDocument($0, in: snapshot) }
         }
     }
 
@@ -135,7 +122,7 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
         let wanted = Set(ids)
         var groups: [String: [Document]] = [:]
         for document in snapshot.allDocuments(in: collection) {
-            guard let id = targetID(document[field]), wanted.contains(id) else { continue }
+            guard let id = RelationshipStorage.documentID(named: document[field]), wanted.contains(id) else { continue }
             groups[id, default: []].append(document)
         }
         let order = try Query([:], options)
@@ -146,8 +133,38 @@ public struct Relationship<Source: Codable & Sendable, Target: Codable & Sendabl
         snapshot.document(DocumentKey(collectionName: target.name, documentID: id))
     }
 
+}
+
+/// Where a ``Relationship`` is stored: which documents hold the reference, in which field.
+public enum RelationshipStorage: Sendable, Equatable {
+    /// The source document's `field` holds the target's id (to-one: a todo's `listId`).
+    case idIn(field: String)
+    /// The target documents' `field` holds the source's id (to-many, the inverse of a to-one: a list's todos through
+    /// each todo's `listId`).
+    case referencedBy(field: String)
+    /// The source document's `field` holds an array of target ids, in order (many-to-many: a post's `tagIds`).
+    case idsIn(field: String)
+
+    /// The ids of the targets a source document names, in order, each once (`idIn`, `idsIn`; empty for
+    /// `referencedBy`, whose references are in the targets).
+    func targetIDs(of source: Document) -> [String] {
+        switch self {
+        case .idIn(let field):
+            return Self.documentID(named: source[field]).map { [$0] } ?? []
+        case .idsIn(let field):
+            guard case .array(let values)? = source[field] else { return [] }
+            var seen = Set<String>()
+            return values.compactMap { value in
+                guard let id = Self.documentID(named: value), seen.insert(id).inserted else { return nil }
+                return id
+            }
+        case .referencedBy:
+            return []
+        }
+    }
+
     /// The cache's id (``Document/id``) a reference field's value names, or `nil` when it names none.
-    static func targetID(_ value: EJSONValue?) -> String? {
+    static func documentID(named value: EJSONValue?) -> String? {
         guard let value, MongoID.isID(value) else { return nil }
         return MongoID.documentID(value)
     }
@@ -164,24 +181,30 @@ public struct Related<Source: Sendable, Target: Sendable>: Sendable {
 }
 
 extension TypedCollection {
-    /// A to-one relationship: each document's `field` holds the id of a document of `target` (a todo's `listId`).
-    public func toOne<Target>(_ target: TypedCollection<Target>, idIn field: String) -> Relationship<Model, Target> {
-        Relationship(source: self, target: target, storage: .idIn(field: field))
+    /// A to-one relationship: each document's `field` holds the id of a document of `target` (a todo's `listId`);
+    /// with `mirror`, each target also holds the ids of the documents naming it in that array field (a list's
+    /// `todoIds`).
+    public func toOne<Target>(_ target: TypedCollection<Target>, idIn field: String, mirroredIn mirror: String? = nil)
+        -> Relationship<Model, Target>
+    {
+        Relationship(source: self, target: target, storage: .idIn(field: field), mirror: mirror)
     }
 
     /// A to-many relationship, the inverse of a to-one: the documents of `target` whose `field` holds this
-    /// collection's document's id (a list's todos through each todo's `listId`).
-    public func toMany<Target>(_ target: TypedCollection<Target>, referencedBy field: String) -> Relationship<
-        Model, Target
-    > {
-        Relationship(source: self, target: target, storage: .referencedBy(field: field))
+    /// collection's document's id (a list's todos through each todo's `listId`); with `mirror`, each document of this
+    /// collection also holds its targets' ids in that array field (a list's `todoIds`).
+    public func toMany<Target>(
+        _ target: TypedCollection<Target>, referencedBy field: String, mirroredIn mirror: String? = nil
+    ) -> Relationship<Model, Target> {
+        Relationship(source: self, target: target, storage: .referencedBy(field: field), mirror: mirror)
     }
 
     /// A to-many (many-to-many) relationship: each document's `field` holds an array of ids of documents of `target`
-    /// (a post's `tagIds`).
-    public func toMany<Target>(_ target: TypedCollection<Target>, idsIn field: String) -> Relationship<
-        Model, Target
-    > {
-        Relationship(source: self, target: target, storage: .idsIn(field: field))
+    /// (a post's `tagIds`); with `mirror`, each target also holds the ids of the documents naming it in that array
+    /// field (a tag's `postIds`).
+    public func toMany<Target>(
+        _ target: TypedCollection<Target>, idsIn field: String, mirroredIn mirror: String? = nil
+    ) -> Relationship<Model, Target> {
+        Relationship(source: self, target: target, storage: .idsIn(field: field), mirror: mirror)
     }
 }
