@@ -145,17 +145,16 @@ final class RelatedDecoder<Source: Decodable & Sendable, Target: Decodable & Sen
     var decodeCount: Int { sources.decodeCount + targets.decodeCount }
 
     func decode(_ snapshot: RelatedSnapshot) throws -> RelatedLiveQuerySnapshot<Source, Target> {
-        let values = try sources.decode(snapshot.entries.map(\.source))
-        let related = try targets.decode(snapshot.entries.flatMap(\.related))
-        var offset = 0
-        var decoded: [Related<Source, Target>] = []
-        decoded.reserveCapacity(values.count)
-        for (entry, value) in zip(snapshot.entries, values) {
-            let end = offset + entry.related.count
-            decoded.append(Related(id: entry.source.id, value: value, related: Array(related[offset..<end])))
-            offset = end
+        var sourcePass = sources.beginPass(expecting: snapshot.entries.count)
+        var targetPass = targets.beginPass(expecting: snapshot.entries.reduce(0) { $0 + $1.related.count })
+        let values = try snapshot.entries.map { entry in
+            Related(
+                id: entry.source.id, value: try sources.value(of: entry.source, in: &sourcePass),
+                related: try entry.related.map { try targets.value(of: $0, in: &targetPass) })
         }
-        return RelatedLiveQuerySnapshot(ids: snapshot.entries.map(\.source.id), values: decoded, diff: snapshot.diff)
+        sources.end(sourcePass)
+        targets.end(targetPass)
+        return RelatedLiveQuerySnapshot(ids: snapshot.entries.map(\.source.id), values: values, diff: snapshot.diff)
     }
 }
 

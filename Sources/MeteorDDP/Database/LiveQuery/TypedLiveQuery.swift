@@ -68,31 +68,46 @@ final class DecodedDocuments<Model: Decodable & Sendable>: Sendable {
     /// The documents decoded (a document listed twice is decoded once), reusing the values of document versions
     /// decoded before; forgets documents not listed. Decoding (the model's own code) runs outside the lock.
     func decode(_ documents: [Document]) throws -> [Model] {
-        let cached = state.withLockedValue { $0.values }
-        var values: [Model] = []
-        values.reserveCapacity(documents.count)
-        var kept: [String: (version: Document, value: Model)] = [:]
-        kept.reserveCapacity(documents.count)
-        var decoded = 0
-        for document in documents {
-            let id = document.id
-            // The same version object, or (for a projection, which makes new objects) an equal one.
-            if let entry = kept[id] ?? cached[id],
-                entry.version.isSameVersion(as: document) || entry.version == document
-            {
-                values.append(entry.value)
-                kept[id] = entry
-            } else {
-                let value = try EJSONDecoder().decode(Model.self, from: document.ejsonValue)
-                decoded += 1
-                values.append(value)
-                kept[id] = (document, value)
-            }
-        }
-        state.withLockedValue { state in
-            state.values = kept
-            state.decodeCount += decoded
-        }
+        var pass = beginPass(expecting: documents.count)
+        let values = try documents.map { try value(of: $0, in: &pass) }
+        end(pass)
         return values
+    }
+
+    /// One decoding of a result: the documents it holds are kept, the others forgotten at ``end(_:)``.
+    struct Pass {
+        fileprivate let cached: [String: (version: Document, value: Model)]
+        fileprivate var kept: [String: (version: Document, value: Model)]
+        fileprivate var decoded = 0
+    }
+
+    func beginPass(expecting count: Int) -> Pass {
+        var kept: [String: (version: Document, value: Model)] = [:]
+        kept.reserveCapacity(count)
+        return Pass(cached: state.withLockedValue { $0.values }, kept: kept)
+    }
+
+    /// The value of `document`: the one decoded before for this version, or a new decoding.
+    func value(of document: Document, in pass: inout Pass) throws -> Model {
+        let id = document.id
+        // The same version object, or (for a projection, which makes new objects) an equal one.
+        if let entry = pass.kept[id] ?? pass.cached[id],
+            entry.version.isSameVersion(as: document) || entry.version == document
+        {
+            pass.kept[id] = entry
+            return entry.value
+        }
+        let value = try EJSONDecoder().decode(Model.self, from: document.ejsonValue)
+        pass.decoded += 1
+        pass.kept[id] = (document, value)
+        return value
+    }
+
+    /// Keeps what the pass decoded or reused, and forgets the rest.
+    func end(_ pass: Pass) {
+        state.withLockedValue { state in
+            state.values = pass.kept
+            state.decodeCount += pass.decoded
+        }
     }
 }
