@@ -846,7 +846,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:12
+// Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
 @MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -858,7 +858,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:34
+// Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
 @MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -871,7 +871,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:51
+// Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
 @MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -883,7 +883,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:63
+// Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
 #if canImport(SwiftUI)
 @MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
@@ -929,7 +929,7 @@ import SwiftUI
 }
 #endif
 
-// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:111
+// Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
 @MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -941,7 +941,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Relationships.md:128
+// Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
 @MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
