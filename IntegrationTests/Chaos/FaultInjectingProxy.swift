@@ -172,8 +172,10 @@ private final class ProxyLink: @unchecked Sendable {
     /// Per direction: when the last delayed chunk goes out, and how many are still scheduled (later chunks go behind).
     private var lastDeadline: [Direction: NIODeadline] = [:]
     private var scheduled: [Direction: Int] = [:]
-    /// Set when a drop cuts the next chunk to the client in half.
+    /// Set when a drop cuts the next chunk written to the client in half.
     private var cutNextChunk = false
+    /// Set once the half chunk was written: nothing follows it, the link closes.
+    private var cutWritten = false
     private var closed = false
 
     init(client: any Channel, proxy: FaultInjectingProxy) {
@@ -206,12 +208,6 @@ private final class ProxyLink: @unchecked Sendable {
 
     func forward(_ chunk: ByteBuffer, _ direction: Direction) {
         guard !closed else { return }
-        if direction == .toClient, cutNextChunk {
-            var chunk = chunk
-            let half = chunk.readSlice(length: max(1, chunk.readableBytes / 2))!
-            client.writeAndFlush(half).whenComplete { [self] _ in close() }
-            return
-        }
         let delay = proxy?.chunkDelay() ?? .zero
         let outstanding = scheduled[direction, default: 0]
         if delay == .zero, outstanding == 0 {
@@ -228,8 +224,16 @@ private final class ProxyLink: @unchecked Sendable {
     }
 
     private func write(_ chunk: ByteBuffer, _ direction: Direction) {
-        guard !closed else { return }
+        guard !closed, !cutWritten else { return }
         switch direction {
+        case .toClient where cutNextChunk:
+            // The cut applies to the chunk that goes out next, in order: cutting one that arrived while earlier ones
+            // waited for their delay put its half ahead of them (the client then read a frame made of a header and
+            // bytes from another frame: a one-character message in a 600 s soak). Nothing is written after it.
+            var chunk = chunk
+            let half = chunk.readSlice(length: max(1, chunk.readableBytes / 2))!
+            cutWritten = true
+            client.writeAndFlush(half).whenComplete { [self] _ in close() }
         case .toClient:
             client.writeAndFlush(chunk, promise: nil)
         case .toServer:
