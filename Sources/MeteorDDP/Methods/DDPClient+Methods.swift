@@ -123,6 +123,7 @@ extension DDPClient {
                 store.flush()
             }
             let stubRun = try runStub(stub, name, params: params, options: options, stubOutcome: stubOutcome)
+            if let error = stubRun.stubError { logStubFailure(name, error) }
             return send(
                 stubRun, name, params: params, options: options, completesInline: completesInline,
                 completion: completion)
@@ -135,6 +136,8 @@ extension DDPClient {
         let value: EJSONValue?
         let randomSeed: String?
         let originals: [(DocumentKey, EJSONObject?)]
+        /// The stub's error, when it threw and the call goes out anyway.
+        var stubError: (any Error)? = nil
     }
 
     /// Runs a new call's stub, if it has one (on the client queue, the cache brought up to date before).
@@ -154,11 +157,11 @@ extension DDPClient {
         let (outcome, originals) = store.runStub {
             try MethodInvocationContext.$current.withValue(context) { try stub(context) }
         }
-        var value: EJSONValue?
         switch outcome {
-        case .success(let returned):
-            value = returned
-            stubOutcome?(.success(returned))
+        case .success(let value):
+            core.stubRan(methodID: id, originals: originals)
+            stubOutcome?(.success(value))
+            return StubRun(id: id, value: value, randomSeed: context.randomSeedIfUsed, originals: originals)
         case .failure(let error):
             stubOutcome?(.failure(error))
             if options.throwStubExceptions {
@@ -168,13 +171,17 @@ extension DDPClient {
                 throw MethodError.stubFailed(name, error)
             }
             // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's writes, and
-            // the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals). Logged where an
-            // app sees it, as Meteor's client logs it (Meteor._debug).
-            logger.warning(
-                "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
+            // the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
+            core.stubRan(methodID: id, originals: originals)
+            return StubRun(
+                id: id, value: nil, randomSeed: context.randomSeedIfUsed, originals: originals, stubError: error)
         }
-        core.stubRan(methodID: id, originals: originals)
-        return StubRun(id: id, value: value, randomSeed: context.randomSeedIfUsed, originals: originals)
+    }
+
+    /// Logs a stub's failure where an app sees it, as Meteor's client logs it (Meteor._debug). Called once the
+    /// stub's transaction committed: a log handler is app code.
+    private func logStubFailure(_ name: String, _ error: any Error) {
+        logger.warning("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
     }
 
     /// Records a call whose stub ran and sends it (or queues it behind a wait method or the disk).
@@ -198,14 +205,15 @@ extension DDPClient {
 
     /// Makes several calls whose stubs run in one transaction, so observers see their writes as one change (as a
     /// Meteor web app's reactivity sees stubs run in a row before its next flush); they are sent in order, and this
-    /// returns their results once every one was answered and its writes are visible. Cancelling the task does not
-    /// end the wait (the calls go on, as Meteor's would).
+    /// returns their results once every one was answered and its writes are visible. A cancelled task returns at
+    /// once with `CancellationError`; the calls go on, as Meteor's would.
     ///
-    /// - Throws: The first call's error that failed, in call order; the other calls go on.
+    /// - Throws: The first call's error that failed, in call order (the other calls go on), or `CancellationError`.
     func callInOneTransaction(_ calls: [(name: String, params: [EJSONValue])]) async throws -> [EJSONValue?] {
-        let results = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<[Result<EJSONValue?, any Error>], any Error>) in
-            let collected = CallResults(count: calls.count) { continuation.resume(returning: $0) }
+        guard !calls.isEmpty else { return [] }
+        return try await withCancellableContinuation {
+            (resume: @escaping @Sendable (Result<[EJSONValue?], any Error>) -> Void) throws -> Void in
+            let collected = CallResults(count: calls.count, done: resume)
             let stubs = stubs.withLockedValue { stubs in calls.map { stubs[$0.name] } }
             onClientQueue {
                 guard !core.isClosed else {
@@ -224,6 +232,9 @@ extension DDPClient {
                         try! runStub(stub, call.name, params: call.params, options: MethodOptions(), stubOutcome: nil)
                     }
                 }
+                for (call, stubRun) in zip(calls, stubRuns) {
+                    if let error = stubRun.stubError { logStubFailure(call.name, error) }
+                }
                 for (index, (call, stubRun)) in zip(calls, stubRuns).enumerated() {
                     _ = send(
                         stubRun, call.name, params: call.params, options: MethodOptions(), completesInline: true
@@ -231,7 +242,6 @@ extension DDPClient {
                 }
             }
         }
-        return try results.map { try $0.get() }
     }
 
     /// A call inside a stub: only the other stub runs, in the same transaction, with a seed derived from the
@@ -256,21 +266,24 @@ extension DDPClient {
     }
 }
 
-/// The results of calls made together, handed over once all of them arrived.
+/// The results of calls made together, handed over once, when all of them arrived: every value, or the first error
+/// in call order.
 private final class CallResults: Sendable {
     private let state: NIOLockedValueBox<[Result<EJSONValue?, any Error>?]>
-    private let done: @Sendable ([Result<EJSONValue?, any Error>]) -> Void
+    private let done: @Sendable (Result<[EJSONValue?], any Error>) -> Void
 
-    init(count: Int, done: @escaping @Sendable ([Result<EJSONValue?, any Error>]) -> Void) {
+    init(count: Int, done: @escaping @Sendable (Result<[EJSONValue?], any Error>) -> Void) {
         state = NIOLockedValueBox(Array(repeating: nil, count: count))
         self.done = done
     }
 
     func complete(_ index: Int, _ result: Result<EJSONValue?, any Error>) {
         let all: [Result<EJSONValue?, any Error>]? = state.withLockedValue { results in
+            guard results[index] == nil else { return nil } // a call completes once
             results[index] = result
             return results.contains { $0 == nil } ? nil : results.map { $0! }
         }
-        if let all { done(all) }
+        guard let all else { return }
+        done(Result { try all.map { try $0.get() } })
     }
 }

@@ -54,9 +54,12 @@ final class RelatedLiveQueryCore: LiveQueryEngine, @unchecked Sendable {
     private var namedTargets: [String: [String]] = [:]
     /// `idIn`, `idsIn`: the matching sources naming each target.
     private var namingSources: [String: Set<String>] = [:]
-    /// `referencedBy`: the target documents naming each source id. A target leaves the group its version before a
-    /// transaction named (``DocumentChangeDetails/documentBefore``): no reverse index is kept.
+    /// `referencedBy`: the target documents naming each source id.
     private var referringTargets: [String: [String: Document]] = [:]
+    /// `referencedBy`: the group each target is in. Not the one its version before a transaction names: an update
+    /// reads the newest snapshot, which may be ahead of the commit it handles, so a target can be in a group its
+    /// previous version did not name (it then showed in two entries at once).
+    private var groupOfTarget: [String: String] = [:]
     /// The related documents of sources computed so far, dropped when they may have changed.
     private var related: [String: [Document]] = [:]
     /// The entries last published.
@@ -94,13 +97,13 @@ final class RelatedLiveQueryCore: LiveQueryEngine, @unchecked Sendable {
     func update(with changes: DatabaseChanges, snapshot: DatabaseSnapshot) {
         guard seeded else { return }
         var sourceKeys: [DocumentKey] = []
-        var targetChanges: [DocumentChangeDetails] = []
-        for details in changes.documentChangeDetails {
-            // A relationship within one collection (a parent and its children) sees a change in both roles.
-            if details.key.collectionName == sources.collection { sourceKeys.append(details.key) }
-            if details.key.collectionName == targetCollection { targetChanges.append(details) }
+        var targetKeys: [DocumentKey] = []
+        for key in changes.affectedDocumentKeys {
+            // A relationship within one collection (a parent and its children) sees a key in both roles.
+            if key.collectionName == sources.collection { sourceKeys.append(key) }
+            if key.collectionName == targetCollection { targetKeys.append(key) }
         }
-        guard !sourceKeys.isEmpty || !targetChanges.isEmpty else { return }
+        guard !sourceKeys.isEmpty || !targetKeys.isEmpty else { return }
         var dirty = Set<String>()
         if !sourceKeys.isEmpty {
             _ = sources.apply(sourceKeys, snapshot)
@@ -112,18 +115,17 @@ final class RelatedLiveQueryCore: LiveQueryEngine, @unchecked Sendable {
                 if let source = sources.byID[id] { index(source: source) }
             }
         }
-        for details in targetChanges {
-            let id = details.key.documentID
+        for key in targetKeys {
+            let id = key.documentID
             if case .referencedBy(let field) = storage {
-                // The version before names the group it was in; the current one the group it joins (both read from
-                // the snapshot, so a commit delivered after the seed already saw it is applied again harmlessly).
-                if let old = RelationshipStorage.documentID(named: details.documentBefore?[field]),
-                    referringTargets[old]?.removeValue(forKey: id) != nil
-                {
+                // It leaves the group it is in and joins the one its newest version names (read from the snapshot,
+                // so a commit delivered after the seed already saw it is applied again harmlessly).
+                if let old = groupOfTarget.removeValue(forKey: id) {
+                    referringTargets[old]?.removeValue(forKey: id)
                     if referringTargets[old]?.isEmpty == true { referringTargets.removeValue(forKey: old) }
                     dirty.insert(old)
                 }
-                if let target = snapshot.document(details.key), let source = index(target: target, field: field) {
+                if let target = snapshot.document(key), let source = index(target: target, field: field) {
                     dirty.insert(source)
                 }
             } else if let names = namingSources[id] {
@@ -206,6 +208,7 @@ final class RelatedLiveQueryCore: LiveQueryEngine, @unchecked Sendable {
     private func index(target: Document, field: String) -> String? {
         guard let source = RelationshipStorage.documentID(named: target[field]) else { return nil }
         referringTargets[source, default: [:]][target.id] = target
+        groupOfTarget[target.id] = source
         return source
     }
 }

@@ -82,7 +82,7 @@ extension Relationship {
             let snapshot = database.snapshot
             switch storage {
             case .idIn, .idsIn:
-                if let mirror { writes += clearing(id, in: target.name, field: mirror, snapshot) }
+                if let mirror { writes += clearing(id, in: target.name, array: mirror, snapshot) }
             case .referencedBy(let field):
                 writes += clearing(id, in: target.name, field: field, snapshot)
             }
@@ -100,10 +100,12 @@ extension Relationship {
         if references == .clear {
             let snapshot = database.snapshot
             switch storage {
-            case .idIn(let field), .idsIn(let field):
+            case .idIn(let field):
                 writes += clearing(id, in: source.name, field: field, snapshot)
+            case .idsIn(let field):
+                writes += clearing(id, in: source.name, array: field, snapshot)
             case .referencedBy:
-                if let mirror { writes += clearing(id, in: source.name, field: mirror, snapshot) }
+                if let mirror { writes += clearing(id, in: source.name, array: mirror, snapshot) }
             }
         }
         writes.append(.remove(target.name, id))
@@ -138,18 +140,23 @@ extension Relationship {
         _ = try await source.untyped.client.callInOneTransaction(writes.map(\.call))
     }
 
-    /// The writes that clear every reference to `id` in `field` of `collection`'s documents the cache holds: a single
-    /// reference is unset, an array loses the id.
+    /// The writes that unset every single reference to `id` in `field` of `collection`'s documents the cache holds.
     private func clearing(_ id: String, in collection: String, field: String, _ snapshot: DatabaseSnapshot) -> [Write] {
         snapshot.allDocuments(in: collection).compactMap { document in
-            switch document[field] {
-            case .array(let values)? where values.contains(where: { RelationshipStorage.documentID(named: $0) == id }):
-                return .update(collection, document.id, "$pull", field, idValue(id))
-            case let value? where RelationshipStorage.documentID(named: value) == id:
-                return .update(collection, document.id, "$unset", field, "")
-            default:
-                return nil
-            }
+            guard RelationshipStorage.documentID(named: document[field]) == id else { return nil }
+            return .update(collection, document.id, "$unset", field, "")
+        }
+    }
+
+    /// The writes that pull `id` from every array of references `field` of `collection`'s documents the cache holds.
+    private func clearing(_ id: String, in collection: String, array field: String, _ snapshot: DatabaseSnapshot)
+        -> [Write]
+    {
+        snapshot.allDocuments(in: collection).compactMap { document in
+            guard case .array(let values)? = document[field],
+                values.contains(where: { RelationshipStorage.documentID(named: $0) == id })
+            else { return nil }
+            return .update(collection, document.id, "$pull", field, idValue(id))
         }
     }
 

@@ -241,3 +241,67 @@ final class RelatedLiveQueryTests: XCTestCase {
         observed.stop()
     }
 }
+
+/// The engine handed commits late: the database delivers each commit with its newest snapshot, which may be ahead of
+/// that commit (deliveries queue on the notification queue while writers go on).
+final class RelatedLiveQueryCoreTests: XCTestCase {
+    func testATargetMovedTwiceBeforeItsCommitsAreDeliveredShowsInOneEntryOnly() throws {
+        let database = Database()
+        let commits = ChangesLog(database)
+        func key(_ collection: String, _ id: String) -> DocumentKey {
+            DocumentKey(collectionName: collection, documentID: id)
+        }
+        database.apply(["a", "b", "c", "d"].map { .added(key("lists", $0), ["name": .string($0)]) })
+        database.apply(.added(key("todos", "t"), ["listId": "a"]))
+        let core = RelatedLiveQueryCore(
+            sourceCollection: "lists", query: try Query([:], FindOptions(sort: ["name": 1])),
+            targetCollection: "todos", storage: .referencedBy(field: "listId"), relatedQuery: try Query([:]))
+        core.seed(database.snapshot)
+        let move = { (list: String) in
+            database.apply(.changed(key("todos", "t"), ["listId": .string(list)], cleared: []))
+        }
+        move("b") // c1
+        move("c") // c2
+        let (c1, c2) = (commits.changes[2], commits.changes[3])
+        // c1 is delivered when c2 is already visible; c3 commits before c2 is delivered.
+        core.update(with: c1, snapshot: database.snapshot)
+        XCTAssertEqual(Self.holders(of: "t", in: core), ["c"])
+        move("d") // c3
+        core.update(with: c2, snapshot: database.snapshot)
+        XCTAssertEqual(Self.holders(of: "t", in: core), ["d"], "in one entry, never two")
+        core.update(with: commits.changes[4], snapshot: database.snapshot)
+        XCTAssertEqual(Self.holders(of: "t", in: core), ["d"])
+    }
+
+    private static func holders(of target: String, in core: RelatedLiveQueryCore) -> [String] {
+        core.receivers.current.entries.filter { $0.related.contains { $0.id == target } }.map(\.source.id)
+    }
+}
+
+/// Every `DatabaseChanges` a database posted, in commit order.
+private final class ChangesLog: @unchecked Sendable {
+    // @unchecked because `log` is protected by `lock`.
+    private let lock = NSLock()
+    private var log: [DatabaseChanges] = []
+    private var observer: (any NSObjectProtocol)?
+    private let database: Database
+
+    init(_ database: Database) {
+        self.database = database
+        observer = NotificationCenter.default.addObserver(
+            forName: .databaseDidChange, object: database, queue: nil
+        ) { [weak self] notification in
+            guard let self, let changes = notification.userInfo?[DatabaseChanges.userInfoKey] as? DatabaseChanges
+            else { return }
+            lock.withLock { log.append(changes) }
+        }
+    }
+
+    deinit { observer.map(NotificationCenter.default.removeObserver) }
+
+    var changes: [DatabaseChanges] {
+        database.notificationQueue.sync {}
+        database.observerQueue.sync {}
+        return lock.withLock { log }
+    }
+}

@@ -86,6 +86,34 @@ final class RelationshipWritesTests: XCTestCase {
         XCTAssertEqual(try listOfTodo.related(to: "t1").map(\.name), ["Work"])
     }
 
+    /// A stub that throws inside the joint transaction (a mirror that is not an array refuses `$addToSet`): its call
+    /// still goes out, and its warning is logged once the transaction committed (a log handler is app code).
+    func testAStubFailingInTheJointTransactionIsLoggedAfterItCommits() async throws {
+        let clientBox = Locked<DDPClient?>(nil)
+        let inTransaction = Locked<[Bool]>([])
+        let log = LogRecorder {
+            guard let client = clientBox.value else { return }
+            inTransaction.mutate { $0.append(client.database.isInTransactionOnCurrentThread) }
+        }
+        let harness = ClientHarness { $0.logger = log.logger }
+        clientBox.mutate { $0 = harness.client }
+        harness.establishConnection()
+        harness.receive(.added(collection: "lists", id: "home", fields: ["name": "Home", "todoIds": "not an array"]))
+        harness.receive(.added(collection: "todos", id: "t1", fields: ["text": "milk"]))
+        harness.flushData()
+        inTransaction.mutate { $0 = [] }
+        let listOfTodo = harness.client.collection("todos", as: Todo.self).toOne(
+            harness.client.collection("lists", as: TodoList.self), idIn: "listId", mirroredIn: "todoIds")
+        let link = Task { try await listOfTodo.link("t1", to: "home") }
+        let sent = await answer(harness, total: 2, new: 2)
+        XCTAssertEqual(sent.map(\.name), ["/todos/update", "/lists/update"], "the failing stub's call goes out too")
+        try await value(of: link, within: 5)
+        XCTAssertTrue(
+            log.lines.contains { $0.contains("Exception while simulating the effect of invoking '/lists/update'") })
+        XCTAssertFalse(inTransaction.value.isEmpty)
+        XCTAssertFalse(inTransaction.value.contains(true), "logged outside the transaction")
+    }
+
     func testManyToManyWithObjectIDsLinksAndUnlinksBothArrays() async throws {
         let red = ObjectID("5f1d7a3c9e1b2a0012345601")!
         let harness = harness([
@@ -191,6 +219,7 @@ private final class CommitLog: @unchecked Sendable {
 
     /// The commits posted so far (waits for the posts already queued).
     var documentIDs: [Set<String>] {
+        database.notificationQueue.sync {}
         database.observerQueue.sync {}
         return lock.withLock { commits }
     }
