@@ -247,7 +247,7 @@ final class RelatedLiveQueryTests: XCTestCase {
 final class RelatedLiveQueryCoreTests: XCTestCase {
     func testATargetMovedTwiceBeforeItsCommitsAreDeliveredShowsInOneEntryOnly() throws {
         let database = Database()
-        let commits = ChangesLog(database)
+        let commits = ChangesRecorder(database)
         func key(_ collection: String, _ id: String) -> DocumentKey {
             DocumentKey(collectionName: collection, documentID: id)
         }
@@ -275,33 +275,5 @@ final class RelatedLiveQueryCoreTests: XCTestCase {
 
     private static func holders(of target: String, in core: RelatedLiveQueryCore) -> [String] {
         core.receivers.current.entries.filter { $0.related.contains { $0.id == target } }.map(\.source.id)
-    }
-}
-
-/// Every `DatabaseChanges` a database posted, in commit order.
-private final class ChangesLog: @unchecked Sendable {
-    // @unchecked because `log` is protected by `lock`.
-    private let lock = NSLock()
-    private var log: [DatabaseChanges] = []
-    private var observer: (any NSObjectProtocol)?
-    private let database: Database
-
-    init(_ database: Database) {
-        self.database = database
-        observer = NotificationCenter.default.addObserver(
-            forName: .databaseDidChange, object: database, queue: nil
-        ) { [weak self] notification in
-            guard let self, let changes = notification.userInfo?[DatabaseChanges.userInfoKey] as? DatabaseChanges
-            else { return }
-            lock.withLock { log.append(changes) }
-        }
-    }
-
-    deinit { observer.map(NotificationCenter.default.removeObserver) }
-
-    var changes: [DatabaseChanges] {
-        database.notificationQueue.sync {}
-        database.observerQueue.sync {}
-        return lock.withLock { log }
     }
 }

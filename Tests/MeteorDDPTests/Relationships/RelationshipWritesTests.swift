@@ -61,7 +61,7 @@ final class RelationshipWritesTests: XCTestCase {
         let lists = harness.client.collection("lists", as: TodoList.self)
         let todos = harness.client.collection("todos", as: Todo.self)
         let listOfTodo = todos.toOne(lists, idIn: "listId", mirroredIn: "todoIds")
-        let commits = CommitLog(harness.client.database)
+        let commits = ChangesRecorder(harness.client.database)
         let link = Task { try await listOfTodo.link("t1", to: "work") }
         let serverData: [ServerMessage] = [
             .changed(collection: "todos", id: "t1", fields: ["listId": "work"], cleared: []),
@@ -79,7 +79,9 @@ final class RelationshipWritesTests: XCTestCase {
             ])
         try await value(of: link, within: 5)
         // The stubs' writes: one transaction for the three documents (the first commit after the call).
-        XCTAssertEqual(commits.documentIDs.first, ["t1", "work", "home"], "every side in one transaction")
+        XCTAssertEqual(
+            commits.changes.first.map { Set($0.affectedDocumentKeys.map(\.documentID)) }, ["t1", "work", "home"],
+            "every side in one transaction")
         XCTAssertEqual(harness.document("todos", "t1")?["listId"], "work")
         XCTAssertEqual(harness.document("lists", "work")?["todoIds"], ["t1"])
         XCTAssertEqual(harness.document("lists", "home")?["todoIds"], [])
@@ -167,7 +169,7 @@ final class RelationshipWritesTests: XCTestCase {
         let lists = harness.client.collection("lists", as: TodoList.self)
         let todos = harness.client.collection("todos", as: Todo.self)
         let todosOfList = lists.toMany(todos, referencedBy: "listId")
-        let commits = CommitLog(harness.client.database)
+        let commits = ChangesRecorder(harness.client.database)
 
         let cleared = Task { try await todosOfList.removeSource("home", references: .clear) }
         let sent = await answer(
@@ -184,7 +186,8 @@ final class RelationshipWritesTests: XCTestCase {
         XCTAssertEqual(sent.first?.params.dropFirst().first, ["$unset": ["listId": ""]])
         try await value(of: cleared, within: 5)
         XCTAssertEqual(
-            commits.documentIDs.first, ["home", "t1", "t2"], "the removal and the clearing in one transaction")
+            commits.changes.first.map { Set($0.affectedDocumentKeys.map(\.documentID)) }, ["home", "t1", "t2"],
+            "the removal and the clearing in one transaction")
         XCTAssertNil(harness.document("todos", "t1")?["listId"])
 
         let dangling = Task { try await todosOfList.removeSource("work") }
@@ -193,34 +196,5 @@ final class RelationshipWritesTests: XCTestCase {
         try await value(of: dangling, within: 5)
         XCTAssertEqual(harness.document("todos", "t3")?["listId"], "work", "left dangling")
         XCTAssertEqual(try todos.toOne(lists, idIn: "listId").related(to: "t3"), [], "and it reads as absent")
-    }
-}
-
-/// The documents of each transaction a database committed, in commit order (from its `databaseDidChange` posts).
-private final class CommitLog: @unchecked Sendable {
-    // @unchecked because `commits` is protected by `lock`.
-    private let lock = NSLock()
-    private var commits: [Set<String>] = []
-    private var observer: (any NSObjectProtocol)?
-    private let database: Database
-
-    init(_ database: Database) {
-        self.database = database
-        observer = NotificationCenter.default.addObserver(
-            forName: .databaseDidChange, object: database, queue: nil
-        ) { [weak self] notification in
-            guard let self, let changes = notification.userInfo?[DatabaseChanges.userInfoKey] as? DatabaseChanges
-            else { return }
-            lock.withLock { commits.append(Set(changes.affectedDocumentKeys.map(\.documentID))) }
-        }
-    }
-
-    deinit { observer.map(NotificationCenter.default.removeObserver) }
-
-    /// The commits posted so far (waits for the posts already queued).
-    var documentIDs: [Set<String>] {
-        database.notificationQueue.sync {}
-        database.observerQueue.sync {}
-        return lock.withLock { commits }
     }
 }
