@@ -108,6 +108,10 @@ public final class DDPTestServer: @unchecked Sendable {
     var publications: [String: PublicationHandler] = [:]
     /// Method handlers by name. Confined to `queue`.
     var methods: [String: MethodHandler] = [:]
+    /// Methods whose calls wait until ``releaseHeldMethods()``. Confined to `queue`.
+    var heldMethodNames: Set<String> = []
+    /// The calls waiting, in arrival order, each resuming its session. Confined to `queue`.
+    var heldMethodCalls: [() -> Void] = []
     /// Observers of every document change. Confined to `queue`.
     var documentChangeObservers: [@Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void] = []
     /// Users' password hashes and login tokens. Confined to `queue`.
@@ -172,6 +176,23 @@ public final class DDPTestServer: @unchecked Sendable {
     /// Defines a method. The handler runs on the server queue, in order per session. Call from any thread.
     public func method(_ name: String, _ handler: @escaping MethodHandler) {
         queue.sync { methods[name] = handler }
+    }
+
+    /// Holds calls of the methods named: each waits, with everything its session sends after it, until
+    /// ``releaseHeldMethods()`` (a server that answers slowly, without holding its queue: other sessions and the
+    /// server's own writes go on). Call from any thread.
+    public func holdMethods(named names: Set<String>) {
+        queue.sync { heldMethodNames = names }
+    }
+
+    /// Stops holding methods and runs the held calls, in the order they arrived. Call from any thread.
+    public func releaseHeldMethods() {
+        queue.async { [self] in
+            heldMethodNames = []
+            let calls = heldMethodCalls
+            heldMethodCalls = []
+            for call in calls { call() }
+        }
     }
 
     /// Calls `observer` on the server queue after every change of a document of any collection, with the document's

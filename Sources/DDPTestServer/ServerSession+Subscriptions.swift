@@ -40,7 +40,15 @@ extension ServerSession {
                 stopSubscription(id, error: nil)
             case .method(let id, let name, let params, let seed):
                 let latency = server.methodLatency
-                if latency > .zero {
+                if server.heldMethodNames.contains(name) {
+                    busy = true
+                    server.heldMethodCalls.append {
+                        self.busy = false
+                        guard !self.ended else { return }
+                        self.runMethod(id: id, name: name, params: params, seed: seed, server: server)
+                        self.processInbox()
+                    }
+                } else if latency > .zero {
                     busy = true
                     server.queue.asyncAfter(deadline: DispatchTime.now() + Self.interval(latency)) {
                         self.busy = false

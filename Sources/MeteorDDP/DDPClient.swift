@@ -237,6 +237,10 @@ extension DDPClient {
         /// subscription it answers fails). Off by default: such values are kept as
         /// `EJSONValue.custom(type:value:)` with their name and raw value, written back as they were read.
         public var refusesUnregisteredEJSONTypes = false
+        /// What the cache shows for a document a pending call's stub wrote when the server's data for it changes
+        /// before the call is done: ``PendingStubMode/holdServerData`` (Meteor's rule, the default) or
+        /// ``PendingStubMode/rebase`` (the server's newest version with the pending stubs replayed over it).
+        public var pendingStubMode: PendingStubMode = .holdServerData
 
         /// Creates the default configuration.
         public init() {}

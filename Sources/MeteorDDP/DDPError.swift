@@ -30,6 +30,15 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
         case limitReached
         /// The offline store failed (see ``DDPError/persistenceError``); the client goes on in memory.
         case persistenceFailed
+        /// With ``PendingStubMode/rebase``: a pending call's stub threw when it was replayed over the server's newest
+        /// data (its document was removed by someone else, a precondition no longer holds). Reported once each time
+        /// the stub goes from succeeding to throwing; see ``DDPError/methodName``. The call still goes to the server,
+        /// whose answer decides.
+        case stubReplayFailed
+        /// With ``PendingStubMode/rebase``, in debug builds: a stub run twice over the same state wrote different
+        /// documents (it reads or writes something besides the cache and its parameters), so replaying it is not
+        /// safe; see ``DDPError/methodName``.
+        case stubNotReplayable
     }
 
     /// What kind of error this is.
@@ -42,16 +51,19 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
     public let transportError: TransportError?
     /// The offline store's failure, for ``Code/persistenceFailed``.
     public let persistenceError: PersistenceError?
+    /// The method whose stub is concerned, for ``Code/stubReplayFailed`` and ``Code/stubNotReplayable``.
+    public let methodName: String?
 
     init(
         _ code: Code, _ message: String, violation: DDPProtocolViolation? = nil, transportError: TransportError? = nil,
-        persistenceError: PersistenceError? = nil
+        persistenceError: PersistenceError? = nil, methodName: String? = nil
     ) {
         self.code = code
         self.message = message
         self.violation = violation
         self.transportError = transportError
         self.persistenceError = persistenceError
+        self.methodName = methodName
     }
 
     public var description: String { message }
@@ -87,5 +99,22 @@ public struct DDPError: Error, Sendable, Equatable, CustomStringConvertible {
 
     static func clientClosed() -> DDPError {
         DDPError(.clientClosed, "the client was closed")
+    }
+
+    static func stubReplayFailed(_ methodName: String, methodID: String, _ error: any Error) -> DDPError {
+        DDPError(
+            .stubReplayFailed,
+            "the stub of '\(methodName)' (call \(methodID)) threw when replayed over the server's newest data: "
+                + "\(error); the call goes on and the server's answer decides",
+            methodName: methodName)
+    }
+
+    static func stubNotReplayable(_ methodName: String, differing: [DocumentKey]) -> DDPError {
+        let documents = differing.prefix(3).map { "\($0.collectionName)/\($0.documentID)" }.joined(separator: ", ")
+        return DDPError(
+            .stubNotReplayable,
+            "the stub of '\(methodName)' wrote different documents when run twice over the same state (\(documents)): "
+                + "a replayed stub must read only the cache and its parameters and write only through its context",
+            methodName: methodName)
     }
 }

@@ -48,8 +48,9 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         var flushRequested = false
         /// Whether a debounce timer is pending. Protected by `state`'s lock.
         var timerPending = false
-        /// Whether a batch taken from `pending` is being applied right now. Protected by `state`'s lock.
-        var applying = false
+        /// How many batches taken from `pending` are being applied right now (one on the buffer's queue, one on the
+        /// client's: ``flush(thenInTheSameTransaction:)``). Protected by `state`'s lock.
+        var applying = 0
         /// Whether the queue will look at `pending` again without being signalled (a source event or a debounce
         /// timer is on its way), so an enqueue need not signal. Protected by `state`'s lock.
         var wakeScheduled = false
@@ -157,7 +158,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     /// Whether everything enqueued so far is applied: nothing pending, nothing being applied, not held, and no
     /// after-flush callback waiting. When `true`, whatever was enqueued before is visible in the database now.
     public var isIdle: Bool {
-        state.withLockedValue { $0.pending.isEmpty && !$0.applying && !$0.holding && $0.afterFlush.isEmpty }
+        state.withLockedValue { $0.pending.isEmpty && $0.applying == 0 && !$0.holding && $0.afterFlush.isEmpty }
     }
 
     /// Applies everything pending now (nothing while held), then runs the due callbacks. Synchronous.
@@ -233,30 +234,63 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         }
     }
 
+    /// Applies everything pending now (nothing while held) and then `body`, in one transaction on the calling
+    /// thread, then runs the due callbacks there. Call it from one thread at a time (the client queue), never from
+    /// the buffer's queue; the batch is taken on that queue, so no batch taken before it is still being applied.
+    func flush(thenInTheSameTransaction body: () -> Void) {
+        var batch = Batch()
+        queue.sync { batch = takeBatch() }
+        database.performUpdates {
+            batch.apply(to: database)
+            body()
+        }
+        finish(batch)
+    }
+
     private func flushNow() {
-        // The batch is swapped out of the state (not copied), so the database takes its updates apart in place.
+        var batch = takeBatch()
+        guard batch.taken else { return }
+        if batch.reset != nil || !batch.updates.isEmpty {
+            database.performUpdates { batch.apply(to: database) }
+        }
+        finish(batch)
+    }
+
+    /// What one flush applies.
+    private struct Batch {
+        var taken = false
         var updates: [CacheUpdate] = []
         var callbacks: [@Sendable () -> Void] = []
         var reset: Set<DocumentKey>?
-        let taken: Bool = state.withLockedValue { state in
-            guard !state.holding else { return false }
-            swap(&updates, &state.pending)
-            swap(&callbacks, &state.afterFlush)
-            swap(&reset, &state.resetOnNextFlush)
+
+        /// Inside a transaction.
+        mutating func apply(to database: Database) {
+            if let keeping = reset { database.removeAllDocuments(except: keeping) }
+            database.apply(takingCacheUpdates: &updates)
+        }
+    }
+
+    /// Takes the pending batch (nothing while held).
+    private func takeBatch() -> Batch {
+        // The batch is swapped out of the state (not copied), so the database takes its updates apart in place.
+        var batch = Batch()
+        state.withLockedValue { state in
+            guard !state.holding else { return }
+            swap(&batch.updates, &state.pending)
+            swap(&batch.callbacks, &state.afterFlush)
+            swap(&batch.reset, &state.resetOnNextFlush)
             state.firstEnqueue = nil
             state.lastEnqueue = nil
             state.flushRequested = false
-            state.applying = true
-            return true
+            state.applying += 1
+            batch.taken = true
         }
-        guard taken else { return }
-        if reset != nil || !updates.isEmpty {
-            database.performUpdates {
-                if let keeping = reset { database.removeAllDocuments(except: keeping) }
-                database.apply(takingCacheUpdates: &updates)
-            }
-        }
-        state.withLockedValue { $0.applying = false }
-        for callback in callbacks { callback() }
+        return batch
+    }
+
+    private func finish(_ batch: Batch) {
+        guard batch.taken else { return }
+        state.withLockedValue { $0.applying -= 1 }
+        for callback in batch.callbacks { callback() }
     }
 }

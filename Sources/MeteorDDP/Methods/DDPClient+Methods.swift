@@ -123,7 +123,7 @@ extension DDPClient {
                 store.flush()
             }
             let stubRun = try runStub(stub, name, params: params, options: options, stubOutcome: stubOutcome)
-            if let error = stubRun.stubError { logStubFailure(name, error) }
+            reportStubRun(stubRun, name)
             return send(
                 stubRun, name, params: params, options: options, completesInline: completesInline,
                 completion: completion)
@@ -138,6 +138,30 @@ extension DDPClient {
         let originals: [(DocumentKey, EJSONObject?)]
         /// The stub's error, when it threw and the call goes out anyway.
         var stubError: (any Error)? = nil
+        /// The documents whose writes differed when the stub ran twice (debug builds, ``PendingStubMode/rebase``).
+        var notReplayable: [DocumentKey] = []
+    }
+
+    /// Whether new calls' stubs run twice, to report one that cannot be replayed: debug builds, with
+    /// ``PendingStubMode/rebase``.
+    private var checksStubsAreReplayable: Bool {
+        #if DEBUG
+            core.session.stubReplays.isOn
+        #else
+            false
+        #endif
+    }
+
+    /// Reports what a stub's run showed once its transaction committed (a log handler is app code): its failure,
+    /// as Meteor's client logs it (Meteor._debug), and a stub that cannot be replayed.
+    private func reportStubRun(_ stubRun: StubRun, _ name: String) {
+        if let error = stubRun.stubError {
+            logger.warning(
+                "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
+        }
+        if !stubRun.notReplayable.isEmpty {
+            report(.stubNotReplayable(name, differing: stubRun.notReplayable))
+        }
     }
 
     /// Runs a new call's stub, if it has one (on the client queue, the cache brought up to date before).
@@ -153,15 +177,28 @@ extension DDPClient {
             stubOutcome?(.success(nil))
             return StubRun(id: id, value: nil, randomSeed: nil, originals: [])
         }
-        let context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
+        var context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
+        var notReplayable: [DocumentKey] = []
         let (outcome, originals) = store.runStub {
-            try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+            if checksStubsAreReplayable {
+                let twice = runStubTwice(stub, name, params: params, context: context)
+                (context, notReplayable) = (twice.context, twice.differing)
+                return try twice.value.get()
+            }
+            return try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+        }
+        let callGoesOut: Bool = if case .failure = outcome { !options.throwStubExceptions } else { true }
+        if callGoesOut {
+            core.session.stubReplays.callMade(
+                StubReplays.Call(id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub))
         }
         switch outcome {
         case .success(let value):
             core.stubRan(methodID: id, originals: originals)
             stubOutcome?(.success(value))
-            return StubRun(id: id, value: value, randomSeed: context.randomSeedIfUsed, originals: originals)
+            return StubRun(
+                id: id, value: value, randomSeed: context.randomSeedIfUsed, originals: originals,
+                notReplayable: notReplayable)
         case .failure(let error):
             stubOutcome?(.failure(error))
             if options.throwStubExceptions {
@@ -174,14 +211,9 @@ extension DDPClient {
             // the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
             core.stubRan(methodID: id, originals: originals)
             return StubRun(
-                id: id, value: nil, randomSeed: context.randomSeedIfUsed, originals: originals, stubError: error)
+                id: id, value: nil, randomSeed: context.randomSeedIfUsed, originals: originals, stubError: error,
+                notReplayable: notReplayable)
         }
-    }
-
-    /// Logs a stub's failure where an app sees it, as Meteor's client logs it (Meteor._debug). Called once the
-    /// stub's transaction committed: a log handler is app code.
-    private func logStubFailure(_ name: String, _ error: any Error) {
-        logger.warning("Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
     }
 
     /// Records a call whose stub ran and sends it (or queues it behind a wait method or the disk).
@@ -232,9 +264,7 @@ extension DDPClient {
                         try! runStub(stub, call.name, params: call.params, options: MethodOptions(), stubOutcome: nil)
                     }
                 }
-                for (call, stubRun) in zip(calls, stubRuns) {
-                    if let error = stubRun.stubError { logStubFailure(call.name, error) }
-                }
+                for (call, stubRun) in zip(calls, stubRuns) { reportStubRun(stubRun, call.name) }
                 for (index, (call, stubRun)) in zip(calls, stubRuns).enumerated() {
                     _ = send(
                         stubRun, call.name, params: call.params, options: MethodOptions(), completesInline: true

@@ -27,11 +27,20 @@ public final class MethodInvocationContext: @unchecked Sendable {
 
     @TaskLocal static var current: MethodInvocationContext?
 
-    init(methodName: String, params: [EJSONValue], enclosing: MethodInvocationContext?, client: DDPClient?) {
+    /// - Parameter randomSeed: The seed of an earlier run of the same call (a replay: its ids are the same); `nil`
+    ///   makes one on first use.
+    init(
+        methodName: String, params: [EJSONValue], enclosing: MethodInvocationContext?, client: DDPClient?,
+        randomSeed: String? = nil
+    ) {
         self.methodName = methodName
         self.params = MethodParameters(params, methodName: methodName)
         self.enclosing = enclosing
         self.client = client
+        if let randomSeed {
+            seed = randomSeed
+            stream = RandomStream(seed: randomSeed)
+        }
     }
 
     /// The invocation's random seed: 20 secure random hex characters for a top-level call, Meteor's `makeRpcSeed`

@@ -103,10 +103,19 @@ struct ServerDocumentBuffer {
     /// The documents tracked now.
     var keys: Set<DocumentKey> { Set(documents.keys) }
 
+    /// Whether no document is tracked.
+    var isEmpty: Bool { documents.isEmpty }
+
     func contains(_ key: DocumentKey) -> Bool { documents[key] != nil }
 
     /// The server's fields of a tracked document (`nil`: the server has none, or it is not tracked).
     func serverFields(_ key: DocumentKey) -> EJSONObject? { documents[key]?.fields }
+
+    /// The pending methods whose stubs wrote a tracked document.
+    func writers(of key: DocumentKey) -> Set<String> { documents[key]?.writtenByMethods ?? [] }
+
+    /// The tracked documents a pending method's stub wrote, in first-write order.
+    func documentsWritten(by methodID: String) -> [DocumentKey] { documentsWrittenByMethod[methodID] ?? [] }
 
     // MARK: - Stubs
 

@@ -113,6 +113,12 @@ extension DDPClient {
                 case nil: break
                 }
                 core.callRestored(invocation)
+                // With PendingStubMode.rebase, its stub (the one the app defines by then) is replayed over the new
+                // session's data.
+                core.session.stubReplays.callMade(
+                    StubReplays.Call(
+                        id: method.id, name: method.name, params: method.params, randomSeed: method.randomSeed,
+                        stub: nil))
             }
             core.restored(
                 subscriptions: state.subscriptions, stubEffects: Self.restoredStubEffects(state),

@@ -56,7 +56,9 @@ extension ClientCore {
     mutating func releaseDocuments(writtenBy id: String) -> ReleasedDocuments {
         let changes = Self.stored(session.serverDocuments.takeChanges())
         let sent = session.methods.sentIDs
+        let wrote = session.serverDocuments.documentsWritten(by: id).count
         let (replacements, callbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
+        session.stubReplays.callDone(id, documentsStillKept: replacements.count < wrote)
         return ReleasedDocuments(serverChanges: changes, replacements: replacements, flushCallbacks: callbacks)
     }
 }

@@ -21,7 +21,7 @@ extension ClientCore {
     mutating func serverAdded(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject) -> DataRouting {
         let admission = session.undeclaredCollections.added(key.collectionName, key.documentID)
         guard admission == .apply else { return .dropped(report: admission == .dropAndReport) }
-        return DataRouting(session.serverDocuments.serverAdded(key, fields: fields()))
+        return keptAsideNoted(session.serverDocuments.serverAdded(key, fields: fields()))
     }
 
     /// `changed`. `fields` is read only when a stub-written document takes it.
@@ -32,7 +32,7 @@ extension ClientCore {
         guard session.undeclaredCollections.changed(key.collectionName, key.documentID) == .apply else {
             return .dropped(report: false)
         }
-        return DataRouting(session.serverDocuments.serverChanged(key, fields: fields(), cleared: cleared))
+        return keptAsideNoted(session.serverDocuments.serverChanged(key, fields: fields(), cleared: cleared))
     }
 
     /// `removed`.
@@ -40,7 +40,15 @@ extension ClientCore {
         guard session.undeclaredCollections.removed(key.collectionName, key.documentID) == .apply else {
             return .dropped(report: false)
         }
-        return DataRouting(session.serverDocuments.serverRemoved(key))
+        return keptAsideNoted(session.serverDocuments.serverRemoved(key))
+    }
+
+    /// The routing, noting a change of a kept-aside copy (with ``PendingStubMode/rebase``, the stubs are replayed
+    /// over it at the end of the burst).
+    @inline(__always)
+    private mutating func keptAsideNoted(_ routing: ServerDocumentBuffer.Routing) -> DataRouting {
+        if case .keptAside = routing { session.stubReplays.serverDataChanged() }
+        return DataRouting(routing)
     }
 
     /// The app declared `collection` (``DDPClient/collection(_:idGeneration:)``): its data is no longer bounded.

@@ -70,6 +70,7 @@ extension ClientCore {
         session.quiescence = nil
         if hold.resetting {
             session.serverDocuments.sessionReset()
+            if !session.serverDocuments.isEmpty { session.stubReplays.serverDataChanged() }
             session.undeclaredCollections.reset()
         }
         return hold

@@ -30,7 +30,9 @@ struct ClientCore {
 
     init(configuration: DDPClient.Configuration) {
         machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
-        session = SessionState(maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections)
+        session = SessionState(
+            maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections,
+            rebasesStubs: configuration.pendingStubMode == .rebase)
         maxMessagesHeldForQuiescence = configuration.maxMessagesHeldForQuiescence
     }
 }

@@ -37,6 +37,7 @@ extension DDPClient {
             }
         }
         inbox.recycle(consume items)
+        replayPendingStubsIfDue()
         store.push()
         persistSessionChanges()
     }
@@ -224,6 +225,9 @@ extension DDPClient {
         // version now.
         for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
         store.release(keeping: hold.resetting ? core.session.serverDocuments.keys : [])
+        // With PendingStubMode.rebase, in the same transaction as the release: the new session's data with the
+        // pending stubs over it.
+        replayPendingStubsIfDue()
         if hold.resetting { reconciliationApplied() }
     }
 

@@ -34,6 +34,11 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
         buffer.flush()
     }
 
+    func flush(thenInTheSameTransaction body: () -> Void) {
+        push()
+        buffer.flush(thenInTheSameTransaction: body)
+    }
+
     func performAfterFlush(_ block: @escaping @Sendable () -> Void) {
         push()
         buffer.performAfterFlush(block)

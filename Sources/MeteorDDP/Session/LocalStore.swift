@@ -11,6 +11,8 @@ protocol LocalStore: Sendable {
     func push()
     /// Applies everything queued now (nothing while held).
     func flush()
+    /// Applies everything queued now (nothing while held) and then `body`, in one transaction on the calling thread.
+    func flush(thenInTheSameTransaction body: () -> Void)
     /// Runs `block` after everything queued before it has been applied (after the release, while held).
     func performAfterFlush(_ block: @escaping @Sendable () -> Void)
     /// Whether everything queued so far has been applied (so an after-flush block could run now).

@@ -10,6 +10,9 @@ struct SessionState {
     var methods = MethodCoordinator()
     /// Confined to the client queue.
     var serverDocuments = ServerDocumentBuffer()
+    /// With ``PendingStubMode/rebase``: the pending stubs replayed over the server's newest data. Confined to the
+    /// client queue.
+    var stubReplays: StubReplays
     /// Wait methods (and methods re-sent after a reconnect) whose `updated` has not arrived. Confined to the client
     /// queue.
     var methodsBlockingQuiescence: Set<String> = []
@@ -31,7 +34,8 @@ struct SessionState {
     /// Numbers the runs of the app's hooks. Confined to the client queue.
     var reconnectHooksRuns = 0
 
-    init(maxDocumentsInUndeclaredCollections: Int) {
+    init(maxDocumentsInUndeclaredCollections: Int, rebasesStubs: Bool) {
+        stubReplays = StubReplays(isOn: rebasesStubs)
         undeclaredCollections = UndeclaredCollections(limit: maxDocumentsInUndeclaredCollections)
     }
 
