@@ -13,9 +13,23 @@ final class ChaosLedger: @unchecked Sendable {
     /// Per document: the states client stubs left it in.
     private var stubStates: [String: Set<String>] = [:]
     /// Change notifications for the soak's collection, in delivery order.
-    private var notifications: [(id: String, before: String?, after: String?)] = []
+    private var notifications: [(id: String, before: String?, after: String?, fields: EJSONObject?)] = []
     /// Per call: its method name and the outcomes of its completions (more than one is a defect).
     private var calls: [(name: String, outcomes: [String])] = []
+    /// With ``PendingStubMode/rebase``: per document, its server states' fields (as `serverStates`), the states the
+    /// insert stubs made, and the `items.bump` calls on it (`by`, and how many notifications were recorded when the
+    /// call started and when it completed).
+    private var serverFields: [String: [EJSONObject?]] = [:]
+    private var insertedStates: [String: [EJSONObject]] = [:]
+    private var bumps: [String: [(call: Int, by: EJSONValue, started: Int)]] = [:]
+    private var completedAt: [Int: Int] = [:]
+    /// Whether the client rebases its pending stubs (the notifications are judged against the server's states with
+    /// the pending bumps replayed over them).
+    let rebase: Bool
+
+    init(rebase: Bool = false) {
+        self.rebase = rebase
+    }
     private var errors: [DDPError] = []
     private var pendingCalls = 0
     private var allCompleted: [@Sendable () -> Void] = []
@@ -29,7 +43,22 @@ final class ChaosLedger: @unchecked Sendable {
 
     func serverChanged(_ id: String, to fields: EJSONObject?) {
         let state = Self.canonical(fields)
-        lock.withLock { serverStates[id, default: [nil]].append(state) }
+        lock.withLock {
+            serverStates[id, default: [nil]].append(state)
+            serverFields[id, default: [nil]].append(fields)
+        }
+    }
+
+    /// An insert stub made `fields` (its replays too).
+    func stubInserted(_ id: String, _ fields: EJSONObject?) {
+        stubWrote(id, fields)
+        guard let fields else { return }
+        lock.withLock { insertedStates[id, default: []].append(fields) }
+    }
+
+    /// Call `call` is an `items.bump` of document `id`, setting `by`.
+    func bumpStarted(_ call: Int, id: String, by: EJSONValue) {
+        lock.withLock { bumps[id, default: []].append((call, by, notifications.count)) }
     }
 
     func stubWrote(_ id: String, _ fields: EJSONObject?) {
@@ -39,7 +68,10 @@ final class ChaosLedger: @unchecked Sendable {
 
     func notified(_ changes: DatabaseChanges, collection: String) {
         let entries = changes.documentChangeDetails.filter { $0.key.collectionName == collection }.map {
-            (id: $0.key.documentID, before: Self.canonical($0.fieldsBefore), after: Self.canonical($0.fieldsAfter))
+            (
+                id: $0.key.documentID, before: Self.canonical($0.fieldsBefore), after: Self.canonical($0.fieldsAfter),
+                fields: $0.fieldsAfter
+            )
         }
         lock.withLock { notifications += entries }
     }
@@ -63,7 +95,10 @@ final class ChaosLedger: @unchecked Sendable {
         }
         let waiters: [@Sendable () -> Void] = lock.withLock {
             calls[call].outcomes.append(label)
-            if calls[call].outcomes.count == 1 { pendingCalls -= 1 }
+            if calls[call].outcomes.count == 1 {
+                pendingCalls -= 1
+                completedAt[call] = notifications.count
+            }
             guard pendingCalls == 0 else { return [] }
             defer { allCompleted = [] }
             return allCompleted
@@ -122,6 +157,39 @@ final class ChaosLedger: @unchecked Sendable {
         var errorsByCode: [String: Int] = [:]
     }
 
+    /// With ``PendingStubMode/rebase``: whether `after` (notification number `notification` of document `id`) is a
+    /// server state of the document, no older than the one shown (index `from`), or a state an insert stub made,
+    /// with some of the `items.bump` calls pending at that notification replayed over it (each adds 1 to `n` and
+    /// sets `by`); returns the server state's index (`from` for an insert's state). A call is pending from a little
+    /// before it was registered (its stub runs first) until it completed. Locked by the caller.
+    private func rebasedServerState(_ id: String, _ after: EJSONObject?, notification: Int, from: Int) -> Int? {
+        let history = serverFields[id] ?? [nil]
+        guard let after else { return history[from...].firstIndex { $0 == nil } }
+        let pending = (bumps[id] ?? []).filter {
+            $0.started <= notification + 200 && (completedAt[$0.call].map { $0 > notification } ?? true)
+        }
+        // An insert stub's state first: it moves the shown server state on no more than a stub's state does in
+        // Meteor's mode.
+        var bases: [(index: Int, fields: EJSONObject)] = (insertedStates[id] ?? []).map { (from, $0) }
+        for index in from..<history.count { if let fields = history[index] { bases.append((index, fields)) } }
+        func number(_ fields: EJSONObject) -> Double { fields["n"]?.doubleValue ?? 0 }
+        for base in bases {
+            let replayed = number(after) - number(base.fields)
+            guard replayed >= 0, replayed <= Double(pending.count) else { continue }
+            var rest = after
+            var baseRest = base.fields
+            for name in ["n", "by"] {
+                rest.removeValue(forKey: name)
+                baseRest.removeValue(forKey: name)
+            }
+            guard rest == baseRest else { continue }
+            let by = after["by"] ?? .null
+            let bySetByABump = pending.contains { $0.by == by }
+            if replayed == 0 ? by == (base.fields["by"] ?? .null) : bySetByABump { return base.index }
+        }
+        return nil
+    }
+
     /// Judges what was recorded: each notification must show a state the server had, no older than the server
     /// state the document showed before, or a state a stub produced, and must really change the document.
     func verdict(collection: String) -> Verdict {
@@ -145,6 +213,13 @@ final class ChaosLedger: @unchecked Sendable {
                 }
                 if entry.before == entry.after {
                     verdict.wrongNotifications.append("not a change: " + describe())
+                } else if rebase {
+                    if let index = rebasedServerState(entry.id, entry.fields, notification: number, from: from) {
+                        shownServerState[entry.id] = max(from, index)
+                    } else {
+                        verdict.wrongNotifications.append(
+                            "not the server's state (not older than shown) with pending bumps over it: " + describe())
+                    }
                 } else if let after = entry.after, stubStates[entry.id]?.contains(after) == true {
                     continue
                 } else if let index = history[from...].firstIndex(where: { $0 == entry.after }) {

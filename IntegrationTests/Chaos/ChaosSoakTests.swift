@@ -12,20 +12,32 @@ import XCTest
 /// stub updates and plain calls (some `noRetry`, some `wait`) and the server writes on its own. After the faults stop
 /// and everything settles: every call completed exactly once, the cache equals the server, every change notification
 /// showed a state the server or a stub really had (never an older server state, never a removal the server did not
-/// make), and no error was reported that the faults did not cause.
+/// make), and no error was reported that the faults did not cause. It runs in both ``PendingStubMode``s; rebasing,
+/// every notification must show a server state no older than the one shown with some of the pending bumps replayed
+/// over it.
 ///
-/// `MDDP_CHAOS_SECONDS` sets how long the faults last (default 15 s; CI runs a longer short mode, and 600 is the long
-/// run); `MDDP_CHAOS_SEED` replays a run's faults.
+/// `MDDP_CHAOS_SECONDS` sets how long the faults last in each mode (default 8 s; CI runs a longer short mode, and 600
+/// is the long run); `MDDP_CHAOS_SEED` replays a run's faults.
 final class ChaosSoakTests: XCTestCase {
     private let collection = "items"
 
     func testTheCacheEqualsTheServerAndEveryNotificationIsRealUnderFaults() async throws {
+        try await soak(.holdServerData)
+    }
+
+    /// The same with ``PendingStubMode/rebase``: every notification shows a server state with pending bumps replayed
+    /// over it.
+    func testRebasingStubsTheCacheEqualsTheServerAndEveryNotificationIsRealUnderFaults() async throws {
+        try await soak(.rebase)
+    }
+
+    private func soak(_ mode: PendingStubMode) async throws {
         let environment = ProcessInfo.processInfo.environment
-        let seconds = environment["MDDP_CHAOS_SECONDS"].flatMap(Double.init) ?? 15
+        let seconds = environment["MDDP_CHAOS_SECONDS"].flatMap(Double.init) ?? 8
         let seed = environment["MDDP_CHAOS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(UInt32.max))
         // Printed first: a run that fails or hangs part-way can be replayed with MDDP_CHAOS_SEED.
-        print("chaos soak: seed \(seed), \(Int(seconds)) s of faults")
-        let ledger = ChaosLedger()
+        print("chaos soak (\(mode)): seed \(seed), \(Int(seconds)) s of faults")
+        let ledger = ChaosLedger(rebase: mode == .rebase)
 
         let server = DDPTestServer()
         try await server.start()
@@ -36,6 +48,7 @@ final class ChaosSoakTests: XCTestCase {
         var configuration = DDPClient.Configuration()
         configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 300, minTimeout: 10)
         configuration.connectTimeout = .seconds(2)
+        configuration.pendingStubMode = mode
         if let path = environment["MDDP_CHAOS_TRACE"], let factory = TraceFileLogHandler.factory(path: path) {
             configuration.logger = Logger(label: "MeteorDDP", factory: factory)
         }
@@ -118,7 +131,7 @@ final class ChaosSoakTests: XCTestCase {
         let differing = Set(cache.keys).union(onServer.keys).filter { cache[$0] != onServer[$0] }.sorted()
         print(
             """
-            chaos soak (seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; proxy: \(figures); \
+            chaos soak (\(mode), seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; proxy: \(figures); \
             sessions established: \(reconnects.value)
             outcomes: \
             \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -190,7 +203,7 @@ final class ChaosSoakTests: XCTestCase {
         client.defineStub("items.add") { [collection] context in
             let items = context.collection(collection)
             guard let id = items.insert(["text": context.params.first ?? .null, "n": 0]) else { return nil }
-            ledger.stubWrote(id, items.document(id: id)?.fields)
+            ledger.stubInserted(id, items.document(id: id)?.fields)
             return .string(id)
         }
         client.defineStub("items.bump") { [collection] context in
@@ -248,6 +261,7 @@ private final class LoadGenerator: @unchecked Sendable {
         let flavour = random.nextDouble()
         let options = MethodOptions(wait: flavour < 0.05, noRetry: flavour >= 0.05 && flavour < 0.15)
         let call = ledger.callStarted(name)
+        if name == "items.bump", let id = target.stringValue { ledger.bumpStarted(call, id: id, by: params[1]) }
         do {
             try client.call(name, params: params, options: options) { [ledger] outcome in
                 ledger.completed(call, outcome)

@@ -219,14 +219,15 @@ struct MethodCoordinator {
     }
 
     /// `connected` after a reconnect: calls that have their result but not their data complete at quiescence;
-    /// calls already sent on this socket block quiescence.
-    func reconnectQuiescence() -> (completeAtQuiescence: [String], blocking: [String]) {
+    /// calls already sent on this socket block quiescence (with `onlyWaitCallsBlock`, only `wait` ones: see
+    /// ``PendingStubMode/rebase``).
+    func reconnectQuiescence(onlyWaitCallsBlock: Bool = false) -> (completeAtQuiescence: [String], blocking: [String]) {
         var complete: [String] = []
         var blocking: [String] = []
         for (id, invocation) in invocations {
             if invocation.result != nil {
                 complete.append(id)
-            } else if sentIDs.contains(id) {
+            } else if sentIDs.contains(id), !onlyWaitCallsBlock || invocation.options.wait {
                 blocking.append(id)
             }
         }

@@ -25,7 +25,10 @@ extension ClientCore {
         var hold = QuiescenceHold(resetting: true)
         session.afterUpdate.removeAll()
         if !reconciling { _ = session.subscriptions.startRevival() }
-        let (visibleAtQuiescence, blocking) = session.methods.reconnectQuiescence()
+        // With PendingStubMode.rebase the new session's data shows as soon as the subscriptions are ready, with the
+        // pending stubs replayed over it: the calls re-sent on this socket do not hold it back (wait calls still do).
+        let (visibleAtQuiescence, blocking) = session.methods.reconnectQuiescence(
+            onlyWaitCallsBlock: session.stubReplays.isOn)
         session.methodsBlockingQuiescence = Set(blocking)
         hold.methodsVisibleAtQuiescence = visibleAtQuiescence
         session.quiescence = hold

@@ -203,7 +203,7 @@ final class StubRebaseTests: XCTestCase {
         #endif
     }
 
-    func testAcrossAReconnectThePendingStubStaysShownUntilTheNewSessionsDataHasItsEffect() throws {
+    func testAfterAReconnectTheNewSessionsDataShowsAtReadyWithTheResentStubOnTop() throws {
         let harness = connected()
         let subscription = harness.client.subscribe("players")
         harness.receive(.ready(subscriptionIDs: [subscription.id]))
@@ -211,14 +211,31 @@ final class StubRebaseTests: XCTestCase {
         try harness.client.call("inc") { _ in }
         harness.dropAndReopen()
         harness.receive(.connected(session: "SESSION-2"))
-        // The re-sent call holds the new session's data until its `updated`: the stub's version stays shown.
+        // Meteor holds the new session's data until the re-sent call's `updated`; a rebasing client shows it at
+        // quiescence (the subscription ready again), with the stub replayed over it.
         harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25, "color": "green"]))
         harness.receive(.ready(subscriptionIDs: [subscription.id]))
         harness.flushData()
-        XCTAssertEqual(fields(harness), ["score": 26, "color": "blue"])
+        XCTAssertFalse(harness.client.queue.sync { harness.client.core.isHoldingForQuiescence })
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "green"])
         serverRan(harness, call: "1", score: 26)
         harness.flushData()
         XCTAssertEqual(fields(harness), ["score": 26, "color": "green"], "the server's version, the stub not twice")
         XCTAssertTrue(harness.client.queue.sync { harness.client.core.session.stubReplays.calls.isEmpty })
+    }
+
+    func testUnderMeteorsRuleTheResentCallHoldsTheNewSessionsData() throws {
+        let harness = connected(.holdServerData)
+        let subscription = harness.client.subscribe("players")
+        harness.receive(.ready(subscriptionIDs: [subscription.id]))
+        harness.flushData()
+        try harness.client.call("inc") { _ in }
+        harness.dropAndReopen()
+        harness.receive(.connected(session: "SESSION-2"))
+        harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25, "color": "green"]))
+        harness.receive(.ready(subscriptionIDs: [subscription.id]))
+        harness.flushData()
+        XCTAssertTrue(harness.client.queue.sync { harness.client.core.isHoldingForQuiescence })
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "blue"])
     }
 }
