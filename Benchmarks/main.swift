@@ -2,8 +2,8 @@ import Foundation
 
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
-//   sections: memory, ejson, database, queries, relationships, ingest, methods, large, clients, clients-deflate,
-//   offline
+//   sections: memory, ejson, database, queries, relationships, ingest, methods, rebase, large, clients,
+//   clients-deflate, offline
 //   (and, alone for profiling: apply, inprocess, pipelined, roundtrip, backlog; MDDP_PROFILE_APPLY=1 makes `apply` run
 //   only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1 makes `inprocess` run only our side, five
 //   times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize; MDDP_PROFILE_PIPELINED=1 makes `pipelined` run
@@ -16,7 +16,7 @@ import Foundation
 // With no section, each section runs in a fresh process of its own, so one cannot disturb another's figures
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
 let sections = [
-    "memory", "ejson", "database", "queries", "relationships", "ingest", "methods", "large", "clients",
+    "memory", "ejson", "database", "queries", "relationships", "ingest", "methods", "rebase", "large", "clients",
     "clients-deflate", "offline"
 ]
 let requested = Array(CommandLine.arguments.dropFirst())
@@ -49,6 +49,7 @@ if requested.isEmpty {
         case "inprocess": IngestBenchmarks.inProcess()
         case "ingest": IngestBenchmarks.run()
         case "methods": MethodBenchmarks.run()
+        case "rebase": StubRebaseBenchmarks.run()
         case "pipelined": MethodBenchmarks.pipelinedCalls()
         case "roundtrip": MethodBenchmarks.callRoundTrip()
         case "backlog": MethodBenchmarks.completionsWithBacklog()

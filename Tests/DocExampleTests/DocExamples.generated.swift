@@ -14,7 +14,7 @@ import XCTest
 import SwiftUI
 #endif
 
-// README.md:79
+// README.md:82
 @MainActor func docExample0(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -27,7 +27,7 @@ import SwiftUI
     }
 }
 
-// README.md:116
+// README.md:119
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -85,7 +85,7 @@ import SwiftUI
     }
 }
 
-// README.md:174
+// README.md:177
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -97,7 +97,7 @@ import SwiftUI
     }
 }
 
-// README.md:187
+// README.md:190
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -122,7 +122,7 @@ import SwiftUI
     }
 }
 
-// README.md:215
+// README.md:218
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -140,7 +140,7 @@ import SwiftUI
     }
 }
 
-// README.md:238
+// README.md:241
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -162,7 +162,7 @@ import SwiftUI
     }
 }
 
-// README.md:396
+// README.md:443
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -771,9 +771,20 @@ import SwiftUI
     }
 }
 
+// Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:52
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        var configuration = DDPClient.Configuration()
+        configuration.pendingStubMode = .rebase
+        let client = DDPClient(url: URL(string: "ws://127.0.0.1:3000/websocket")!, configuration: configuration)
+    }
+}
+
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
 #if canImport(SwiftUI)
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -803,7 +814,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -824,7 +835,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -835,7 +846,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -847,7 +858,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -859,7 +870,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -872,7 +883,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -885,7 +896,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
 #if canImport(SwiftUI)
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -930,7 +941,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -942,7 +953,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -952,7 +963,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -964,7 +975,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -973,7 +984,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -982,7 +993,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -994,7 +1005,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1005,7 +1016,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1016,7 +1027,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1027,7 +1038,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1038,7 +1049,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1053,7 +1064,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1066,7 +1077,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1078,7 +1089,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1090,7 +1101,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
 #if canImport(SwiftUI)
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1102,7 +1113,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1115,7 +1126,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1126,7 +1137,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1136,7 +1147,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1145,7 +1156,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1158,7 +1169,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1168,7 +1179,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1178,7 +1189,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1188,7 +1199,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1199,7 +1210,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1211,7 +1222,7 @@ import SwiftUI
 
 // Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
 #if canImport(SwiftUI)
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1227,7 +1238,7 @@ import SwiftUI
 #endif
 
 // Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
-@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1239,7 +1250,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Relationships/Relationship.swift:7
-@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1256,7 +1267,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1266,7 +1277,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1278,7 +1289,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1288,7 +1299,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1297,7 +1308,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1315,7 +1326,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {

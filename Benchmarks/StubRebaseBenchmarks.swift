@@ -1,0 +1,105 @@
+import Dispatch
+import EJSON
+import Foundation
+import MeteorDDP
+import MeteorDDPTesting
+
+/// ``PendingStubMode/rebase``: what a server change to a document costs when 1, 10 or 100 pending stubs wrote it
+/// (each is replayed over the new version), against the same change to a document no stub wrote. Two clients in
+/// process, taking turns change by change; both apply incoming data as soon as they get to it
+/// (`bufferedWritesInterval` zero: the default 5 ms debounce would otherwise be most of the baseline's figure, and the
+/// replay's inline flush does not wait for it).
+enum StubRebaseBenchmarks {
+    static func run() {
+        Bench.section(
+            "Rebasing stubs: a server change → notification, under 1, 10 and 100 pending stubs vs no pending stub")
+        for pending in [1, 10, 100] {
+            let (ours, baseline) = changeToNotification(pendingStubs: pending, changes: 1_000)
+            Bench.report(
+                "change under \(pending) pending stub\(pending == 1 ? "" : "s") → notification p50", ours: ours.p50,
+                baseline: baseline.p50, unit: "µs", baselineName: "no pending stub")
+            Bench.report(
+                "change under \(pending) pending stub\(pending == 1 ? "" : "s") → notification p99", ours: ours.p99,
+                baseline: baseline.p99, unit: "µs", baselineName: "no pending stub",
+                target: pending == 100 ? "each replayed stub costs its run; no cost without pending stubs" : nil)
+        }
+    }
+
+    /// A client with one document, `lovelace`, and `pending` unanswered calls whose stub increments it.
+    private static func client(pendingStubs pending: Int) -> (DDPClient, InMemoryTransport, Observed) {
+        var configuration = DDPClient.Configuration()
+        configuration.pendingStubMode = .rebase
+        configuration.bufferedWritesInterval = .zero
+        let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
+        client.defineStub("inc") { context in
+            .number(Double(try context.collection("players").update("lovelace", ["$inc": ["score": 1]])))
+        }
+        let observed = Observed(client.database)
+        transport.receive(ServerMessage.added(collection: "players", id: "lovelace", fields: ["score": 0]))
+        observed.waitForOne()
+        for _ in 0..<pending {
+            _ = try? client.call("inc") { _ in }
+            observed.waitForOne()
+        }
+        return (client, transport, observed)
+    }
+
+    private static func changeToNotification(pendingStubs pending: Int, changes: Int) -> (
+        ours: (p50: Double, p99: Double), baseline: (p50: Double, p99: Double)
+    ) {
+        let (rebasing, rebasingTransport, rebasingObserved) = client(pendingStubs: pending)
+        let (plain, plainTransport, plainObserved) = client(pendingStubs: 0)
+        var ours: [Double] = []
+        var baseline: [Double] = []
+        for change in 0..<changes {
+            let message = ServerMessage.changed(
+                collection: "players", id: "lovelace", fields: ["color": .string("c\(change)")], cleared: [])
+            for (transport, observed, isOurs) in [
+                (rebasingTransport, rebasingObserved, true), (plainTransport, plainObserved, false)
+            ] {
+                let start = Bench.now()
+                transport.receive(message)
+                let delivered = observed.waitForOne()
+                (isOurs ? { ours.append($0) } : { baseline.append($0) })(Double(delivered - start) / 1000)
+            }
+        }
+        rebasing.close()
+        plain.close()
+        func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
+            let sorted = samples.sorted()
+            return (sorted[sorted.count / 2], sorted[sorted.count * 99 / 100])
+        }
+        return (percentiles(ours), percentiles(baseline))
+    }
+
+    /// Waits for a database's notifications one at a time and says when each was delivered.
+    private final class Observed: @unchecked Sendable {
+        // @unchecked because `deliveredAt` is written before `delivered` is signalled and read after it is waited for.
+        private let delivered = DispatchSemaphore(value: 0)
+        private var deliveredAt: [UInt64] = []
+        private let lock = NSLock()
+        private var observer: (any NSObjectProtocol)?
+
+        init(_ database: Database) {
+            observer = NotificationCenter.default.addObserver(
+                forName: .databaseDidChange, object: database, queue: nil
+            ) { [weak self] _ in
+                guard let self else { return }
+                let now = Bench.now()
+                lock.withLock { deliveredAt.append(now) }
+                delivered.signal()
+            }
+        }
+
+        deinit {
+            if let observer { NotificationCenter.default.removeObserver(observer) }
+        }
+
+        /// Waits for the next notification; returns when it was delivered.
+        @discardableResult
+        func waitForOne() -> UInt64 {
+            delivered.wait()
+            return lock.withLock { deliveredAt.removeFirst() }
+        }
+    }
+}
