@@ -160,13 +160,16 @@ final class ChaosLedger: @unchecked Sendable {
     /// With ``PendingStubMode/rebase``: whether `after` (notification number `notification` of document `id`) is a
     /// server state of the document, no older than the one shown (index `from`), or a state an insert stub made,
     /// with some of the `items.bump` calls pending at that notification replayed over it (each adds 1 to `n` and
-    /// sets `by`); returns the server state's index (`from` for an insert's state). A call is pending from a little
-    /// before it was registered (its stub runs first) until it completed. Locked by the caller.
+    /// sets `by`); returns the server state's index (`from` for an insert's state). A call counts as pending from a
+    /// little before it was registered (its stub runs first) until a little after it completed. Locked by the
+    /// caller.
     private func rebasedServerState(_ id: String, _ after: EJSONObject?, notification: Int, from: Int) -> Int? {
         let history = serverFields[id] ?? [nil]
         guard let after else { return history[from...].firstIndex { $0 == nil } }
+        // Notifications are recorded on the observer queue and completions on the callback queue, each a moment
+        // after the client did them: either may be recorded a little ahead of the other.
         let pending = (bumps[id] ?? []).filter {
-            $0.started <= notification + 200 && (completedAt[$0.call].map { $0 > notification } ?? true)
+            $0.started <= notification + 200 && (completedAt[$0.call].map { $0 + 200 > notification } ?? true)
         }
         // An insert stub's state first: it moves the shown server state on no more than a stub's state does in
         // Meteor's mode.

@@ -131,8 +131,8 @@ final class ChaosSoakTests: XCTestCase {
         let differing = Set(cache.keys).union(onServer.keys).filter { cache[$0] != onServer[$0] }.sorted()
         print(
             """
-            chaos soak (\(mode), seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; proxy: \(figures); \
-            sessions established: \(reconnects.value)
+            chaos soak (\(mode), seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; \
+            proxy: \(figures); sessions established: \(reconnects.value)
             outcomes: \
             \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             documents: server \(onServer.count), cache \(cache.count), differing \(differing.count), \

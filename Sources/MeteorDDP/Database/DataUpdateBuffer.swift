@@ -121,7 +121,10 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     /// nothing is pending (no copy of the elements; `updates` then gets the buffer's empty array), else appended, and
     /// `updates` keeps its capacity for the caller's next burst (so on a flood, while updates wait, a burst of one
     /// frame allocates nothing).
-    func enqueue(taking updates: inout [CacheUpdate]) {
+    ///
+    /// Without `signalling` the buffer's queue is not woken (the caller applies them at once with
+    /// ``flushIfFree(thenInTheSameTransaction:)``, or a later enqueue or flush wakes it).
+    func enqueue(taking updates: inout [CacheUpdate], signalling: Bool = true) {
         guard !updates.isEmpty else { return }
         let now = scheduler.now
         let signal: Bool = state.withLockedValue { state in
@@ -132,6 +135,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
             }
             if state.firstEnqueue == nil { state.firstEnqueue = now }
             state.lastEnqueue = now
+            guard signalling else { return false }
             defer { state.wakeScheduled = true }
             // A full batch goes now, whatever the debounce is waiting for (a timer already armed finds it gone).
             if state.pending.count >= maxBatchSize, !state.holding, !state.flushRequested {
@@ -187,13 +191,20 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     /// Applies everything held in one transaction. If the hold was resetting, every document is removed first except
     /// those in `keeping` (documents whose server version is still kept aside, for example).
     public func release(keeping: Set<DocumentKey> = []) {
+        release(keeping: keeping, signalling: true)
+    }
+
+    /// ``release(keeping:)``; without `signalling`, the buffer's queue is not woken: the caller applies the release
+    /// itself, with ``flushIfFree(thenInTheSameTransaction:)`` (until that succeeds, a later enqueue or flush wakes
+    /// the queue as usual).
+    func release(keeping: Set<DocumentKey>, signalling: Bool) {
         state.withLockedValue { state in
             state.flushRequested = true
             state.holding = false
             if state.holdResets { state.resetOnNextFlush = keeping }
             state.holdResets = false
         }
-        source.add(data: 1)
+        if signalling { source.add(data: 1) }
     }
 
     /// Whether updates are being held back.
@@ -235,16 +246,28 @@ public final class DataUpdateBuffer: @unchecked Sendable {
     }
 
     /// Applies everything pending now (nothing while held) and then `body`, in one transaction on the calling
-    /// thread, then runs the due callbacks there. Call it from one thread at a time (the client queue), never from
-    /// the buffer's queue; the batch is taken on that queue, so no batch taken before it is still being applied.
-    func flush(thenInTheSameTransaction body: () -> Void) {
-        var batch = Batch()
-        queue.sync { batch = takeBatch() }
-        database.performUpdates {
+    /// thread, then runs the due callbacks there; returns `true`. Never waits: when another thread holds the cache's
+    /// write lock (an app's transaction, which may itself be waiting for the caller's queue) or a batch the buffer's
+    /// queue took is still to be applied (it waits for that lock), nothing is applied, `body` does not run, and it
+    /// returns `false` for the caller to try again later. Call it from one thread at a time (the client queue).
+    func flushIfFree(thenInTheSameTransaction body: () -> Void) -> Bool {
+        var taken: Batch?
+        let done = database.performUpdatesIfUnlocked { () -> Bool in
+            // Under the write lock: a batch the queue took and has not applied is waiting for it, and must go first.
+            var batch = Batch()
+            let free: Bool = state.withLockedValue { state in
+                guard state.applying == 0 else { return false }
+                batch = takeBatch(&state)
+                return true
+            }
+            guard free else { return false }
             batch.apply(to: database)
             body()
+            taken = batch
+            return true
         }
-        finish(batch)
+        if let taken { finish(taken) }
+        return done ?? false
     }
 
     private func flushNow() {
@@ -272,19 +295,21 @@ public final class DataUpdateBuffer: @unchecked Sendable {
 
     /// Takes the pending batch (nothing while held).
     private func takeBatch() -> Batch {
+        state.withLockedValue { takeBatch(&$0) }
+    }
+
+    private func takeBatch(_ state: inout State) -> Batch {
         // The batch is swapped out of the state (not copied), so the database takes its updates apart in place.
         var batch = Batch()
-        state.withLockedValue { state in
-            guard !state.holding else { return }
-            swap(&batch.updates, &state.pending)
-            swap(&batch.callbacks, &state.afterFlush)
-            swap(&batch.reset, &state.resetOnNextFlush)
-            state.firstEnqueue = nil
-            state.lastEnqueue = nil
-            state.flushRequested = false
-            state.applying += 1
-            batch.taken = true
-        }
+        guard !state.holding else { return batch }
+        swap(&batch.updates, &state.pending)
+        swap(&batch.callbacks, &state.afterFlush)
+        swap(&batch.reset, &state.resetOnNextFlush)
+        state.firstEnqueue = nil
+        state.lastEnqueue = nil
+        state.flushRequested = false
+        state.applying += 1
+        batch.taken = true
         return batch
     }
 

@@ -114,6 +114,16 @@ public final class Database: @unchecked Sendable {
         return try body()
     }
 
+    /// Runs `body` as ``performUpdates(_:)`` does if the write lock is free now (or this thread holds it); returns
+    /// `nil` at once, without running it, if another thread holds it.
+    func performUpdatesIfUnlocked<T>(_ body: () throws -> T) rethrows -> T? {
+        guard writeLock.try() else { return nil }
+        defer { writeLock.unlock() }
+        begin()
+        defer { end() }
+        return try body()
+    }
+
     /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
     /// (`nil`: it did not exist), also when the body throws (what it wrote before throwing stays written). Latency
     /// compensation keeps those as the server's versions.

@@ -74,9 +74,11 @@ extension DDPClient {
             do {
                 value = try runNestedStub(name, params: params, enclosing: enclosing)
             } catch {
-                stubOutcome?(.failure(error))
+                if !enclosing.isReplay { stubOutcome?(.failure(error)) }
                 throw error
             }
+            // A replayed stub's calls completed when it first ran.
+            guard !enclosing.isReplay else { return value }
             stubOutcome?(.success(value))
             let onDurable = options.onDurable
             userCode.run {
@@ -138,8 +140,8 @@ extension DDPClient {
         let originals: [(DocumentKey, EJSONObject?)]
         /// The stub's error, when it threw and the call goes out anyway.
         var stubError: (any Error)? = nil
-        /// The documents whose writes differed when the stub ran twice (debug builds, ``PendingStubMode/rebase``).
-        var notReplayable: [DocumentKey] = []
+        /// When its two runs differed (debug builds, ``PendingStubMode/rebase``): the documents whose writes did.
+        var notReplayable: [DocumentKey]? = nil
     }
 
     /// Whether new calls' stubs run twice, to report one that cannot be replayed: debug builds, with
@@ -159,9 +161,7 @@ extension DDPClient {
             logger.warning(
                 "Exception while simulating the effect of invoking '\(name)'", metadata: ["error": "\(error)"])
         }
-        if !stubRun.notReplayable.isEmpty {
-            report(.stubNotReplayable(name, differing: stubRun.notReplayable))
-        }
+        if let differing = stubRun.notReplayable { report(.stubNotReplayable(name, differing: differing)) }
     }
 
     /// Runs a new call's stub, if it has one (on the client queue, the cache brought up to date before).
@@ -178,19 +178,22 @@ extension DDPClient {
             return StubRun(id: id, value: nil, randomSeed: nil, originals: [])
         }
         var context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
-        var notReplayable: [DocumentKey] = []
+        var notReplayable: [DocumentKey]?
         let (outcome, originals) = store.runStub {
             if checksStubsAreReplayable {
                 let twice = runStubTwice(stub, name, params: params, context: context)
-                (context, notReplayable) = (twice.context, twice.differing)
+                context = twice.context
+                if twice.differs { notReplayable = twice.differing }
                 return try twice.value.get()
             }
             return try MethodInvocationContext.$current.withValue(context) { try stub(context) }
         }
-        let callGoesOut: Bool = if case .failure = outcome { !options.throwStubExceptions } else { true }
-        if callGoesOut {
+        let threw: Bool = if case .failure = outcome { true } else { false }
+        if !threw || !options.throwStubExceptions {
             core.session.stubReplays.callMade(
-                StubReplays.Call(id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub))
+                StubReplays.Call(
+                    id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub,
+                    lastReplayFailed: threw))
         }
         switch outcome {
         case .success(let value):
@@ -205,6 +208,8 @@ extension DDPClient {
                 // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is undone now
                 // (Meteor leaves it in the cache).
                 store.revert(originals)
+                // Only a single call throws (a joint transaction's calls go out anyway): its transaction committed.
+                if let differing = notReplayable { report(.stubNotReplayable(name, differing: differing)) }
                 throw MethodError.stubFailed(name, error)
             }
             // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's writes, and

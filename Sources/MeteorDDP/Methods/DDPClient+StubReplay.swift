@@ -4,31 +4,30 @@ import EJSON
 /// ``PendingStubMode/rebase``: the pending stubs replayed over the server's newest data (``StubReplays`` decides when
 /// and which; this runs them).
 extension DDPClient {
-    /// Replays the pending stubs if a replay is due: in one transaction with everything queued for the cache, every
-    /// document they wrote is put back to the server's version and every stub runs again, in call order, with its
-    /// parameters and seed. Readers see the result only, never the server's version without the stubs; a document
-    /// the replay leaves as it was posts no change. Called on the client queue at the end of each burst of incoming
-    /// frames and when quiescence is applied.
+    /// Replays the pending stubs if a replay is due: in one transaction with everything queued for the cache that
+    /// the buffer's queue has not begun to apply, every document they wrote is put back to the server's version and
+    /// every stub runs again, in call order, with its parameters and seed. Readers see the result only, never the
+    /// server's version without the stubs; a document the replay leaves as it was posts no change. Called on the
+    /// client queue at the end of each burst of incoming frames and when quiescence is applied.
     func replayPendingStubsIfDue() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard core.session.stubReplays.isDue else { return }
         let stubs = stubs.withLockedValue { $0 }
-        let methods = core.session.methods
-        guard
-            let plan = core.session.stubReplays.takePlan(
-                documents: core.session.serverDocuments, isPending: { methods.name(of: $0) != nil },
-                stubNamed: { stubs[$0] })
-        else { return }
+        var plan: StubReplays.Plan?
         var runs:
             [(call: StubReplays.Call, error: (any Error)?, seed: String?, originals: [(DocumentKey, EJSONObject?)])] =
                 []
-        runs.reserveCapacity(plan.calls.count)
-        store.flush { [database] in
+        let applied = store.flushIfFree { [database] in
+            let methods = core.session.methods
+            plan = core.session.stubReplays.takePlan(
+                documents: core.session.serverDocuments, isPending: { methods.name(of: $0) != nil },
+                stubNamed: { stubs[$0] })
+            guard let plan else { return }
             database.apply(plan.resets.map { DataUpdate.replaced($0.0, $0.1) })
             for (call, stub) in plan.calls {
                 let context = MethodInvocationContext(
                     methodName: call.name, params: call.params, enclosing: nil, client: self,
-                    randomSeed: call.randomSeed)
+                    randomSeed: call.randomSeed, isReplay: true)
                 let (outcome, originals) = database.performUpdatesRecordingOriginals {
                     try MethodInvocationContext.$current.withValue(context) { try stub(context) }
                 }
@@ -37,6 +36,14 @@ extension DDPClient {
                 runs.append((call, error, context.randomSeedIfUsed, originals))
             }
         }
+        guard applied else {
+            // Another thread holds the cache's write lock (an app's transaction, which may be waiting for this very
+            // queue) or the buffer's queue is about to apply a batch: this queue does not wait; it tries again after
+            // what is queued on it now.
+            queue.async { [weak self] in self?.replayPendingStubsIfDue() }
+            return
+        }
+        guard let plan else { return }
         // Documents a replay wrote that no pending stub had written are kept aside from now on (their versions from
         // before are the server's: the cache holds the server's version of every document no stub wrote).
         for run in runs {
@@ -52,18 +59,26 @@ extension DDPClient {
 
     /// Runs a new call's stub for ``PendingStubMode/rebase`` in debug builds: twice over the same state, inside the
     /// caller's transaction, keeping the second run's writes. Returns the stub's value, the context whose seed the
-    /// call sends, and the documents whose writes differed between the two runs (empty for a replayable stub).
+    /// call sends, whether the two runs differed (one threw and the other did not, or their writes differ) and the
+    /// documents whose writes differed.
     func runStubTwice(_ stub: MethodStub, _ name: String, params: [EJSONValue], context: MethodInvocationContext)
-        -> (value: Result<EJSONValue?, any Error>, context: MethodInvocationContext, differing: [DocumentKey])
+        -> (
+            value: Result<EJSONValue?, any Error>, context: MethodInvocationContext, differs: Bool,
+            differing: [DocumentKey]
+        )
     {
+        // The first run is the one undone: calls its stub makes run their stubs but complete nothing.
+        let trial = MethodInvocationContext(
+            methodName: name, params: params, enclosing: nil, client: self, randomSeed: context.randomSeedIfUsed,
+            isReplay: true)
         let first = database.performUpdatesRecordingOriginals {
-            try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+            try MethodInvocationContext.$current.withValue(trial) { try stub(trial) }
         }
         let firstWrites = Dictionary(first.originals.map { ($0.0, database.document($0.0)?.fields) }) { a, _ in a }
         // Back to the state before the first run, then the same call again.
         database.apply(first.originals.map { DataUpdate.replaced($0.0, $0.1) })
         let again = MethodInvocationContext(
-            methodName: name, params: params, enclosing: nil, client: self, randomSeed: context.randomSeedIfUsed)
+            methodName: name, params: params, enclosing: nil, client: self, randomSeed: trial.randomSeedIfUsed)
         let second = database.performUpdatesRecordingOriginals {
             try MethodInvocationContext.$current.withValue(again) { try stub(again) }
         }
@@ -72,8 +87,14 @@ extension DDPClient {
         for (key, fields) in firstWrites where secondWrites[key].map({ $0 != fields }) == true {
             differing.insert(key)
         }
-        if case .failure = first.value, case .success = second.value { differing.formUnion(secondWrites.keys) }
-        if case .success = first.value, case .failure = second.value { differing.formUnion(firstWrites.keys) }
-        return (second.value, again, differing.sorted { $0.documentID < $1.documentID })
+        var outcomesDiffer = false
+        switch (first.value, second.value) {
+        case (.success, .failure), (.failure, .success): outcomesDiffer = true
+        default: break
+        }
+        return (
+            second.value, again, outcomesDiffer || !differing.isEmpty,
+            differing.sorted { $0.documentID < $1.documentID }
+        )
     }
 }

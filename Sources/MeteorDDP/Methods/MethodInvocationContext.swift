@@ -27,16 +27,23 @@ public final class MethodInvocationContext: @unchecked Sendable {
 
     @TaskLocal static var current: MethodInvocationContext?
 
-    /// - Parameter randomSeed: The seed of an earlier run of the same call (a replay: its ids are the same); `nil`
-    ///   makes one on first use.
+    /// Whether this run repeats one that already happened (``PendingStubMode/rebase``'s replays, the debug check's
+    /// trial run): calls the stub makes run their stubs but complete nothing (their completions ran the first time).
+    let isReplay: Bool
+
+    /// - Parameters:
+    ///   - randomSeed: The seed of an earlier run of the same call (a replay: its ids are the same); `nil` makes one
+    ///     on first use.
+    ///   - isReplay: See ``isReplay``; a nested context inherits it from `enclosing`.
     init(
         methodName: String, params: [EJSONValue], enclosing: MethodInvocationContext?, client: DDPClient?,
-        randomSeed: String? = nil
+        randomSeed: String? = nil, isReplay: Bool = false
     ) {
         self.methodName = methodName
         self.params = MethodParameters(params, methodName: methodName)
         self.enclosing = enclosing
         self.client = client
+        self.isReplay = isReplay || enclosing?.isReplay == true
         if let randomSeed {
             seed = randomSeed
             stream = RandomStream(seed: randomSeed)

@@ -19,7 +19,8 @@ struct StubReplays {
         /// The stub as defined when the call was made; `nil` for a call restored from the offline store (its stub
         /// is looked up by name when it is replayed: the app defines its stubs after creating the client).
         let stub: MethodStub?
-        /// Whether its last replay threw (a failure is reported when it starts, not at every replay).
+        /// Whether its last run threw (a failure is reported when it starts, not at every replay; a stub that threw
+        /// when the call was made is not reported when its replay throws too).
         var lastReplayFailed = false
     }
 

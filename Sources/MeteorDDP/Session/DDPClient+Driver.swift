@@ -224,10 +224,16 @@ extension DDPClient {
         // Methods that are not re-sent get no `updated` from the new session: their documents take the server's
         // version now.
         for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
-        store.release(keeping: hold.resetting ? core.session.serverDocuments.keys : [])
-        // With PendingStubMode.rebase, in the same transaction as the release: the new session's data with the
-        // pending stubs over it.
-        replayPendingStubsIfDue()
+        let keeping = hold.resetting ? core.session.serverDocuments.keys : []
+        if core.session.stubReplays.isDue {
+            // PendingStubMode.rebase: the release and the replay are applied here, in one transaction (the buffer's
+            // queue is not woken to apply the release on its own): the new session's data with the pending stubs
+            // over it.
+            store.releaseForInlineFlush(keeping: keeping)
+            replayPendingStubsIfDue()
+        } else {
+            store.release(keeping: keeping)
+        }
         if hold.resetting { reconciliationApplied() }
     }
 

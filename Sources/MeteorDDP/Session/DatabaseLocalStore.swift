@@ -34,9 +34,15 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
         buffer.flush()
     }
 
-    func flush(thenInTheSameTransaction body: () -> Void) {
+    func flushIfFree(thenInTheSameTransaction body: () -> Void) -> Bool {
+        // Handed over without waking the buffer's queue (which would apply them on its own, before the body).
+        if !pending.isEmpty { buffer.enqueue(taking: &pending, signalling: false) }
+        return buffer.flushIfFree(thenInTheSameTransaction: body)
+    }
+
+    func releaseForInlineFlush(keeping: Set<DocumentKey>) {
         push()
-        buffer.flush(thenInTheSameTransaction: body)
+        buffer.release(keeping: keeping, signalling: false)
     }
 
     func performAfterFlush(_ block: @escaping @Sendable () -> Void) {

@@ -11,8 +11,12 @@ protocol LocalStore: Sendable {
     func push()
     /// Applies everything queued now (nothing while held).
     func flush()
-    /// Applies everything queued now (nothing while held) and then `body`, in one transaction on the calling thread.
-    func flush(thenInTheSameTransaction body: () -> Void)
+    /// Applies everything queued now (nothing while held) and then `body`, in one transaction on the calling thread;
+    /// returns `false` without doing anything when that cannot be done without waiting for another thread (see
+    /// ``DataUpdateBuffer/flushIfFree(thenInTheSameTransaction:)``).
+    func flushIfFree(thenInTheSameTransaction body: () -> Void) -> Bool
+    /// ``release(keeping:)`` for the caller to apply with ``flushIfFree(thenInTheSameTransaction:)``.
+    func releaseForInlineFlush(keeping: Set<DocumentKey>)
     /// Runs `block` after everything queued before it has been applied (after the release, while held).
     func performAfterFlush(_ block: @escaping @Sendable () -> Void)
     /// Whether everything queued so far has been applied (so an after-flush block could run now).

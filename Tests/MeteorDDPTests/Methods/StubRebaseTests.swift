@@ -28,6 +28,16 @@ final class StubRebaseTests: XCTestCase {
         harness.document("players", id).map { .object($0.fields) }
     }
 
+    /// The errors reported before a `result` for an unknown id, which the test sends now (reported after them).
+    private func reportedBeforeAMarker(_ harness: ClientHarness, _ errors: inout DDPErrors.AsyncIterator) async
+        -> [DDPError]
+    {
+        harness.receive(.result(id: "marker", result: nil, error: nil))
+        var reported: [DDPError] = []
+        while let error = await errors.next(), !error.message.contains("marker") { reported.append(error) }
+        return reported
+    }
+
     /// Several server messages handled as one burst (the transport hands them over before the client drains).
     private func receiveTogether(_ harness: ClientHarness, _ messages: [ServerMessage]) {
         harness.client.queue.sync {
@@ -166,11 +176,7 @@ final class StubRebaseTests: XCTestCase {
         harness.flushData()
         XCTAssertNil(harness.document("players", "lovelace"))
         XCTAssertEqual(fields(harness, "gauss"), ["score": 6, "color": "red"], "what it wrote before throwing stays")
-        harness.receive(.result(id: "marker", result: nil, error: nil))
-        var reported: [DDPError] = []
-        while let error = await errors.next(), !error.message.contains("marker") {
-            if error.code == .stubReplayFailed { reported.append(error) }
-        }
+        let reported = await reportedBeforeAMarker(harness, &errors).filter { $0.code == .stubReplayFailed }
         XCTAssertEqual(reported.map(\.methodName), ["bumpBoth"])
         XCTAssertEqual(
             harness.sent.filter { if case .method(_, "bumpBoth", _, _) = $0 { true } else { false } }.count, 1,
@@ -193,11 +199,7 @@ final class StubRebaseTests: XCTestCase {
             var errors = harness.client.errors.makeAsyncIterator()
             try harness.client.call("inc") { _ in }
             try harness.client.call("impure") { _ in }
-            harness.receive(.result(id: "marker", result: nil, error: nil))
-            var reported: [DDPError] = []
-            while let error = await errors.next(), !error.message.contains("marker") {
-                if error.code == .stubNotReplayable { reported.append(error) }
-            }
+            let reported = await reportedBeforeAMarker(harness, &errors).filter { $0.code == .stubNotReplayable }
             XCTAssertEqual(reported.map(\.methodName), ["impure"], "inc is replayable, impure is not")
             XCTAssertEqual(fields(harness), ["score": 26, "color": "blue", "runs": 2], "the second run's writes stay")
         #endif
@@ -237,5 +239,90 @@ final class StubRebaseTests: XCTestCase {
         harness.flushData()
         XCTAssertTrue(harness.client.queue.sync { harness.client.core.isHoldingForQuiescence })
         XCTAssertEqual(fields(harness), ["score": 26, "color": "blue"])
+    }
+
+    // MARK: - Review mends
+
+    func testAReplayDoesNotWaitForAnAppTransactionThatWaitsForTheClientQueue() throws {
+        let harness = connected()
+        try harness.client.call("inc") { _ in }
+        let holding = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let transactionEnded = expectation(description: "the app's transaction ended")
+        Thread {
+            harness.client.database.performUpdates {
+                holding.signal()
+                proceed.wait()
+                _ = harness.client.subscribe("other") // waits for the client queue, holding the write lock
+            }
+            transactionEnded.fulfill()
+        }.start()
+        holding.wait()
+        let handled = expectation(description: "the burst was handled")
+        DispatchQueue.global().async {
+            harness.transport.receive(
+                ServerMessage.changed(collection: "players", id: "lovelace", fields: ["color": "red"], cleared: []))
+            harness.settle()
+            handled.fulfill()
+        }
+        // A client queue that waited for the write lock here would never run the app's `subscribe`.
+        wait(for: [handled], timeout: 10)
+        proceed.signal()
+        wait(for: [transactionEnded], timeout: 10)
+        harness.flushData()
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "red"])
+    }
+
+    func testCallsAReplayedStubMakesCompleteOnlyOnce() throws {
+        let harness = connected()
+        let completions = CountBox()
+        harness.client.defineStub("touch") { _ in nil }
+        harness.client.defineStub("incAndTouch") { [client = harness.client] context in
+            try client.call("touch") { _ in completions.increment() }
+            return .number(Double(try context.collection("players").update("lovelace", ["$inc": ["score": 1]])))
+        }
+        try harness.client.call("incAndTouch") { _ in }
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["color": "red"], cleared: []))
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["color": "green"], cleared: []))
+        harness.flushData()
+        harness.client.callbackQueue.sync {}
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "green"], "replayed twice")
+        XCTAssertEqual(completions.value, 1, "the nested call completed when the stub first ran, only")
+    }
+
+    func testAStubThatThrewWhenCalledIsNotReportedWhenItsReplayThrowsToo() async throws {
+        let harness = connected()
+        struct Refused: Error {}
+        harness.client.defineStub("bumpThenRefuse") { context in
+            try context.collection("players").update("lovelace", ["$inc": ["score": 1]])
+            throw Refused()
+        }
+        var errors = harness.client.errors.makeAsyncIterator()
+        try harness.client.call("bumpThenRefuse") { _ in }
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["color": "red"], cleared: []))
+        harness.flushData()
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "red"], "replayed, its write before throwing kept")
+        let reported = await reportedBeforeAMarker(harness, &errors).map(\.code)
+        XCTAssertFalse(reported.contains(.stubReplayFailed), "\(reported)")
+    }
+
+    func testADebugBuildReportsAStubThatThrowsOnlyOnItsSecondRun() async throws {
+        #if !DEBUG
+            throw XCTSkip("the check runs in debug builds")
+        #else
+            let harness = connected()
+            let runs = CountBox()
+            struct Second: Error {}
+            harness.client.defineStub("flaky") { _ in
+                runs.increment()
+                if runs.value % 2 == 0 { throw Second() }
+                return nil
+            }
+            var errors = harness.client.errors.makeAsyncIterator()
+            XCTAssertThrowsError(
+                try harness.client.call("flaky", options: MethodOptions(throwStubExceptions: true)) { _ in })
+            let reported = await reportedBeforeAMarker(harness, &errors).filter { $0.code == .stubNotReplayable }
+            XCTAssertEqual(reported.map(\.methodName), ["flaky"])
+        #endif
     }
 }
