@@ -46,6 +46,9 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         var lastEnqueue: Date?
         /// Whether the next flush must not wait for the debounce interval. Protected by `state`'s lock.
         var flushRequested = false
+        /// Changes of the cache's metadata to make after the pending updates, in the same transaction. Protected by
+        /// `state`'s lock.
+        var metadataUpdates: [@Sendable (Database) -> Void] = []
         /// Whether a debounce timer is pending. Protected by `state`'s lock.
         var timerPending = false
         /// How many batches taken from `pending` are being applied right now (one on the buffer's queue, one on the
@@ -147,6 +150,12 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         // A flood of small enqueues signals once: the rest find the queue already due to look.
         if signal { source.add(data: 1) }
         updates.removeAll(keepingCapacity: true)
+    }
+
+    /// Changes the cache's metadata (``CacheMetadata``) in the transaction that applies the updates enqueued before,
+    /// after them (the next flush; the queue is not woken for it).
+    func enqueueMetadataUpdate(_ update: @escaping @Sendable (Database) -> Void) {
+        state.withLockedValue { $0.metadataUpdates.append(update) }
     }
 
     /// Runs `block` (on the buffer's queue) once everything enqueued before it has been applied; while held, after
@@ -270,10 +279,18 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         return done ?? false
     }
 
+    /// Waits, at most `limit`, until the buffer's queue has done what it was doing (a batch it took is applied);
+    /// returns whether it did in time. Bounded: that queue may be waiting for a transaction of another thread.
+    func waitUntilIdle(atMost limit: Duration) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        queue.async { done.signal() }
+        return done.wait(timeout: .now() + .nanoseconds(Int(limit.nanoseconds))) == .success
+    }
+
     private func flushNow() {
         var batch = takeBatch()
         guard batch.taken else { return }
-        if batch.reset != nil || !batch.updates.isEmpty {
+        if batch.reset != nil || !batch.updates.isEmpty || !batch.metadataUpdates.isEmpty {
             database.performUpdates { batch.apply(to: database) }
         }
         finish(batch)
@@ -285,11 +302,13 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         var updates: [CacheUpdate] = []
         var callbacks: [@Sendable () -> Void] = []
         var reset: Set<DocumentKey>?
+        var metadataUpdates: [@Sendable (Database) -> Void] = []
 
         /// Inside a transaction.
         mutating func apply(to database: Database) {
             if let keeping = reset { database.removeAllDocuments(except: keeping) }
             database.apply(takingCacheUpdates: &updates)
+            for update in metadataUpdates { update(database) }
         }
     }
 
@@ -305,6 +324,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         swap(&batch.updates, &state.pending)
         swap(&batch.callbacks, &state.afterFlush)
         swap(&batch.reset, &state.resetOnNextFlush)
+        swap(&batch.metadataUpdates, &state.metadataUpdates)
         state.firstEnqueue = nil
         state.lastEnqueue = nil
         state.flushRequested = false

@@ -127,13 +127,17 @@ public final class Database: @unchecked Sendable {
     /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
     /// (`nil`: it did not exist), also when the body throws (what it wrote before throwing stays written). Latency
     /// compensation keeps those as the server's versions.
-    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T) -> (
+    /// With `markingPendingWrites`, those documents hold pending writes from this transaction on.
+    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T, markingPendingWrites: Bool = false) -> (
         value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]
     ) {
         begin()
         transaction!.recorders.append(Recorder())
         let value = Result { try body() }
         let recorder = transaction!.recorders.removeLast()
+        if markingPendingWrites, !recorder.originals.isEmpty {
+            transaction!.pending.metadata.documentsWithPendingWrites.formUnion(recorder.originals.keys)
+        }
         end()
         return (value, recorder.originals.map { ($0.key, $0.value) })
     }
@@ -175,6 +179,31 @@ public final class Database: @unchecked Sendable {
                 transaction!.update(key) { _ in .some(document) }
             }
         }
+    }
+
+    /// Which documents hold local writes the server has not confirmed yet, and whether the data is from the offline
+    /// store (see ``CacheMetadata``), as of the current snapshot.
+    public var metadata: CacheMetadata {
+        snapshot.metadata
+    }
+
+    /// Marks documents as holding pending writes, or not, in the open transaction (or one of their own); a change is
+    /// reported in the transaction's ``DatabaseChanges/metadataChange``.
+    func setPendingWrites(_ keys: some Sequence<DocumentKey>, _ pending: Bool) {
+        performUpdates {
+            for key in keys {
+                if pending {
+                    transaction!.pending.metadata.documentsWithPendingWrites.insert(key)
+                } else {
+                    transaction!.pending.metadata.documentsWithPendingWrites.remove(key)
+                }
+            }
+        }
+    }
+
+    /// Sets ``CacheMetadata/isFromCache`` in the open transaction (or one of its own).
+    func setFromCache(_ isFromCache: Bool) {
+        performUpdates { transaction!.pending.metadata.isFromCache = isFromCache }
     }
 
     /// Removes every document except those in `keeping` (in a transaction: when the same transaction adds documents
@@ -223,6 +252,7 @@ public final class Database: @unchecked Sendable {
         if transaction == nil {
             transaction = WriteTransaction(
                 pending: published.load(ordering: .acquiring).snapshot, epoch: nextEpoch, nextArrival: nextArrival)
+            transaction!.metadataBefore = transaction!.pending.metadata
             nextEpoch += 1
             writerThread.store(currentThreadID(), ordering: .releasing)
         }
@@ -238,14 +268,17 @@ public final class Database: @unchecked Sendable {
         let wroteTables = !transaction!.tables.isEmpty || transaction!.currentTable != nil
         let finished = transaction!.materialized
         let retired = transaction!.retired
+        let metadataChange = CacheMetadataChange(from: transaction!.metadataBefore, to: finished.metadata)
         let changes = DatabaseChanges(
             uniqueDetails: DatabaseChanges.droppingUnchanged(
-                transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }))
+                transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }),
+            metadataChange: metadataChange)
         let afterCommit = transaction!.afterCommit
         nextArrival = transaction!.nextArrival
         transaction = nil
         // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
-        let replaced: SnapshotGeneration? = wroteTables ? publish(finished, retiring: retired) : nil
+        let replaced: SnapshotGeneration? =
+            wroteTables || !metadataChange.isEmpty ? publish(finished, retiring: retired) : nil
         writerThread.store(0, ordering: .releasing)
         if !changes.isEmpty {
             commitObserver?(changes)
@@ -263,7 +296,7 @@ public final class Database: @unchecked Sendable {
     /// Publishes a new generation with the collections of `finished`, the current one keeping what only it can see.
     /// Returns the one it replaced.
     private func publish(_ finished: DatabaseSnapshot, retiring retired: RetiredMemory) -> SnapshotGeneration {
-        let generation = SnapshotGeneration(collections: finished.collections)
+        let generation = SnapshotGeneration(collections: finished.collections, metadata: finished.metadata)
         published.load(ordering: .acquiring).supersede(by: generation, retiring: retired)
         return published.exchange(generation, ordering: .acquiringAndReleasing)
     }

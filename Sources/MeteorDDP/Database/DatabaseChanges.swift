@@ -27,12 +27,17 @@ public struct DatabaseChanges: Sendable, Equatable {
     }
 
     /// Changes listed by a transaction: one entry per document, in first-change order.
-    init(uniqueDetails: ContiguousArray<DocumentChangeDetails>) {
+    init(uniqueDetails: ContiguousArray<DocumentChangeDetails>, metadataChange: CacheMetadataChange = .init()) {
         storage = ChangeList(uniqueDetails)
+        self.metadataChange = metadataChange
     }
 
-    /// Whether nothing changed.
-    public var isEmpty: Bool { storage.details.isEmpty }
+    /// What changed of the cache's ``CacheMetadata`` (documents starting or stopping to hold pending writes, the data
+    /// no longer being from the offline store); a transaction may change only that.
+    public private(set) var metadataChange = CacheMetadataChange()
+
+    /// Whether nothing changed: no document and no metadata.
+    public var isEmpty: Bool { storage.details.isEmpty && metadataChange.isEmpty }
 
     /// How many documents changed.
     public var count: Int { storage.details.count }
@@ -58,6 +63,7 @@ public struct DatabaseChanges: Sendable, Equatable {
     /// (an add then an update is an add with the final fields; an add then a remove is nothing).
     public mutating func merge(_ later: DatabaseChanges) {
         storage = storage.merging(later.storage, overwritingBefore: false)
+        metadataChange.merge(later.metadataChange)
     }
 
     /// These changes followed by `later`.
@@ -76,7 +82,7 @@ public struct DatabaseChanges: Sendable, Equatable {
         for detail in storage.details[(first + 1)...] {
             if isTaken(detail.key) { taken.append(detail) } else { kept.append(detail) }
         }
-        return (DatabaseChanges(uniqueDetails: kept), taken)
+        return (DatabaseChanges(uniqueDetails: kept, metadataChange: metadataChange), taken)
     }
 
     static func same(_ a: Document?, _ b: Document?) -> Bool {
@@ -222,6 +228,7 @@ public struct DocumentChangeDetails: Sendable, Equatable {
 extension DatabaseChanges {
     /// Equal when the same documents changed the same way (in any order).
     public static func == (lhs: DatabaseChanges, rhs: DatabaseChanges) -> Bool {
-        lhs.count == rhs.count && lhs.storage.details.allSatisfy { rhs.changeDetails(for: $0.key) == $0 }
+        lhs.count == rhs.count && lhs.metadataChange == rhs.metadataChange
+            && lhs.storage.details.allSatisfy { rhs.changeDetails(for: $0.key) == $0 }
     }
 }

@@ -36,6 +36,20 @@ public struct LocalCollection: Sendable {
         query.evaluate(database.snapshot.allDocuments(in: name))
     }
 
+    /// The documents matching a query, with what they say about pending writes and the offline store, both read from
+    /// one snapshot.
+    public func findWithMetadata(_ query: Query) -> (documents: [Document], metadata: ResultMetadata) {
+        let snapshot = database.snapshot
+        let documents = query.evaluate(snapshot.allDocuments(in: name))
+        return (documents, snapshot.metadata.result(collection: name, documents: documents))
+    }
+
+    /// Whether the document with this id holds local writes the server has not confirmed yet (a pending call's stub
+    /// wrote it).
+    public func hasPendingWrites(id: String) -> Bool {
+        database.metadata.hasPendingWrites(DocumentKey(collectionName: name, documentID: id))
+    }
+
     /// Observes a query: an initial snapshot, then a new one with a diff after every transaction that changes the
     /// result.
     public func observe(_ query: Query = Query()) -> LiveQuery {

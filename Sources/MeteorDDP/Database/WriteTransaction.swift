@@ -30,6 +30,8 @@ struct WriteTransaction {
     var unsureChanges: [Int32] = []
     /// Nested recorders of originals (stubs).
     var recorders: [Recorder] = []
+    /// The metadata of the snapshot the transaction started from (the transaction's own is `pending.metadata`).
+    var metadataBefore = CacheMetadata()
 }
 
 extension WriteTransaction {

@@ -207,7 +207,8 @@ extension DDPClient {
             if options.throwStubExceptions {
                 // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is undone now
                 // (Meteor leaves it in the cache).
-                store.revert(originals)
+                store.revert(
+                    originals, settled: originals.map(\.0).filter { !core.session.serverDocuments.contains($0) })
                 // Only a single call throws (a joint transaction's calls go out anyway): its transaction committed.
                 if let differing = notReplayable { report(.stubNotReplayable(name, differing: differing)) }
                 throw MethodError.stubFailed(name, error)

@@ -9,7 +9,7 @@ extension DDPClient {
     /// every stub runs again, in call order, with its parameters and seed. Readers see the result only, never the
     /// server's version without the stubs; a document the replay leaves as it was posts no change. Called on the
     /// client queue at the end of each burst of incoming frames and when quiescence is applied.
-    func replayPendingStubsIfDue() {
+    func replayPendingStubsIfDue(attempt: Int = 0) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard core.session.stubReplays.isDue else { return }
         let stubs = stubs.withLockedValue { $0 }
@@ -35,12 +35,18 @@ extension DDPClient {
                 if case .failure(let failure) = outcome { error = failure }
                 runs.append((call, error, context.randomSeedIfUsed, originals))
             }
+            // Documents a replay wrote for the first time hold pending writes from now on, as the stubs' others do.
+            database.setPendingWrites(runs.lazy.flatMap { $0.originals.map(\.0) }, true)
         }
         guard applied else {
             // Another thread holds the cache's write lock (an app's transaction, which may be waiting for this very
-            // queue) or the buffer's queue is about to apply a batch: this queue does not wait; it tries again after
-            // what is queued on it now.
-            queue.async { [weak self] in self?.replayPendingStubsIfDue() }
+            // queue) or the buffer's queue is about to apply a batch. This queue never waits for the lock: it waits a
+            // little for the buffer's queue (bounded: that queue may itself wait for an app's transaction), then
+            // tries again, or in a millisecond (the next burst of frames tries too).
+            if updateBuffer.waitUntilIdle(atMost: .milliseconds(2)), attempt < 2 {
+                return replayPendingStubsIfDue(attempt: attempt + 1)
+            }
+            queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in self?.replayPendingStubsIfDue() }
             return
         }
         guard let plan else { return }

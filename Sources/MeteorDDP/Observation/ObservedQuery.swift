@@ -66,6 +66,12 @@ public final class ObservedQuery<Model: Decodable & Sendable>: Observable, @unch
     public var diff: LiveQueryDiff { snapshot?.diff ?? LiveQueryDiff() }
     /// Whether the first result arrived.
     public var isLoaded: Bool { snapshot != nil }
+    /// Whether the result holds local writes the server has not confirmed yet (a pending stub's, Firestore's
+    /// `hasPendingWrites`); changes with one update when that changes.
+    public var hasPendingWrites: Bool { snapshot?.metadata.hasPendingWrites ?? false }
+    /// Whether the result was restored from the offline store and the first connection has not confirmed it yet
+    /// (Firestore's `fromCache`).
+    public var isFromCache: Bool { snapshot?.metadata.isFromCache ?? false }
     /// The `DecodingError` of a document that does not decode as `Model` (the result then stays as it was).
     public var error: (any Error)? {
         registrar.access(self, keyPath: \.snapshot)

@@ -125,6 +125,13 @@ extension DDPClient {
                 hasState: !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty)
             // Server versions no restored call claims were dropped: the store forgets them too.
             persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
+            // The restored stubs' documents hold pending writes, and the data is the store's until reconciled.
+            let pending = core.session.serverDocuments.keys
+            let fromCache = !state.documents.isEmpty && core.offline.pendingReconciliation
+            database.performUpdates {
+                database.setPendingWrites(pending, true)
+                database.setFromCache(fromCache)
+            }
             persistence.writer.restored(state.methods)
         }
         let writer = persistence.writer

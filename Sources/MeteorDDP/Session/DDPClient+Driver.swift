@@ -225,6 +225,10 @@ extension DDPClient {
         // version now.
         for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
         let keeping = hold.resetting ? core.session.serverDocuments.keys : []
+        if hold.resetting, core.offline.pendingReconciliation {
+            // The restored cache is reconciled in this transaction: its data is no longer only the offline store's.
+            store.updateMetadataWithNextFlush { $0.setFromCache(false) }
+        }
         if core.session.stubReplays.isDue {
             // PendingStubMode.rebase: the release and the replay are applied here, in one transaction (the buffer's
             // queue is not woken to apply the release on its own): the new session's data with the pending stubs
@@ -387,6 +391,8 @@ extension DDPClient {
                 .replaced(
                     replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }
+        // In the same transaction as the server's versions: those documents no longer hold pending writes.
+        store.settle(released.replacements.map(\.key))
         for callback in released.flushCallbacks { callback() }
     }
 

@@ -64,11 +64,24 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
 
     func runStub<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]) {
         push()
-        return database.performUpdatesRecordingOriginals(body)
+        return database.performUpdatesRecordingOriginals(body, markingPendingWrites: true)
     }
 
-    func revert(_ originals: [(DocumentKey, EJSONObject?)]) {
+    func revert(_ originals: [(DocumentKey, EJSONObject?)], settled: [DocumentKey]) {
         guard !originals.isEmpty else { return }
-        database.apply(originals.map { DataUpdate.replaced($0.0, $0.1) })
+        database.performUpdates {
+            database.apply(originals.map { DataUpdate.replaced($0.0, $0.1) })
+            database.setPendingWrites(settled, false)
+        }
+    }
+
+    func settle(_ keys: [DocumentKey]) {
+        guard !keys.isEmpty else { return }
+        updateMetadataWithNextFlush { $0.setPendingWrites(keys, false) }
+    }
+
+    func updateMetadataWithNextFlush(_ update: @escaping @Sendable (Database) -> Void) {
+        push()
+        buffer.enqueueMetadataUpdate(update)
     }
 }

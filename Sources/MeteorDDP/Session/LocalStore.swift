@@ -27,8 +27,15 @@ protocol LocalStore: Sendable {
     /// Applies everything held in one transaction; a resetting hold keeps the documents in `keeping` as they are.
     func release(keeping: Set<DocumentKey>)
     /// Runs a stub inside one write transaction and returns its outcome and the documents it wrote with their
-    /// versions from before (also when it threw after writing some).
+    /// versions from before (also when it threw after writing some); they hold pending writes from that transaction
+    /// on.
     func runStub<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)])
-    /// Puts documents back to the versions given (undoing a stub whose call is not made), in one transaction.
-    func revert(_ originals: [(DocumentKey, EJSONObject?)])
+    /// Puts documents back to the versions given (undoing a stub whose call is not made), in one transaction, in
+    /// which the documents in `settled` stop holding pending writes.
+    func revert(_ originals: [(DocumentKey, EJSONObject?)], settled: [DocumentKey])
+    /// The documents stop holding pending writes (their server versions are queued): in the transaction that applies
+    /// what is queued now.
+    func settle(_ keys: [DocumentKey])
+    /// Changes the cache's metadata in the transaction that applies what is queued now.
+    func updateMetadataWithNextFlush(_ update: @escaping @Sendable (Database) -> Void)
 }

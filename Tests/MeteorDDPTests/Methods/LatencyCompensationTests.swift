@@ -63,7 +63,11 @@ final class LatencyCompensationTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "1", result: nil, error: nil))
         harness.flushData()
-        XCTAssertEqual(recorder.changes.count, 1, "the server's identical version replaced the stub's: no change")
+        XCTAssertEqual(
+            recorder.documentChanges.count, 1, "the server's identical version replaced the stub's: no change")
+        XCTAssertEqual(
+            recorder.changes.last?.metadataChange.pendingWritesChanged,
+            [DocumentKey(collectionName: "players", documentID: "gauss")], "the flag alone: it is confirmed")
     }
 
     func testUpdatedWithoutTheServerAddingTheDocumentRevertsTheInsert() throws {

@@ -83,7 +83,7 @@ final class OfflineRestoreTests: XCTestCase {
 
     // MARK: - Reconciliation
 
-    func testAnUnchangedServerPostsNoNotificationAtAll() throws {
+    func testAnUnchangedServerChangesNoDocumentOnlyTheFromCacheFlag() throws {
         firstRunWithPlayers()
         let harness = launch()
         let recorder = ChangesRecorder(harness.client.database)
@@ -93,7 +93,11 @@ final class OfflineRestoreTests: XCTestCase {
         harness.receive(.added(collection: "players", id: "ada", fields: ["name": "Ada", "score": 25]))
         harness.receive(.ready(subscriptionIDs: [players.id]))
         harness.flushData()
-        XCTAssertEqual(recorder.changes.count, 0, "a relaunch with unchanged server data posts nothing")
+        XCTAssertEqual(
+            recorder.documentChanges.count, 0, "a relaunch with unchanged server data changes no document")
+        XCTAssertEqual(
+            recorder.changes.map(\.metadataChange.fromCacheChanged), [true],
+            "one notification: no longer from the store")
         XCTAssertEqual(harness.client.database.collection("players").count, 2)
         XCTAssertEqual(players.status, .ready)
     }
@@ -145,7 +149,7 @@ final class OfflineRestoreTests: XCTestCase {
         harness.receive(.added(collection: "players", id: "gauss", fields: ["name": "Gauss"]))
         harness.receive(.ready(subscriptionIDs: [players.id]))
         harness.flushData()
-        XCTAssertEqual(recorder.changes.count, 0)
+        XCTAssertEqual(recorder.documentChanges.count, 0)
     }
 
     func testAConnectionLostBeforeReconciliationStillReconcilesOnTheNextOne() throws {
@@ -162,7 +166,7 @@ final class OfflineRestoreTests: XCTestCase {
         harness.receive(.added(collection: "players", id: "gauss", fields: ["name": "Gauss"]))
         harness.receive(.ready(subscriptionIDs: [players.id]))
         harness.flushData()
-        XCTAssertEqual(recorder.changes.count, 0)
+        XCTAssertEqual(recorder.documentChanges.count, 0)
     }
 
     // MARK: - Durable calls

@@ -205,7 +205,7 @@ final class ReconnectQuiescenceTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["2"]))
         harness.receive(.result(id: "2", result: nil, error: nil))
         harness.flushData()
-        XCTAssertEqual(recorder.changes.count, 0, "the server's version equals the stub's")
+        XCTAssertEqual(recorder.documentChanges.count, 0, "the server's version equals the stub's")
     }
 
     func testAStubWriteNotMadeOnTheServerIsRevertedOnceAfterAReconnect() throws {

@@ -26,6 +26,11 @@ final class ChangesRecorder: @unchecked Sendable {
         if let observer { NotificationCenter.default.removeObserver(observer) }
     }
 
+    /// ``changes`` that changed a document (not only the cache's metadata: pending writes, the offline store's data).
+    var documentChanges: [DatabaseChanges] {
+        changes.filter { $0.count > 0 }
+    }
+
     /// Waits until every notification already committed has been delivered, then returns all recorded so far.
     var changes: [DatabaseChanges] {
         database.notificationQueue.sync {}

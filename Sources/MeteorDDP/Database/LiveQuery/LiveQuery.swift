@@ -7,6 +7,9 @@ public struct LiveQuerySnapshot: Sendable {
     public let documents: [Document]
     /// How ``documents`` differs from the previous snapshot's (empty for the first).
     public let diff: LiveQueryDiff
+    /// Whether the documents hold local writes the server has not confirmed yet, and whether they are from the
+    /// offline store. A snapshot with an empty diff comes when only these change.
+    public internal(set) var metadata = ResultMetadata()
 }
 
 /// Index changes between two ordered results, like `NSFetchedResultsController` reports them.

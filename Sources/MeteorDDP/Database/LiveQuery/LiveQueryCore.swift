@@ -29,19 +29,33 @@ final class LiveQueryCore: LiveQueryEngine, @unchecked Sendable {
     func seed(_ snapshot: DatabaseSnapshot) {
         matches.seed(snapshot)
         seeded = true
-        receivers.publish(LiveQuerySnapshot(documents: matches.visible(), diff: LiveQueryDiff()))
+        let visible = matches.visible()
+        receivers.publish(
+            LiveQuerySnapshot(
+                documents: visible, diff: LiveQueryDiff(),
+                metadata: snapshot.metadata.result(collection: collection, documents: visible)))
     }
 
     func update(with changes: DatabaseChanges, snapshot: DatabaseSnapshot) {
         guard seeded else { return }
         let keys = changes.affectedDocumentKeys.filter { $0.collectionName == collection }
-        guard !keys.isEmpty else { return }
+        let metadataChanged = !changes.metadataChange.isEmpty
+        guard !keys.isEmpty || metadataChanged else { return }
         let old = matches.visible()
-        let previous = matches.apply(keys, snapshot)
-        let new = matches.visible()
-        let diff = Self.diff(from: old, to: new, updated: matches.updatedIndexes(previous: previous, old: old))
-        guard !diff.isEmpty else { return }
-        receivers.publish(LiveQuerySnapshot(documents: new, diff: diff))
+        var new = old
+        var diff = LiveQueryDiff()
+        if !keys.isEmpty {
+            let previous = matches.apply(keys, snapshot)
+            new = matches.visible()
+            diff = Self.diff(from: old, to: new, updated: matches.updatedIndexes(previous: previous, old: old))
+        }
+        // The flags are computed when the documents or the metadata changed (only the pending documents are looked
+        // up when they are fewer than the result's).
+        let before = receivers.current.metadata
+        let metadata =
+            metadataChanged || !diff.isEmpty ? snapshot.metadata.result(collection: collection, documents: new) : before
+        guard !diff.isEmpty || metadata != before else { return }
+        receivers.publish(LiveQuerySnapshot(documents: new, diff: diff, metadata: metadata))
     }
 
     func finish() { receivers.finish() }

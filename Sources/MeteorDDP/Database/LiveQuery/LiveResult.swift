@@ -127,10 +127,12 @@ final class SnapshotReceivers<Snapshot: LiveResultSnapshot>: Sendable {
 }
 
 extension LiveQuerySnapshot: LiveResultSnapshot {
-    var withoutDiff: LiveQuerySnapshot { LiveQuerySnapshot(documents: documents, diff: LiveQueryDiff()) }
+    var withoutDiff: LiveQuerySnapshot {
+        LiveQuerySnapshot(documents: documents, diff: LiveQueryDiff(), metadata: metadata)
+    }
 
     func rediffed(from previous: LiveQuerySnapshot) -> LiveQuerySnapshot {
         let diff = LiveQueryCore.diff(from: previous.documents, to: documents, changed: Set(documents.map(\.id)))
-        return LiveQuerySnapshot(documents: documents, diff: diff)
+        return LiveQuerySnapshot(documents: documents, diff: diff, metadata: metadata)
     }
 }

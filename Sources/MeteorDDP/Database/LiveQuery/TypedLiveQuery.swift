@@ -11,6 +11,9 @@ public struct TypedLiveQuerySnapshot<Model: Sendable>: Sendable {
     ///
     /// The first snapshot's diff is empty: its values are the whole result, nothing changed yet.
     public let diff: LiveQueryDiff
+    /// Whether the documents hold local writes the server has not confirmed yet, and whether they are from the
+    /// offline store (``LiveQuerySnapshot/metadata``).
+    public internal(set) var metadata = ResultMetadata()
 }
 
 /// A live query whose snapshots hold decoded values, cached per document version: a transaction that changes one
@@ -62,7 +65,8 @@ final class DecodedDocuments<Model: Decodable & Sendable>: Sendable {
     /// The snapshot decoded, reusing the values of document versions decoded before; forgets documents that left.
     func decode(_ snapshot: LiveQuerySnapshot) throws -> TypedLiveQuerySnapshot<Model> {
         TypedLiveQuerySnapshot(
-            ids: snapshot.documents.map(\.id), values: try decode(snapshot.documents), diff: snapshot.diff)
+            ids: snapshot.documents.map(\.id), values: try decode(snapshot.documents), diff: snapshot.diff,
+            metadata: snapshot.metadata)
     }
 
     /// The documents decoded (a document listed twice is decoded once), reusing the values of document versions

@@ -10,10 +10,16 @@ struct DatabaseSnapshot: Sendable {
     /// Keeps the tables' memory alive (`nil` for the empty snapshot and for an open transaction's own state, which
     /// the transaction keeps alive and which is valid only until its next write).
     private(set) var generation: SnapshotGeneration?
+    /// Which documents hold pending writes, whether the data is from the offline store.
+    var metadata: CacheMetadata
 
-    init(collections: TreeDictionary<String, DocumentTable> = [:], generation: SnapshotGeneration? = nil) {
+    init(
+        collections: TreeDictionary<String, DocumentTable> = [:], generation: SnapshotGeneration? = nil,
+        metadata: CacheMetadata = CacheMetadata()
+    ) {
         self.collections = collections
         self.generation = generation
+        self.metadata = metadata
     }
 
     func document(_ key: DocumentKey) -> Document? {
@@ -70,11 +76,14 @@ final class SnapshotGeneration: AtomicReference, @unchecked Sendable {
     let collections: TreeDictionary<String, DocumentTable>
     private let state = NIOLockedValueBox(State())
 
-    init(collections: TreeDictionary<String, DocumentTable>) {
+    let metadata: CacheMetadata
+
+    init(collections: TreeDictionary<String, DocumentTable>, metadata: CacheMetadata = CacheMetadata()) {
         self.collections = collections
+        self.metadata = metadata
     }
 
-    var snapshot: DatabaseSnapshot { DatabaseSnapshot(collections: collections, generation: self) }
+    var snapshot: DatabaseSnapshot { DatabaseSnapshot(collections: collections, generation: self, metadata: metadata) }
 
     /// Records that `successor` replaced this generation, and what this one alone still uses.
     func supersede(by successor: SnapshotGeneration, retiring retired: RetiredMemory) {
