@@ -162,7 +162,7 @@ import SwiftUI
     }
 }
 
-// README.md:448
+// README.md:454
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -842,7 +842,7 @@ import SwiftUI
         // todos: client.collection("todos", as: Todo.self)
         let model = try todos.observed([:], FindOptions(sort: ["text": 1]))
         // In a view: a "saving…" badge while a stub's write waits for the server, "offline copy" until reconciled.
-        print(model.hasPendingWrites ? "saving…" : "saved", model.isFromCache ? "(offline copy)" : "")
+        let badge = (model.hasPendingWrites ? "saving…" : "saved") + (model.isFromCache ? " (offline copy)" : "")
     }
 }
 

@@ -52,7 +52,7 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         /// Whether a debounce timer is pending. Protected by `state`'s lock.
         var timerPending = false
         /// How many batches taken from `pending` are being applied right now (one on the buffer's queue, one on the
-        /// client's: ``flush(thenInTheSameTransaction:)``). Protected by `state`'s lock.
+        /// client's: ``flushIfFree(thenInTheSameTransaction:)``). Protected by `state`'s lock.
         var applying = 0
         /// Whether the queue will look at `pending` again without being signalled (a source event or a debounce
         /// timer is on its way), so an enqueue need not signal. Protected by `state`'s lock.

@@ -196,51 +196,6 @@ extension DDPClient {
         }
     }
 
-    // MARK: - Quiescence
-
-    /// Holds a data message until quiescence (LC `_livedata_data`); applies the held messages when it comes.
-    func holdUntilQuiescence(_ message: consuming IncomingMessage) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        let outcome = core.holdUntilQuiescence(message)
-        if let (subscriptions, methods) = outcome.limitReached {
-            report(
-                .limitReached(
-                    "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
-                        + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); "
-                        + "applying them now"
-                ))
-        }
-        if let hold = outcome.quiescent { applyQuiescence(hold) }
-    }
-
-    /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
-    /// reconnect), then queues the data-visible callbacks of methods that are not re-sent.
-    func applyQuiescence(_ hold: QuiescenceHold) {
-        store.hold(resetting: hold.resetting)
-        for id in hold.methodsVisibleAtQuiescence {
-            runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }
-        }
-        for message in hold.messages { processDataMessage(message) }
-        // Methods that are not re-sent get no `updated` from the new session: their documents take the server's
-        // version now.
-        for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
-        let keeping = hold.resetting ? core.session.serverDocuments.keys : []
-        if hold.resetting, core.offline.pendingReconciliation {
-            // The restored cache is reconciled in this transaction: its data is no longer only the offline store's.
-            store.updateMetadataWithNextFlush { $0.setFromCache(false) }
-        }
-        if core.session.stubReplays.isDue {
-            // PendingStubMode.rebase: the release and the replay are applied here, in one transaction (the buffer's
-            // queue is not woken to apply the release on its own): the new session's data with the pending stubs
-            // over it.
-            store.releaseForInlineFlush(keeping: keeping)
-            replayPendingStubsIfDue()
-        } else {
-            store.release(keeping: keeping)
-        }
-        if hold.resetting { reconciliationApplied() }
-    }
-
     // MARK: - Data and method messages of the established session
 
     /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the

@@ -205,19 +205,26 @@ final class StubRebaseTests: XCTestCase {
         #endif
     }
 
-    func testAfterAReconnectTheNewSessionsDataShowsAtReadyWithTheResentStubOnTop() throws {
-        let harness = connected()
+    /// "players" ready, `inc` called, then a reconnect whose new session sends lovelace green (the call not run yet)
+    /// and makes the subscription ready again.
+    private func reconnectedWithAPendingInc(_ mode: PendingStubMode) throws -> ClientHarness {
+        let harness = connected(mode)
         let subscription = harness.client.subscribe("players")
         harness.receive(.ready(subscriptionIDs: [subscription.id]))
         harness.flushData()
         try harness.client.call("inc") { _ in }
         harness.dropAndReopen()
         harness.receive(.connected(session: "SESSION-2"))
-        // Meteor holds the new session's data until the re-sent call's `updated`; a rebasing client shows it at
-        // quiescence (the subscription ready again), with the stub replayed over it.
         harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25, "color": "green"]))
         harness.receive(.ready(subscriptionIDs: [subscription.id]))
         harness.flushData()
+        return harness
+    }
+
+    func testAfterAReconnectTheNewSessionsDataShowsAtReadyWithTheResentStubOnTop() throws {
+        // Meteor holds the new session's data until the re-sent call's `updated`; a rebasing client shows it at
+        // quiescence (the subscription ready again), with the stub replayed over it.
+        let harness = try reconnectedWithAPendingInc(.rebase)
         XCTAssertFalse(harness.client.queue.sync { harness.client.core.isHoldingForQuiescence })
         XCTAssertEqual(fields(harness), ["score": 26, "color": "green"])
         serverRan(harness, call: "1", score: 26)
@@ -227,16 +234,7 @@ final class StubRebaseTests: XCTestCase {
     }
 
     func testUnderMeteorsRuleTheResentCallHoldsTheNewSessionsData() throws {
-        let harness = connected(.holdServerData)
-        let subscription = harness.client.subscribe("players")
-        harness.receive(.ready(subscriptionIDs: [subscription.id]))
-        harness.flushData()
-        try harness.client.call("inc") { _ in }
-        harness.dropAndReopen()
-        harness.receive(.connected(session: "SESSION-2"))
-        harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25, "color": "green"]))
-        harness.receive(.ready(subscriptionIDs: [subscription.id]))
-        harness.flushData()
+        let harness = try reconnectedWithAPendingInc(.holdServerData)
         XCTAssertTrue(harness.client.queue.sync { harness.client.core.isHoldingForQuiescence })
         XCTAssertEqual(fields(harness), ["score": 26, "color": "blue"])
     }
