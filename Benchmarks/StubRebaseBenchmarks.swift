@@ -5,7 +5,9 @@ import MeteorDDP
 import MeteorDDPTesting
 
 /// ``PendingStubMode/rebase``: what a server change to a document costs when 1, 10 or 100 pending stubs wrote it
-/// (each is replayed over the new version), against the same change to a document no stub wrote. Two clients in
+/// (each is replayed over the new version), and when one did under a backlog of 1,000 or 5,000 pending calls whose
+/// stubs wrote other documents (not replayed: they are not concerned), against the same change to a document no stub
+/// wrote. Two clients in
 /// process, taking turns change by change; both apply incoming data as soon as they get to it
 /// (`bufferedWritesInterval` zero: the default 5 ms debounce would otherwise be most of the baseline's figure, and the
 /// replay's inline flush does not wait for it).
@@ -23,10 +25,19 @@ enum StubRebaseBenchmarks {
                 baseline: baseline.p99, unit: "µs", baselineName: "no pending stub",
                 target: pending == 100 ? "each replayed stub costs its run; no cost without pending stubs" : nil)
         }
+        for backlog in [1_000, 5_000] {
+            let (ours, baseline) = changeToNotification(pendingStubs: 1, backlog: backlog, changes: 1_000)
+            Bench.report(
+                "change under 1 pending stub, \(backlog) others pending → notification p99", ours: ours.p99,
+                baseline: baseline.p99, unit: "µs", baselineName: "no pending stub",
+                target: backlog == 5_000 ? "as under 1 pending stub: the backlog is not replayed" : nil)
+        }
     }
 
-    /// A client with one document, `lovelace`, and `pending` unanswered calls whose stub increments it.
-    private static func client(pendingStubs pending: Int) -> (DDPClient, InMemoryTransport, Observed) {
+    /// A client with one document, `lovelace`, `pending` unanswered calls whose stub increments it, and `backlog`
+    /// unanswered calls whose stubs each insert a document of their own.
+    private static func client(pendingStubs pending: Int, backlog: Int = 0) -> (DDPClient, InMemoryTransport, Observed)
+    {
         var configuration = DDPClient.Configuration()
         configuration.pendingStubMode = .rebase
         configuration.bufferedWritesInterval = .zero
@@ -34,9 +45,16 @@ enum StubRebaseBenchmarks {
         client.defineStub("inc") { context in
             .number(Double(try context.collection("players").update("lovelace", ["$inc": ["score": 1]])))
         }
+        client.defineStub("add") { context in
+            .string(context.collection("players").insert(["score": 0]) ?? "")
+        }
         let observed = Observed(client.database)
         transport.receive(ServerMessage.added(collection: "players", id: "lovelace", fields: ["score": 0]))
         observed.waitForOne()
+        for _ in 0..<backlog {
+            _ = try? client.call("add") { _ in }
+            observed.waitForOne()
+        }
         for _ in 0..<pending {
             _ = try? client.call("inc") { _ in }
             observed.waitForOne()
@@ -44,10 +62,10 @@ enum StubRebaseBenchmarks {
         return (client, transport, observed)
     }
 
-    private static func changeToNotification(pendingStubs pending: Int, changes: Int) -> (
+    private static func changeToNotification(pendingStubs pending: Int, backlog: Int = 0, changes: Int) -> (
         ours: (p50: Double, p99: Double), baseline: (p50: Double, p99: Double)
     ) {
-        let (rebasing, rebasingTransport, rebasingObserved) = client(pendingStubs: pending)
+        let (rebasing, rebasingTransport, rebasingObserved) = client(pendingStubs: pending, backlog: backlog)
         let (plain, plainTransport, plainObserved) = client(pendingStubs: 0)
         var ours: [Double] = []
         var baseline: [Double] = []

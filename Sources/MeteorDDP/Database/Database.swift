@@ -101,7 +101,9 @@ public final class Database: @unchecked Sendable {
 
     /// The names of the collections that have documents.
     public var collectionNames: [String] {
-        Array(snapshot.collections.keys)
+        let snapshot = snapshot
+        snapshot.readLog?.noteEverything()
+        return Array(snapshot.collections.keys)
     }
 
     // MARK: - Writing
@@ -124,22 +126,39 @@ public final class Database: @unchecked Sendable {
         return try body()
     }
 
+    /// What a part of a transaction did
+    /// (``performUpdatesRecordingOriginals(markingPendingWrites:recordingReads:_:)``).
+    struct RecordedRun<T> {
+        /// What the body returned or threw.
+        let value: Result<T, any Error>
+        /// Every document the body wrote, with its version from before the body (`nil`: it did not exist).
+        let originals: [(DocumentKey, EJSONObject?)]
+        /// What the body read, when asked for (nested parts' reads included).
+        let reads: CacheReads?
+    }
+
     /// Like ``performUpdates(_:)``, and returns every document the body wrote with its version from before the body
     /// (`nil`: it did not exist), also when the body throws (what it wrote before throwing stays written). Latency
     /// compensation keeps those as the server's versions.
-    /// With `markingPendingWrites`, those documents hold pending writes from this transaction on.
-    func performUpdatesRecordingOriginals<T>(_ body: () throws -> T, markingPendingWrites: Bool = false) -> (
-        value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]
-    ) {
+    /// - Parameters:
+    ///   - markingPendingWrites: Those documents hold pending writes from this transaction on.
+    ///   - recordingReads: Note what the body reads from the cache too (``PendingStubMode/rebase``).
+    func performUpdatesRecordingOriginals<T>(
+        markingPendingWrites: Bool = false, recordingReads: Bool = false, _ body: () throws -> T
+    ) -> RecordedRun<T> {
         begin()
         transaction!.recorders.append(Recorder())
+        let enclosingLog = transaction!.readLog
+        let log = recordingReads ? CacheReadLog(enclosing: enclosingLog) : nil
+        if let log { transaction!.readLog = log }
         let value = Result { try body() }
+        transaction!.readLog = enclosingLog
         let recorder = transaction!.recorders.removeLast()
         if markingPendingWrites, !recorder.originals.isEmpty {
             transaction!.pending.metadata.documentsWithPendingWrites.formUnion(recorder.originals.keys)
         }
         end()
-        return (value, recorder.originals.map { ($0.key, $0.value) })
+        return RecordedRun(value: value, originals: recorder.originals.map { ($0.key, $0.value) }, reads: log?.reads)
     }
 
     /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).

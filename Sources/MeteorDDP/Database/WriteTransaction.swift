@@ -30,6 +30,8 @@ struct WriteTransaction {
     var unsureChanges: [Int32] = []
     /// Nested recorders of originals (stubs).
     var recorders: [Recorder] = []
+    /// The innermost log of reads, while a part of the transaction that records them runs.
+    var readLog: CacheReadLog?
     /// The metadata of the snapshot the transaction started from (the transaction's own is `pending.metadata`).
     var metadataBefore = CacheMetadata()
 }
@@ -146,6 +148,7 @@ extension WriteTransaction {
         var snapshot = pending
         for (name, table) in tables { snapshot.setTable(name, table) }
         if let (name, table) = currentTable { snapshot.setTable(name, table) }
+        snapshot.readLog = readLog
         return snapshot
     }
 }

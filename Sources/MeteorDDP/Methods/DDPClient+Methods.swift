@@ -179,7 +179,7 @@ extension DDPClient {
         }
         var context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
         var notReplayable: [DocumentKey]?
-        let (outcome, originals) = store.runStub {
+        let run = store.runStub(recordingReads: core.session.stubReplays.isOn) {
             if checksStubsAreReplayable {
                 let twice = runStubTwice(stub, name, params: params, context: context)
                 context = twice.context
@@ -188,12 +188,13 @@ extension DDPClient {
             }
             return try MethodInvocationContext.$current.withValue(context) { try stub(context) }
         }
+        let (outcome, originals) = (run.value, run.originals)
         let threw: Bool = if case .failure = outcome { true } else { false }
         if !threw || !options.throwStubExceptions {
             core.session.stubReplays.callMade(
                 StubReplays.Call(
                     id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub,
-                    lastReplayFailed: threw))
+                    lastReplayFailed: threw, reads: run.reads))
         }
         switch outcome {
         case .success(let value):

@@ -4,39 +4,62 @@ import EJSON
 /// ``PendingStubMode/rebase``: the pending stubs replayed over the server's newest data (``StubReplays`` decides when
 /// and which; this runs them).
 extension DDPClient {
-    /// Replays the pending stubs if a replay is due: in one transaction with everything queued for the cache that
-    /// the buffer's queue has not begun to apply, every document they wrote is put back to the server's version and
-    /// every stub runs again, in call order, with its parameters and seed. Readers see the result only, never the
-    /// server's version without the stubs; a document the replay leaves as it was posts no change. Called on the
-    /// client queue at the end of each burst of incoming frames and when quiescence is applied.
+    /// Replays the pending stubs a change concerns, if a replay is due: in one transaction with everything queued for
+    /// the cache that the buffer's queue has not begun to apply, the documents concerned are put back to the
+    /// server's version and the stubs concerned run again, in call order, with their parameters and seeds
+    /// (``StubReplays`` chooses them). Readers see the result only, never the server's version without the stubs; a
+    /// document the replay leaves as it was posts no change. Called on the client queue at the end of each burst of
+    /// incoming frames and when quiescence is applied.
     func replayPendingStubsIfDue(attempt: Int = 0) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard core.session.stubReplays.isDue else { return }
         let stubs = stubs.withLockedValue { $0 }
-        var plan: StubReplays.Plan?
-        var runs:
-            [(call: StubReplays.Call, error: (any Error)?, seed: String?, originals: [(DocumentKey, EJSONObject?)])] =
-                []
+        var replayed = 0
+        /// The calls whose replay started throwing in this transaction, with the error (reported once it committed).
+        var failures: [String: (name: String, error: any Error)] = [:]
         let applied = store.flushIfFree { [database] in
-            let methods = core.session.methods
-            plan = core.session.stubReplays.takePlan(
-                documents: core.session.serverDocuments, isPending: { methods.name(of: $0) != nil },
-                stubNamed: { stubs[$0] })
-            guard let plan else { return }
-            database.apply(plan.resets.map { DataUpdate.replaced($0.0, $0.1) })
-            for (call, stub) in plan.calls {
-                let context = MethodInvocationContext(
-                    methodName: call.name, params: call.params, enclosing: nil, client: self,
-                    randomSeed: call.randomSeed, isReplay: true)
-                let (outcome, originals) = database.performUpdatesRecordingOriginals {
-                    try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+            var pendingWrites: [DocumentKey] = []
+            for round in 1... {
+                let methods = core.session.methods
+                guard
+                    let plan = core.session.stubReplays.takePlan(
+                        documents: core.session.serverDocuments, isPending: { methods.name(of: $0) != nil },
+                        stubNamed: { stubs[$0] })
+                else { break }
+                database.apply(plan.resets.map { DataUpdate.replaced($0.0, $0.1) })
+                var escaped: [DocumentKey] = []
+                for (call, stub) in plan.calls {
+                    let context = MethodInvocationContext(
+                        methodName: call.name, params: call.params, enclosing: nil, client: self,
+                        randomSeed: call.randomSeed, isReplay: true)
+                    let run = database.performUpdatesRecordingOriginals(recordingReads: true) {
+                        try MethodInvocationContext.$current.withValue(context) { try stub(context) }
+                    }
+                    // Documents a replay wrote that no pending stub had written are kept aside from now on (their
+                    // versions from before are the server's: the cache holds the server's version of every document
+                    // no stub wrote).
+                    core.stubRan(methodID: call.id, originals: run.originals)
+                    pendingWrites.append(contentsOf: run.originals.lazy.map(\.0))
+                    escaped.append(contentsOf: run.originals.lazy.map(\.0).filter { !plan.documents.contains($0) })
+                    var error: (any Error)?
+                    if case .failure(let failure) = run.value { error = failure }
+                    let started = core.session.stubReplays.replayed(
+                        call.id, failed: error != nil, randomSeed: context.randomSeedIfUsed, reads: run.reads!)
+                    if let error {
+                        if started { failures[call.id] = (call.name, error) }
+                    } else {
+                        failures[call.id] = nil
+                    }
                 }
-                var error: (any Error)?
-                if case .failure(let failure) = outcome { error = failure }
-                runs.append((call, error, context.randomSeedIfUsed, originals))
+                replayed += plan.calls.count
+                // A replay that wrote a document outside the plan's changed it under calls the plan left out: those
+                // the document concerns run again in this transaction (every call, after two such rounds).
+                guard !escaped.isEmpty, !plan.isEveryCall else { break }
+                core.session.stubReplays.noteChanged(escaped)
+                if round >= 2 { core.session.stubReplays.noteEverythingChanged() }
             }
             // Documents a replay wrote for the first time hold pending writes from now on, as the stubs' others do.
-            database.setPendingWrites(runs.lazy.flatMap { $0.originals.map(\.0) }, true)
+            database.setPendingWrites(pendingWrites, true)
         }
         guard applied else {
             // Another thread holds the cache's write lock (an app's transaction, which may be waiting for this very
@@ -49,18 +72,10 @@ extension DDPClient {
             queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in self?.replayPendingStubsIfDue() }
             return
         }
-        guard let plan else { return }
-        // Documents a replay wrote that no pending stub had written are kept aside from now on (their versions from
-        // before are the server's: the cache holds the server's version of every document no stub wrote).
-        for run in runs {
-            core.stubRan(methodID: run.call.id, originals: run.originals)
-            if core.session.stubReplays.replayed(run.call.id, failed: run.error != nil, randomSeed: run.seed),
-                let error = run.error
-            {
-                report(.stubReplayFailed(run.call.name, methodID: run.call.id, error))
-            }
+        for (id, failure) in failures {
+            report(.stubReplayFailed(failure.name, methodID: id, failure.error))
         }
-        logger.trace("replayed pending stubs", metadata: ["calls": "\(plan.calls.count)"])
+        if replayed > 0 { logger.trace("replayed pending stubs", metadata: ["calls": "\(replayed)"]) }
     }
 
     /// Runs a new call's stub for ``PendingStubMode/rebase`` in debug builds: twice over the same state, inside the

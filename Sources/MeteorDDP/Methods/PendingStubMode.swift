@@ -15,8 +15,10 @@ public enum PendingStubMode: Sendable, Hashable {
     case holdServerData
     /// The cache shows the server's newest version of such a document with every pending call's stub replayed over
     /// it, in call order, with its original parameters and random seed (so the ids it makes are the same). Whenever
-    /// the server's data for one of them changes, or a call's `updated` takes its stub out, the stubs are replayed in
-    /// one transaction with that data; a replay that leaves a document as it was posts no change.
+    /// the server's data for a document a pending stub wrote or read changes, or a call's `updated` takes its stub
+    /// out, the stubs concerned are replayed in one transaction with that data: those that wrote or read the
+    /// document, and those that wrote or read what they wrote (the others would give what they gave before). A replay
+    /// that leaves a document as it was posts no change.
     ///
     /// Stubs must be replayable: they read only the cache and their parameters and write only through their context
     /// (no other side effects); debug builds run every new stub twice over the same state and report one whose writes

@@ -56,9 +56,13 @@ extension ClientCore {
     mutating func releaseDocuments(writtenBy id: String) -> ReleasedDocuments {
         let changes = Self.stored(session.serverDocuments.takeChanges())
         let sent = session.methods.sentIDs
-        let wrote = session.serverDocuments.documentsWritten(by: id).count
+        let wrote = session.serverDocuments.documentsWritten(by: id)
         let (replacements, callbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
-        session.stubReplays.callDone(id, documentsStillKept: replacements.count < wrote)
+        if session.stubReplays.isOn {
+            let replaced = Set(replacements.map(\.key))
+            session.stubReplays.callDone(
+                id, documentsStillKept: wrote.lazy.filter { !replaced.contains($0) }, released: replaced)
+        }
         return ReleasedDocuments(serverChanges: changes, replacements: replacements, flushCallbacks: callbacks)
     }
 }

@@ -21,7 +21,7 @@ extension ClientCore {
     mutating func serverAdded(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject) -> DataRouting {
         let admission = session.undeclaredCollections.added(key.collectionName, key.documentID)
         guard admission == .apply else { return .dropped(report: admission == .dropAndReport) }
-        return keptAsideNoted(session.serverDocuments.serverAdded(key, fields: fields()))
+        return keptAsideNoted(session.serverDocuments.serverAdded(key, fields: fields()), key)
     }
 
     /// `changed`. `fields` is read only when a stub-written document takes it.
@@ -32,7 +32,7 @@ extension ClientCore {
         guard session.undeclaredCollections.changed(key.collectionName, key.documentID) == .apply else {
             return .dropped(report: false)
         }
-        return keptAsideNoted(session.serverDocuments.serverChanged(key, fields: fields(), cleared: cleared))
+        return keptAsideNoted(session.serverDocuments.serverChanged(key, fields: fields(), cleared: cleared), key)
     }
 
     /// `removed`.
@@ -40,14 +40,17 @@ extension ClientCore {
         guard session.undeclaredCollections.removed(key.collectionName, key.documentID) == .apply else {
             return .dropped(report: false)
         }
-        return keptAsideNoted(session.serverDocuments.serverRemoved(key))
+        return keptAsideNoted(session.serverDocuments.serverRemoved(key), key)
     }
 
-    /// The routing, noting a change of a kept-aside copy (with ``PendingStubMode/rebase``, the stubs are replayed
-    /// over it at the end of the burst).
+    /// The routing, noting with ``PendingStubMode/rebase`` a change of a kept-aside copy or of a document a pending
+    /// stub read (the stubs concerned are replayed over it at the end of the burst).
     @inline(__always)
-    private mutating func keptAsideNoted(_ routing: ServerDocumentBuffer.Routing) -> DataRouting {
-        if case .keptAside = routing { session.stubReplays.serverDataChanged() }
+    private mutating func keptAsideNoted(_ routing: ServerDocumentBuffer.Routing, _ key: DocumentKey) -> DataRouting {
+        if session.stubReplays.isOn {
+            let keptAside: Bool = if case .keptAside = routing { true } else { false }
+            session.stubReplays.serverDataChanged(key, keptAside: keptAside)
+        }
         return DataRouting(routing)
     }
 

@@ -73,7 +73,7 @@ extension ClientCore {
         session.quiescence = nil
         if hold.resetting {
             session.serverDocuments.sessionReset()
-            if !session.serverDocuments.isEmpty { session.stubReplays.serverDataChanged() }
+            if !session.serverDocuments.isEmpty { session.stubReplays.noteEverythingChanged() }
             session.undeclaredCollections.reset()
         }
         return hold

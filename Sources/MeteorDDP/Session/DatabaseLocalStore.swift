@@ -62,9 +62,10 @@ final class DatabaseLocalStore: LocalStore, @unchecked Sendable {
         buffer.release(keeping: keeping)
     }
 
-    func runStub<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)]) {
+    func runStub<T>(recordingReads: Bool, _ body: () throws -> T) -> Database.RecordedRun<T> {
         push()
-        return database.performUpdatesRecordingOriginals(body, markingPendingWrites: true)
+        return database.performUpdatesRecordingOriginals(
+            markingPendingWrites: true, recordingReads: recordingReads, body)
     }
 
     func revert(_ originals: [(DocumentKey, EJSONObject?)], settled: [DocumentKey]) {

@@ -28,8 +28,8 @@ protocol LocalStore: Sendable {
     func release(keeping: Set<DocumentKey>)
     /// Runs a stub inside one write transaction and returns its outcome and the documents it wrote with their
     /// versions from before (also when it threw after writing some); they hold pending writes from that transaction
-    /// on.
-    func runStub<T>(_ body: () throws -> T) -> (value: Result<T, any Error>, originals: [(DocumentKey, EJSONObject?)])
+    /// on. With `recordingReads`, what it read from the cache too.
+    func runStub<T>(recordingReads: Bool, _ body: () throws -> T) -> Database.RecordedRun<T>
     /// Puts documents back to the versions given (undoing a stub whose call is not made), in one transaction, in
     /// which the documents in `settled` stop holding pending writes.
     func revert(_ originals: [(DocumentKey, EJSONObject?)], settled: [DocumentKey])

@@ -176,14 +176,38 @@ final class DatabaseTests: XCTestCase {
 
     func testRecordingOriginalsReportsEachWrittenDocumentsVersionFromBefore() {
         let database = seeded()
-        let (_, originals) = database.performUpdatesRecordingOriginals {
+        let originals = database.performUpdatesRecordingOriginals {
             database.apply(.changed(lovelace, ["score": 30], cleared: []))
             database.apply(.changed(lovelace, ["score": 31], cleared: []))
             database.apply(.added(shannon, ["name": "Claude Shannon"]))
-        }
+        }.originals
         XCTAssertEqual(originals.map(\.0), [lovelace, shannon])
         XCTAssertEqual(originals.first?.1?["score"], 25)
         XCTAssertNil(originals.last?.1 ?? nil)
+    }
+
+    func testRecordingReadsNotesLookupsWholeCollectionsAndListingsNestedPartsIncluded() {
+        let database = seeded()
+        var inner: CacheReads?
+        let outer = database.performUpdatesRecordingOriginals(recordingReads: true) {
+            _ = database.document(lovelace)
+            _ = database.collection("teams").find(Query())
+            inner =
+                database.performUpdatesRecordingOriginals(recordingReads: true) {
+                    _ = database.collection("scores").document(id: "x")
+                }.reads
+            // A part that does not record its own reads still reads for the enclosing one.
+            _ = database.performUpdatesRecordingOriginals { _ = database.collection("games").count }
+        }.reads
+        XCTAssertEqual(inner, CacheReads(documents: [DocumentKey(collectionName: "scores", documentID: "x")]))
+        XCTAssertEqual(
+            outer,
+            CacheReads(
+                documents: [lovelace, DocumentKey(collectionName: "scores", documentID: "x")],
+                collections: ["teams", "games"]))
+        let listing = database.performUpdatesRecordingOriginals(recordingReads: true) { _ = database.collectionNames }
+        XCTAssertEqual(listing.reads?.everything, true)
+        XCTAssertNil(database.performUpdatesRecordingOriginals { _ = database.document(lovelace) }.reads)
     }
 
     func testRemovingEverythingAndAddingBackInOneTransactionReportsOnlyRealDifferences() {

@@ -12,6 +12,9 @@ struct DatabaseSnapshot: Sendable {
     private(set) var generation: SnapshotGeneration?
     /// Which documents hold pending writes, whether the data is from the offline store.
     var metadata: CacheMetadata
+    /// Where reads are noted: set only on an open transaction's own state, while a part of it that records its reads
+    /// runs (a stub, with ``PendingStubMode/rebase``).
+    var readLog: CacheReadLog?
 
     init(
         collections: TreeDictionary<String, DocumentTable> = [:], generation: SnapshotGeneration? = nil,
@@ -23,14 +26,16 @@ struct DatabaseSnapshot: Sendable {
     }
 
     func document(_ key: DocumentKey) -> Document? {
-        collections[key.collectionName]?[key.documentID]
+        readLog?.noteDocument(key)
+        return collections[key.collectionName]?[key.documentID]
     }
 
     /// The table of a collection. Its memory is owned by this snapshot's generation: read it only while the snapshot
     /// is alive (a temporary snapshot may be released as soon as this returns). ``allDocuments(in:)`` and
     /// ``documentCount(in:)`` read within the snapshot's lifetime.
     func documents(in collection: String) -> DocumentTable {
-        collections[collection] ?? DocumentTable()
+        readLog?.noteCollection(collection)
+        return collections[collection] ?? DocumentTable()
     }
 
     /// Every document of a collection (the table is walked while `self`, the caller's snapshot, keeps it alive).
