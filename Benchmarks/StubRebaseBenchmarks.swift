@@ -32,6 +32,38 @@ enum StubRebaseBenchmarks {
                 baseline: baseline.p99, unit: "µs", baselineName: "no pending stub",
                 target: backlog == 5_000 ? "as under 1 pending stub: the backlog is not replayed" : nil)
         }
+        let (ours, baseline) = callToNotification(backlog: 5_000, calls: 1_000)
+        Bench.report(
+            "a new call's stub, 5000 others pending → notification p99", ours: ours.p99, baseline: baseline.p99,
+            unit: "µs", baselineName: "none pending",
+            target: "as with none pending: marking its document pending does not copy the backlog's")
+    }
+
+    /// A call's stub → its notification on a client with `backlog` pending calls, against one with none (the call
+    /// stays pending: each side's backlog grows by one per sample).
+    private static func callToNotification(backlog: Int, calls: Int) -> (
+        ours: (p50: Double, p99: Double), baseline: (p50: Double, p99: Double)
+    ) {
+        let (busy, _, busyObserved) = client(pendingStubs: 0, backlog: backlog)
+        let (idle, _, idleObserved) = client(pendingStubs: 0)
+        var ours: [Double] = []
+        var baseline: [Double] = []
+        for _ in 0..<calls {
+            for (client, observed, isOurs) in [(busy, busyObserved, true), (idle, idleObserved, false)] {
+                let start = Bench.now()
+                _ = try? client.call("add") { _ in }
+                let delivered = observed.waitForOne()
+                (isOurs ? { ours.append($0) } : { baseline.append($0) })(Double(delivered - start) / 1000)
+            }
+        }
+        busy.close()
+        idle.close()
+        return (percentiles(ours), percentiles(baseline))
+    }
+
+    private static func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
+        let sorted = samples.sorted()
+        return (sorted[sorted.count / 2], sorted[sorted.count * 99 / 100])
     }
 
     /// A client with one document, `lovelace`, `pending` unanswered calls whose stub increments it, and `backlog`
@@ -83,10 +115,6 @@ enum StubRebaseBenchmarks {
         }
         rebasing.close()
         plain.close()
-        func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
-            let sorted = samples.sorted()
-            return (sorted[sorted.count / 2], sorted[sorted.count * 99 / 100])
-        }
         return (percentiles(ours), percentiles(baseline))
     }
 

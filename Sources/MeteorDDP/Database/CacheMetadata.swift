@@ -1,3 +1,5 @@
+import HashTreeCollections
+
 /// Where the cache's data stands, beyond the documents themselves (Firestore's `hasPendingWrites` and `fromCache`,
 /// which Meteor lacks): which documents hold local writes the server has not confirmed yet, and whether the data was
 /// restored from the offline store and not yet confirmed by a connection. Part of every committed snapshot; a
@@ -7,14 +9,25 @@
 /// replaces the stub's (the last call that wrote it has its `updated`), in either ``PendingStubMode``; the cache is
 /// from the offline store from launch until the first connection's data has reconciled it.
 public struct CacheMetadata: Sendable, Equatable {
-    /// The documents holding local writes the server has not confirmed yet.
-    public internal(set) var documentsWithPendingWrites: Set<DocumentKey> = []
+    /// The documents holding pending writes, as a persistent hash tree: a transaction that marks a document copies
+    /// one path of it, not the whole set, and comparing it with the version it came from skips the parts they share
+    /// (with thousands of pending calls, a new call's commit costs its own documents, not the backlog).
+    var pendingWrites: TreeSet<DocumentKey> = []
     /// Whether the data was restored from the offline store and the first connection has not reconciled it yet.
     public internal(set) var isFromCache = false
 
+    init(pendingWrites: TreeSet<DocumentKey> = [], isFromCache: Bool = false) {
+        self.pendingWrites = pendingWrites
+        self.isFromCache = isFromCache
+    }
+
+    /// The documents holding local writes the server has not confirmed yet (made from the metadata's own set at each
+    /// call: for one document, ask ``hasPendingWrites(_:)``).
+    public var documentsWithPendingWrites: Set<DocumentKey> { Set(pendingWrites) }
+
     /// Whether a document holds local writes the server has not confirmed yet.
     public func hasPendingWrites(_ key: DocumentKey) -> Bool {
-        !documentsWithPendingWrites.isEmpty && documentsWithPendingWrites.contains(key)
+        !pendingWrites.isEmpty && pendingWrites.contains(key)
     }
 
     /// What a result made of `documents` of `collection` says.
@@ -27,16 +40,14 @@ public struct CacheMetadata: Sendable, Equatable {
     /// Whether any of these documents of `collection` holds pending writes (pending documents are few: each is
     /// looked up, when they are fewer than the ids).
     func hasPendingWrites(collection: String, ids: some Collection<String>) -> Bool {
-        guard !documentsWithPendingWrites.isEmpty else { return false }
-        if documentsWithPendingWrites.count < ids.count {
-            let pending = documentsWithPendingWrites.filter { $0.collectionName == collection }.map(\.documentID)
+        guard !pendingWrites.isEmpty else { return false }
+        if pendingWrites.count < ids.count {
+            let pending = pendingWrites.lazy.filter { $0.collectionName == collection }.map(\.documentID)
             guard !pending.isEmpty else { return false }
             let wanted = Set(pending)
             return ids.contains(where: wanted.contains)
         }
-        return ids.contains {
-            documentsWithPendingWrites.contains(DocumentKey(collectionName: collection, documentID: $0))
-        }
+        return ids.contains { pendingWrites.contains(DocumentKey(collectionName: collection, documentID: $0)) }
     }
 }
 
@@ -53,9 +64,8 @@ public struct CacheMetadataChange: Sendable, Equatable {
     init() {}
 
     init(from before: CacheMetadata, to after: CacheMetadata) {
-        if before.documentsWithPendingWrites != after.documentsWithPendingWrites {
-            pendingWritesChanged = before.documentsWithPendingWrites.symmetricDifference(
-                after.documentsWithPendingWrites)
+        if before.pendingWrites != after.pendingWrites {
+            pendingWritesChanged = Set(before.pendingWrites.symmetricDifference(after.pendingWrites))
         }
         fromCacheChanged = before.isFromCache != after.isFromCache
     }
@@ -70,7 +80,7 @@ public struct CacheMetadataChange: Sendable, Equatable {
     func concerns(collection: String, ids: some Collection<String>) -> Bool {
         if fromCacheChanged { return true }
         guard !pendingWritesChanged.isEmpty else { return false }
-        return CacheMetadata(documentsWithPendingWrites: pendingWritesChanged).hasPendingWrites(
+        return CacheMetadata(pendingWrites: TreeSet(pendingWritesChanged)).hasPendingWrites(
             collection: collection, ids: ids)
     }
 }

@@ -155,7 +155,7 @@ public final class Database: @unchecked Sendable {
         transaction!.readLog = enclosingLog
         let recorder = transaction!.recorders.removeLast()
         if markingPendingWrites, !recorder.originals.isEmpty {
-            transaction!.pending.metadata.documentsWithPendingWrites.formUnion(recorder.originals.keys)
+            transaction!.pending.metadata.pendingWrites.formUnion(recorder.originals.keys)
         }
         end()
         return RecordedRun(value: value, originals: recorder.originals.map { ($0.key, $0.value) }, reads: log?.reads)
@@ -212,9 +212,9 @@ public final class Database: @unchecked Sendable {
         performUpdates {
             for key in keys {
                 if pending {
-                    transaction!.pending.metadata.documentsWithPendingWrites.insert(key)
+                    transaction!.pending.metadata.pendingWrites.insert(key)
                 } else {
-                    transaction!.pending.metadata.documentsWithPendingWrites.remove(key)
+                    transaction!.pending.metadata.pendingWrites.remove(key)
                 }
             }
         }
