@@ -1,3 +1,6 @@
+import EJSON
+import OrderedCollections
+
 /// What a piece of code read from the cache inside a write transaction: the documents it looked up by key, the
 /// collections it read whole (a query, a count, every document) and whether it listed the collections. With
 /// ``PendingStubMode/rebase``, a pending call's stub is replayed when a document it read or wrote changed.
@@ -8,11 +11,6 @@ struct CacheReads: Equatable, Sendable {
     var collections: Set<String> = []
     /// The collections were listed: any change may change what was read.
     var everything = false
-
-    /// Whether a change to the document with this key may change what was read.
-    func include(_ key: DocumentKey) -> Bool {
-        everything || collections.contains(key.collectionName) || documents.contains(key)
-    }
 }
 
 /// Collects ``CacheReads`` while a write transaction's nested part runs (see
@@ -22,8 +20,12 @@ struct CacheReads: Equatable, Sendable {
 final class CacheReadLog: @unchecked Sendable {
     // @unchecked because: used only by the thread inside the write transaction, while its nested part runs (the
     // snapshots that carry it are the transaction's own, which are valid only on that thread).
-    private(set) var reads = CacheReads()
     let enclosing: CacheReadLog?
+    /// The first document looked up (most stubs look up one, often several times): no set is made for it.
+    private var firstDocument: DocumentKey?
+    private var otherDocuments: Set<DocumentKey> = []
+    private var collections: Set<String> = []
+    private var everything = false
 
     init(enclosing: CacheReadLog?) {
         self.enclosing = enclosing
@@ -32,7 +34,11 @@ final class CacheReadLog: @unchecked Sendable {
     func noteDocument(_ key: DocumentKey) {
         var log: CacheReadLog? = self
         while let current = log {
-            current.reads.documents.insert(key)
+            if current.firstDocument == nil {
+                current.firstDocument = key
+            } else if current.firstDocument != key {
+                current.otherDocuments.insert(key)
+            }
             log = current.enclosing
         }
     }
@@ -40,7 +46,7 @@ final class CacheReadLog: @unchecked Sendable {
     func noteCollection(_ name: String) {
         var log: CacheReadLog? = self
         while let current = log {
-            current.reads.collections.insert(name)
+            current.collections.insert(name)
             log = current.enclosing
         }
     }
@@ -48,8 +54,17 @@ final class CacheReadLog: @unchecked Sendable {
     func noteEverything() {
         var log: CacheReadLog? = self
         while let current = log {
-            current.reads.everything = true
+            current.everything = true
             log = current.enclosing
         }
+    }
+
+    /// What was read, but the documents in `written` (a pending call is found through the documents it wrote, as
+    /// their writer: listing them as read too would only double its entries).
+    func reads(excluding written: OrderedDictionary<DocumentKey, EJSONObject?>) -> CacheReads {
+        var reads = CacheReads(collections: collections, everything: everything)
+        if let firstDocument, written[firstDocument] == nil { reads.documents.insert(firstDocument) }
+        for key in otherDocuments where written[key] == nil { reads.documents.insert(key) }
+        return reads
     }
 }

@@ -133,7 +133,7 @@ public final class Database: @unchecked Sendable {
         let value: Result<T, any Error>
         /// Every document the body wrote, with its version from before the body (`nil`: it did not exist).
         let originals: [(DocumentKey, EJSONObject?)]
-        /// What the body read, when asked for (nested parts' reads included).
+        /// What the body read, when asked for (nested parts' reads included), but the documents it wrote.
         let reads: CacheReads?
     }
 
@@ -158,7 +158,9 @@ public final class Database: @unchecked Sendable {
             transaction!.pending.metadata.pendingWrites.formUnion(recorder.originals.keys)
         }
         end()
-        return RecordedRun(value: value, originals: recorder.originals.map { ($0.key, $0.value) }, reads: log?.reads)
+        return RecordedRun(
+            value: value, originals: recorder.originals.map { ($0.key, $0.value) },
+            reads: log?.reads(excluding: recorder.originals))
     }
 
     /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).

@@ -15,10 +15,13 @@ extension DDPClient {
         guard core.session.stubReplays.isDue else { return }
         let stubs = stubs.withLockedValue { $0 }
         var replayed = 0
+        /// The runs of the last round, recorded once the transaction has committed (so that its notification does not
+        /// wait for the bookkeeping).
+        var lastRuns: [ReplayRun] = []
         /// The calls whose replay started throwing in this transaction, with the error (reported once it committed).
         var failures: [String: (name: String, error: any Error)] = [:]
         let applied = store.flushIfFree { [database] in
-            var pendingWrites: [DocumentKey] = []
+            var newlyPending: [DocumentKey] = []
             for round in 1... {
                 let methods = core.session.methods
                 guard
@@ -28,6 +31,8 @@ extension DDPClient {
                 else { break }
                 database.apply(plan.resets.map { DataUpdate.replaced($0.0, $0.1) })
                 var escaped: [DocumentKey] = []
+                var runs: [ReplayRun] = []
+                runs.reserveCapacity(plan.calls.count)
                 for (call, stub) in plan.calls {
                     let context = MethodInvocationContext(
                         methodName: call.name, params: call.params, enclosing: nil, client: self,
@@ -35,31 +40,26 @@ extension DDPClient {
                     let run = database.performUpdatesRecordingOriginals(recordingReads: true) {
                         try MethodInvocationContext.$current.withValue(context) { try stub(context) }
                     }
-                    // Documents a replay wrote that no pending stub had written are kept aside from now on (their
-                    // versions from before are the server's: the cache holds the server's version of every document
-                    // no stub wrote).
-                    core.stubRan(methodID: call.id, originals: run.originals)
-                    pendingWrites.append(contentsOf: run.originals.lazy.map(\.0))
-                    escaped.append(contentsOf: run.originals.lazy.map(\.0).filter { !plan.documents.contains($0) })
-                    var error: (any Error)?
-                    if case .failure(let failure) = run.value { error = failure }
-                    let started = core.session.stubReplays.replayed(
-                        call.id, failed: error != nil, randomSeed: context.randomSeedIfUsed, reads: run.reads!)
-                    if let error {
-                        if started { failures[call.id] = (call.name, error) }
-                    } else {
-                        failures[call.id] = nil
+                    for (key, _) in run.originals {
+                        if !plan.documents.contains(key) { escaped.append(key) }
+                        if !core.session.serverDocuments.contains(key) { newlyPending.append(key) }
                     }
+                    runs.append(ReplayRun(call: call, run: run, seed: context.randomSeedIfUsed))
                 }
                 replayed += plan.calls.count
                 // A replay that wrote a document outside the plan's changed it under calls the plan left out: those
-                // the document concerns run again in this transaction (every call, after two such rounds).
-                guard !escaped.isEmpty, !plan.isEveryCall else { break }
+                // the document concerns run again in this transaction (every call, after two such rounds), with this
+                // round's writes and reads recorded first.
+                guard !escaped.isEmpty, !plan.isEveryCall else {
+                    lastRuns = runs
+                    break
+                }
+                record(runs, failures: &failures)
                 core.session.stubReplays.noteChanged(escaped)
                 if round >= 2 { core.session.stubReplays.noteEverythingChanged() }
             }
             // Documents a replay wrote for the first time hold pending writes from now on, as the stubs' others do.
-            database.setPendingWrites(pendingWrites, true)
+            if !newlyPending.isEmpty { database.setPendingWrites(newlyPending, true) }
         }
         guard applied else {
             // Another thread holds the cache's write lock (an app's transaction, which may be waiting for this very
@@ -72,10 +72,37 @@ extension DDPClient {
             queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in self?.replayPendingStubsIfDue() }
             return
         }
+        record(lastRuns, failures: &failures)
         for (id, failure) in failures {
             report(.stubReplayFailed(failure.name, methodID: id, failure.error))
         }
         if replayed > 0 { logger.trace("replayed pending stubs", metadata: ["calls": "\(replayed)"]) }
+    }
+
+    /// One stub's replay, as the bookkeeping needs it.
+    struct ReplayRun {
+        let call: StubReplays.Call
+        let run: Database.RecordedRun<EJSONValue?>
+        /// The seed the run used.
+        let seed: String?
+    }
+
+    /// Records replays: the documents they wrote are kept aside from now on (their versions from before are the
+    /// server's: the cache holds the server's version of every document no stub wrote), what they read, and which
+    /// started throwing (`failures`, reported by the caller; a later success in the same replay takes one out).
+    private func record(_ runs: [ReplayRun], failures: inout [String: (name: String, error: any Error)]) {
+        for replay in runs {
+            core.stubRan(methodID: replay.call.id, originals: replay.run.originals)
+            var error: (any Error)?
+            if case .failure(let failure) = replay.run.value { error = failure }
+            let started = core.session.stubReplays.replayed(
+                replay.call.id, failed: error != nil, randomSeed: replay.seed, reads: replay.run.reads!)
+            if let error {
+                if started { failures[replay.call.id] = (replay.call.name, error) }
+            } else {
+                failures[replay.call.id] = nil
+            }
+        }
     }
 
     /// Runs a new call's stub for ``PendingStubMode/rebase`` in debug builds: twice over the same state, inside the

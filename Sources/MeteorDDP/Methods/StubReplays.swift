@@ -30,8 +30,8 @@ struct StubReplays {
         /// Whether its last run threw (a failure is reported when it starts, not at every replay; a stub that threw
         /// when the call was made is not reported when its replay throws too).
         var lastReplayFailed = false
-        /// What its last run read from the cache; `nil` when no run of it has been seen (a call restored from the
-        /// offline store, before its first replay).
+        /// What its last run read from the cache, but the documents it wrote (they lead to it as their writer);
+        /// `nil` when no run of it has been seen (a call restored from the offline store, before its first replay).
         var reads: CacheReads? = nil
     }
 
@@ -118,7 +118,7 @@ struct StubReplays {
 
     /// Records how call `id`'s replay went: `true` when it threw now and had not thrown at its previous replay
     /// (the app is told when a stub starts failing). `randomSeed`: the seed the replay used, kept for the next ones
-    /// when the first run used none. `reads`: what it read.
+    /// when the first run used none. `reads`: what it read (``Call/reads``).
     mutating func replayed(_ id: String, failed: Bool, randomSeed: String?, reads: CacheReads) -> Bool {
         guard var call = calls[id] else { return false }
         let started = failed && !call.lastReplayFailed
@@ -148,26 +148,36 @@ struct StubReplays {
     ) -> Plan? {
         guard isDue else { return nil }
         let isEveryCall = everythingChanged
+        // Every writer of a reached document is among the concerned (with every call, writers without a replay entry
+        // are added: they freeze their documents).
         var (concerned, reached) =
             isEveryCall
-            ? (Set(calls.keys), documents.keys)
+            ? (Set(calls.keys).union(documents.documentsWrittenByMethod.keys), documents.keys)
             : callsConcerned(by: changed, documents: documents)
         changed = []
         everythingChanged = false
-        for id in concerned where calls[id] != nil && !isPending(id) {
-            let call = calls.removeValue(forKey: id)!
-            unindex(id, call.reads)
-        }
         // A writer the client no longer has, or whose stub is not defined, freezes its documents; a call that wrote a
         // frozen document is not replayed, and the other documents it wrote freeze too.
-        var frozenCalls = concerned.filter { id in
-            guard let call = calls[id] else { return true }
-            return call.stub == nil && stubNamed(call.name) == nil
+        var frozenCalls: Set<String> = []
+        var dropped: [String] = []
+        for id in concerned {
+            guard let index = calls.index(forKey: id) else {
+                frozenCalls.insert(id)
+                continue
+            }
+            if !isPending(id) {
+                dropped.append(id)
+                frozenCalls.insert(id)
+            } else if calls.values[index].stub == nil, stubNamed(calls.values[index].name) == nil {
+                frozenCalls.insert(id)
+            }
         }
+        for id in dropped { unindex(id, calls.removeValue(forKey: id)!.reads) }
         var frozen: Set<DocumentKey> = []
-        for key in reached
-        where documents.writers(of: key).contains(where: { calls[$0] == nil || frozenCalls.contains($0) }) {
-            frozen.insert(key)
+        if !frozenCalls.isEmpty {
+            for key in reached where documents.writers(of: key).contains(where: frozenCalls.contains) {
+                frozen.insert(key)
+            }
         }
         var grew = !frozen.isEmpty
         while grew {
@@ -180,12 +190,13 @@ struct StubReplays {
                 grew = true
             }
         }
-        concerned.subtract(frozenCalls)
+        if !frozenCalls.isEmpty { concerned.subtract(frozenCalls) }
         guard !concerned.isEmpty else { return nil }
-        reached.subtract(frozen)
+        if !frozen.isEmpty { reached.subtract(frozen) }
         let replayed = concerned.map { calls.index(forKey: $0)! }.sorted().map { index in
-            let call = calls.elements[index].value
-            return (call: call, stub: call.stub ?? stubNamed(call.name)!)
+            let call = calls.values[index]
+            guard let stub = call.stub else { return (call: call, stub: stubNamed(call.name)!) }
+            return (call: call, stub: stub)
         }
         let resets = reached.filter(documents.contains).map { ($0, documents.serverFields($0)) }
         return Plan(resets: resets, calls: replayed, documents: reached, isEveryCall: isEveryCall)
