@@ -32,29 +32,28 @@ final class CacheReadLog: @unchecked Sendable {
     }
 
     func noteDocument(_ key: DocumentKey) {
-        var log: CacheReadLog? = self
-        while let current = log {
-            if current.firstDocument == nil {
-                current.firstDocument = key
-            } else if current.firstDocument != key {
-                current.otherDocuments.insert(key)
+        forEachLog { log in
+            if log.firstDocument == nil {
+                log.firstDocument = key
+            } else if log.firstDocument != key {
+                log.otherDocuments.insert(key)
             }
-            log = current.enclosing
         }
     }
 
     func noteCollection(_ name: String) {
-        var log: CacheReadLog? = self
-        while let current = log {
-            current.collections.insert(name)
-            log = current.enclosing
-        }
+        forEachLog { $0.collections.insert(name) }
     }
 
     func noteEverything() {
+        forEachLog { $0.everything = true }
+    }
+
+    /// Calls `body` with this log and every enclosing one.
+    private func forEachLog(_ body: (CacheReadLog) -> Void) {
         var log: CacheReadLog? = self
         while let current = log {
-            current.everything = true
+            body(current)
             log = current.enclosing
         }
     }
