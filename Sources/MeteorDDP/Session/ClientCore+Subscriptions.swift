@@ -14,10 +14,12 @@ extension ClientCore {
     }
 
     mutating func subscribe(
-        name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String
+        name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue,
+        state: SubscriptionState? = nil, makeID: () -> String
     ) -> Subscribed {
         let (record, isNew) = session.subscriptions.acquire(
-            name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode, makeID: makeID)
+            name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode, state: state,
+            makeID: makeID)
         let sendNow = isNew && machine.isSocketOpen
         if sendNow { session.subscriptions.markSent(record.id) }
         return Subscribed(record: record, isNew: isNew, sendNow: sendNow)

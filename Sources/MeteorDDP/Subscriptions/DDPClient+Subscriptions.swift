@@ -18,16 +18,56 @@ extension DDPClient {
     ///   - notInUseTimeout: How long the subscription lingers after its last handle stops before `unsub` is sent
     ///     (so a quick re-subscribe reuses it). Default 180 s; zero unsubscribes at once.
     /// - Returns: A handle; keep it while you need the data and call ``Subscription/stop()`` (or drop it) after.
+    ///
+    /// Inside the app's own `database.performUpdates { … }` the subscription is made when the transaction commits,
+    /// on the same thread (see ``Subscription``, "Inside a transaction"): the client queue may be waiting for the
+    /// transaction's write lock, so waiting for it here could deadlock.
     public func subscribe(_ name: String, params: [EJSONValue] = [], notInUseTimeout: Duration = .seconds(180))
         -> Subscription
     {
-        let (record, isNew) = onClientQueue {
+        if database.isInTransactionOnCurrentThread, !isOnClientQueue {
+            let handle = Subscription(
+                unboundName: name, params: params, provisionalID: randomGenerator.id(), userCode: userCode,
+                client: self)
+            database.afterCurrentTransaction { [self] in bind(handle, notInUseTimeout: notInUseTimeout) }
+            return handle
+        }
+        let (record, isNew) = subscribeOnClientQueue(name, params: params, notInUseTimeout: notInUseTimeout)
+        logger.debug(isNew ? "subscribed" : "joined subscription", metadata: ["name": "\(name)", "id": "\(record.id)"])
+        return Subscription(name: name, params: params, id: record.id, shared: record.shared, client: self)
+    }
+
+    /// Makes or joins the subscription for a handle made inside a transaction, now that it committed.
+    private func bind(_ handle: Subscription, notInUseTimeout: Duration) {
+        guard !handle.isStopped else {
+            handle.shared.update(.stopped)
+            return
+        }
+        let (record, isNew) = subscribeOnClientQueue(
+            handle.name, params: handle.params, notInUseTimeout: notInUseTimeout, handle: handle)
+        logger.debug(
+            isNew ? "subscribed" : "joined subscription", metadata: ["name": "\(handle.name)", "id": "\(record.id)"])
+        if !handle.bind(to: record.id) {
+            // Stopped while it was being made: let go of it as a stop would have.
+            release(subscriptionID: record.id)
+            if record.shared !== handle.shared { handle.shared.update(.stopped) }
+        }
+    }
+
+    /// Makes (or joins) the subscription on the client queue. With `handle` (one made inside a transaction), a new
+    /// subscription takes its id and state, and a joined one's state is followed by the handle's.
+    private func subscribeOnClientQueue(
+        _ name: String, params: [EJSONValue], notInUseTimeout: Duration, handle: Subscription? = nil
+    ) -> (SubscriptionManager.Record, isNew: Bool) {
+        onClientQueue {
             let subscribed = core.subscribe(
-                name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode
+                name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode,
+                state: handle?.shared
             ) {
-                randomGenerator.id()
+                handle?.id ?? randomGenerator.id()
             }
             let record = subscribed.record
+            if let handle, record.shared !== handle.shared { handle.shared.follow(record.shared) }
             if core.isClosed {
                 // A closed client subscribes to nothing: the handle is stopped at once, as close() stopped the others.
                 _ = core.subscriptionEnded(record.id)
@@ -38,8 +78,6 @@ extension DDPClient {
             persistSessionChanges()
             return (record, subscribed.isNew)
         }
-        logger.debug(isNew ? "subscribed" : "joined subscription", metadata: ["name": "\(name)", "id": "\(record.id)"])
-        return Subscription(name: name, params: params, id: record.id, shared: record.shared, client: self)
     }
 
     /// A handle let go of its subscription.

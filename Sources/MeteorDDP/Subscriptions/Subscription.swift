@@ -16,29 +16,71 @@ import NIOConcurrencyHelpers
 /// A handle may be used from any thread. ``stop()`` is idempotent and also happens when the handle is deinitialised.
 /// Completion handlers run on the client's callback queue (at once on the calling thread when already settled), never
 /// on the client queue: they may subscribe, call or stop again.
+///
+/// ## Inside a transaction
+/// A handle made inside the app's own `database.performUpdates { … }` is *bound* when that transaction commits (the
+/// client queue may be waiting for the transaction's write lock, so the subscription is made right after it, on the
+/// same thread, in the order of the calls made inside it). Until then its ``status`` is pending and its ``id`` is the
+/// id it will have if no other handle shares the subscription; waiting (``ready()``, ``whenReady(_:)``,
+/// ``statusUpdates``) and ``stop()`` work at once and take effect when it is bound.
 public final class Subscription: Sendable {
     /// The publication's name.
     public let name: String
     /// The publication's parameters.
     public let params: [EJSONValue]
-    /// The subscription id on the wire (shared by every handle of the same server subscription).
-    public let id: String
+    /// The subscription id on the wire (shared by every handle of the same server subscription). A handle made
+    /// inside a transaction may change it once when it is bound (it joined an existing subscription).
+    public var id: String { binding.withLockedValue { $0.id } }
 
     let shared: SubscriptionState
     private weak let client: DDPClient?
-    private let stopped = NIOLockedValueBox(false)
+    private let binding: NIOLockedValueBox<Binding>
+
+    /// Whether the client knows of this handle yet, and whether it was stopped. Protected by `binding`'s lock.
+    private struct Binding {
+        var id: String
+        var isBound: Bool
+        var stopped = false
+    }
 
     init(name: String, params: [EJSONValue], id: String, shared: SubscriptionState, client: DDPClient) {
         self.name = name
         self.params = params
-        self.id = id
         self.shared = shared
         self.client = client
+        self.binding = NIOLockedValueBox(Binding(id: id, isBound: true))
+    }
+
+    /// A handle the client makes its subscription for later (``DDPClient/subscribe(_:params:notInUseTimeout:)``
+    /// inside a transaction): `provisionalID` is its id if it makes a new subscription.
+    init(
+        unboundName name: String, params: [EJSONValue], provisionalID: String, userCode: UserCodeQueue,
+        client: DDPClient
+    ) {
+        self.name = name
+        self.params = params
+        self.shared = SubscriptionState(name: name, userCode: userCode)
+        self.client = client
+        self.binding = NIOLockedValueBox(Binding(id: provisionalID, isBound: false))
     }
 
     deinit {
         stop()
     }
+
+    /// Binds an unbound handle to the subscription the client made or joined for it (`id`). Returns `false`, binding
+    /// nothing, when the handle was stopped before: the caller then releases the subscription again.
+    func bind(to id: String) -> Bool {
+        binding.withLockedValue { binding in
+            precondition(!binding.isBound, "a subscription handle is bound once")
+            binding.id = id
+            binding.isBound = true
+            return !binding.stopped
+        }
+    }
+
+    /// Whether the handle was stopped (an unbound one is then never subscribed).
+    var isStopped: Bool { binding.withLockedValue { $0.stopped } }
 
     // MARK: - Observing
 
@@ -82,12 +124,13 @@ public final class Subscription: Sendable {
     /// Releases this handle. When no handle uses the subscription for its `notInUseTimeout`, `unsub` is sent.
     /// Idempotent.
     public func stop() {
-        let first = stopped.withLockedValue { stopped in
-            defer { stopped = true }
-            return !stopped
+        let release: String? = binding.withLockedValue { binding in
+            defer { binding.stopped = true }
+            // An unbound handle is released when it is bound (``bind(to:)`` says it was stopped).
+            return !binding.stopped && binding.isBound ? binding.id : nil
         }
-        guard first else { return }
-        client?.release(subscriptionID: id)
+        guard let release else { return }
+        client?.release(subscriptionID: release)
     }
 }
 
@@ -102,6 +145,13 @@ final class SubscriptionState: Sendable {
         var waiters: [Int: @Sendable (Result<Void, any Error>) -> Void] = [:]
         /// Protected by `state`'s lock.
         var nextToken = 0
+        /// The states of handles made inside a transaction that joined this subscription (``follow(_:)``): each
+        /// takes every status this one takes. Protected by `state`'s lock.
+        var followers: [Follower] = []
+    }
+
+    private struct Follower {
+        weak var state: SubscriptionState?
     }
 
     private let state = NIOLockedValueBox(State())
@@ -141,16 +191,19 @@ final class SubscriptionState: Sendable {
     /// How many callbacks wait (for tests).
     var waiterCount: Int { state.withLockedValue { $0.waiters.count } }
 
-    /// Sets the status and runs the waiters if it settled.
+    /// Sets the status and runs the waiters if it settled; the followers (``follow(_:)``) take it too.
     func update(_ status: SubscriptionStatus) {
-        let (changed, waiters, result):
-            (Bool, [@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?) = state.withLockedValue {
-                state in
+        let (changed, waiters, result, followers):
+            (
+                Bool, [@Sendable (Result<Void, any Error>) -> Void], Result<Void, any Error>?, [SubscriptionState]
+            ) = state.withLockedValue { state in
                 let changed = state.status != status
                 state.status = status
-                guard let result = Self.result(status, name: name) else { return (changed, [], nil) }
+                state.followers.removeAll { $0.state == nil }
+                let followers = state.followers.compactMap(\.state)
+                guard let result = Self.result(status, name: name) else { return (changed, [], nil, followers) }
                 defer { state.waiters.removeAll() }
-                return (changed, state.waiters.sorted { $0.key < $1.key }.map(\.value), result)
+                return (changed, state.waiters.sorted { $0.key < $1.key }.map(\.value), result, followers)
             }
         if changed { broadcaster.yield(status) }
         switch status {
@@ -159,6 +212,18 @@ final class SubscriptionState: Sendable {
         }
         if let result, !waiters.isEmpty {
             userCode.run { for waiter in waiters { waiter(result) } }
+        }
+        for follower in followers { follower.update(status) }
+    }
+
+    /// Makes this state (an unbound handle's, which joined an existing subscription when it was bound) take
+    /// `leader`'s status now and every status it takes from now on. The current status is taken under `leader`'s
+    /// lock, so an update racing with this one reaches this state after it.
+    func follow(_ leader: SubscriptionState) {
+        precondition(leader !== self, "a subscription state follows another one")
+        leader.state.withLockedValue { state in
+            state.followers.append(Follower(state: self))
+            update(state.status)
         }
     }
 

@@ -44,9 +44,11 @@ struct SubscriptionManager {
     // MARK: - Subscribing
 
     /// Finds an in-use or lingering record with the same name and EJSON-equal params, or makes a new one.
-    /// Returns the record and whether it is new (a new one must be sent).
+    /// Returns the record and whether it is new (a new one must be sent). A new record takes `state` as its shared
+    /// state when given (a handle made inside a transaction already has one).
     mutating func acquire(
-        name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue, makeID: () -> String
+        name: String, params: [EJSONValue], notInUseTimeout: Duration, userCode: UserCodeQueue,
+        state: SubscriptionState? = nil, makeID: () -> String
     ) -> (Record, isNew: Bool) {
         if let id = order.first(where: { records[$0]?.name == name && records[$0]?.params == params }),
             var record = records[id]
@@ -62,7 +64,7 @@ struct SubscriptionManager {
             beingRevived.insert(id)
         }
         let record = Record(
-            id: id, name: name, params: params, shared: SubscriptionState(name: name, userCode: userCode),
+            id: id, name: name, params: params, shared: state ?? SubscriptionState(name: name, userCode: userCode),
             notInUseTimeout: notInUseTimeout, useCount: 1)
         records[id] = record
         order.append(id)
