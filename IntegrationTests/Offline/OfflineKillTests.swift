@@ -29,6 +29,9 @@ import XCTest
 /// `MDDP_KILL_ROUNDS` sets the number of rounds (default 20: offline, online and logout rounds); each round's kill
 /// point is printed.
 final class OfflineKillTests: XCTestCase {
+    /// The text of the items a logout round's probe makes (Tests/OfflineProbe says the same).
+    static let privateNote = "ada-private-note-4471"
+
     private var directory: URL!
 
     override func setUpWithError() throws {
@@ -58,13 +61,15 @@ final class OfflineKillTests: XCTestCase {
     private func startServer() async throws -> DDPTestServer {
         let server = DDPTestServer()
         try await server.start()
-        server.createUser(username: "ada", password: "secret")
+        server.createUser(username: "ada-lovelace-1815", password: "secret")
         server.publish("items") { _ in [Cursor(collection: "items")] }
         // The same items as a logged-in user's own: a logged-out client sees none.
         server.publish("myItems") { context in context.userID == nil ? [] : [Cursor(collection: "items")] }
         server.method("addItem") { context in
             let id = context.randomID(forSequence: "/collection/items")
-            _ = try context.collection("items").insert(["n": context.params.first ?? .null, "c": 0], id: id)
+            var fields: EJSONObject = ["n": context.params.first ?? .null, "c": 0]
+            if context.params.count > 1 { fields["note"] = context.params[1] }
+            _ = try context.collection("items").insert(fields, id: id)
             return .string(id)
         }
         server.method("bump") { context in
@@ -88,6 +93,15 @@ final class OfflineKillTests: XCTestCase {
         try writer.waitForLine(timeout: 60) { $0 == "logged out" }
         writer.kill()
         try await server.stop()
+        // No byte of it in any file of the store (the -wal and -shm too), as the killed process left them (opening
+        // the store below checkpoints its log): the user's name and the items' notes.
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        where name.hasPrefix(store.lastPathComponent) {
+            let bytes = try Data(contentsOf: directory.appendingPathComponent(name))
+            for secret in ["ada-lovelace-1815", OfflineKillTests.privateNote] {
+                XCTAssertNil(bytes.range(of: Data(secret.utf8)), "\(label): \(secret) is still in \(name)")
+            }
+        }
         let stored = try SQLiteStore(fileURL: store).load()
         XCTAssertEqual(
             stored.documents.filter { $0.key.collectionName == "items" }.map(\.key), [],

@@ -87,6 +87,8 @@ public final class DDPTestServer: @unchecked Sendable {
         var subscriptionLatency: Duration = .zero
         /// Protected by `state`'s lock.
         var sendsResultBeforeData = false
+        /// Protected by `state`'s lock.
+        var republishesAfterLogin: Duration?
     }
 
     struct MessageWaiter {
@@ -133,6 +135,14 @@ public final class DDPTestServer: @unchecked Sendable {
     public var sendsResultBeforeData: Bool {
         get { state.withLockedValue { $0.sendsResultBeforeData } }
         set { state.withLockedValue { $0.sendsResultBeforeData = newValue } }
+    }
+    /// When set, a method that logs a user in (or out) sends its `updated` and `result` first and re-runs the
+    /// session's publications that long after, as a Meteor 3 server does (`_setUserId` restarts them without waiting):
+    /// the logged-in user's document reaches the client after the login's result. `nil` (the default) re-runs them
+    /// inside the method's write fence, before `updated`, as Meteor 2 did.
+    public var republishesAfterLogin: Duration? {
+        get { state.withLockedValue { $0.republishesAfterLogin } }
+        set { state.withLockedValue { $0.republishesAfterLogin = newValue } }
     }
     let group: any EventLoopGroup
     let logger: Logger

@@ -1,3 +1,4 @@
+import Dispatch
 import EJSON
 import MeteorDDP
 
@@ -28,9 +29,12 @@ extension ServerSession {
         } catch {
             outcome = .failure(Self.clientSafe(error))
         }
+        let republishLater = server.republishesAfterLogin
+        var userChanged = false
         if let newUser = context.newUserID, newUser != userID {
             userID = newUser
-            rerunPublications()
+            userChanged = true
+            if republishLater == nil { rerunPublications() }
         }
         let held = fence ?? []
         fence = nil
@@ -43,6 +47,12 @@ extension ServerSession {
             send([result] + held + [.updated(methodIDs: [id])])
         } else {
             send(held + [.updated(methodIDs: [id]), result])
+        }
+        if userChanged, let republishLater {
+            // Meteor 3: the publications restart after the method's answer, not inside its fence.
+            server.queue.asyncAfter(deadline: DispatchTime.now() + Self.interval(republishLater)) { [weak self] in
+                self?.rerunPublications()
+            }
         }
     }
 }

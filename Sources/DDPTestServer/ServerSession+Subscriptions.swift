@@ -65,7 +65,7 @@ extension ServerSession {
         }
     }
 
-    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+    static func interval(_ duration: Duration) -> DispatchTimeInterval {
         .nanoseconds(
             Int(duration.components.seconds) * 1_000_000_000 + Int(duration.components.attoseconds / 1_000_000_000))
     }

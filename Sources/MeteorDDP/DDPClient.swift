@@ -53,6 +53,10 @@ public final class DDPClient: @unchecked Sendable {
     var connection: (any TransportConnection)?
     /// Pending timers by purpose, each with the generation that makes late firings harmless. Confined to `queue`.
     var timers: [TimerPurpose: (generation: Int, action: any ScheduledAction)] = [:]
+    /// Logins waiting for their user's document (``awaitUserDocument(of:_:)``), by token. Confined to the client queue.
+    var userDocumentWaits: [Int: UserDocumentWait] = [:]
+    /// The next such wait's token. Confined to the client queue.
+    var nextUserDocumentWait = 0
     /// Confined to `queue`.
     var timerGeneration = 0
 
@@ -212,6 +216,13 @@ extension DDPClient {
         /// Where the logged-in account is kept between runs; `nil` keeps it in memory only.
         /// ``FileAccountStore`` keeps it in a 0600 file in the application-support directory.
         public var accountStore: (any AccountStore)?
+        /// How long a login waits, after its result and `updated`, for the server to publish the user's document to
+        /// this client (Meteor 3 restarts the user's publication after the login's `updated`): a login returns, emits
+        /// ``LoginEvent/loggedIn(_:type:)`` and clears ``DDPClient/loggingIn`` only once that document is in the cache,
+        /// as Meteor's client waits for `Meteor.user()`. Past it the login throws ``AccountError`` of kind
+        /// ``AccountError/Kind/userDocumentNotReceived`` (the server did log the user in; the account stays set).
+        /// Meteor waits forever; default 30 s.
+        public var loginUserDocumentTimeout: Duration = .seconds(30)
         /// The scheduler for timers; `nil` uses real time on the client queue. Tests pass a `ManualScheduler`.
         public var scheduler: (any DDPScheduler)?
         /// Most data messages held while waiting for quiescence (after a reconnect, until every revived subscription

@@ -140,7 +140,7 @@ import SwiftUI
     }
 }
 
-// README.md:246
+// README.md:256
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -162,7 +162,7 @@ import SwiftUI
     }
 }
 
-// README.md:461
+// README.md:472
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -324,7 +324,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:53
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:55
 @MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -338,7 +338,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:83
+// Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:88
 @MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -834,7 +834,7 @@ import SwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:79
+// Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:82
 @MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)

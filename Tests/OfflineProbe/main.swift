@@ -11,9 +11,10 @@
 //                                                 subscribe(), without waiting for the subscription: the first ones
 //                                                 go out before it (queued calls are sent first), so their `updated`
 //                                                 comes before their documents; says `subscribed` once it is ready
-//   OfflineProbe logout  <store> <calls> <port>   logged in as "ada" and subscribed to "myItems" (hers), makes the
-//                                                 calls, waits until they completed, logs out, says `logged out` and
-//                                                 waits to be killed
+//   OfflineProbe logout  <store> <calls> <port>   logged in as "ada-lovelace-1815" and subscribed to "myItems"
+//                                                 (hers), makes the calls (each item also gets the note
+//                                                 "ada-private-note-4471"), waits until they completed, logs out,
+//                                                 says `logged out` and waits to be killed
 //   OfflineProbe verify  <store> <port>           prints what was restored, reconnects, waits for every restored
 //                                                 call's outcome, prints the outcomes, the cache and the keys notified
 //
@@ -42,7 +43,9 @@ configuration.persistence?.reconciliationDelay = .milliseconds(500)
 let port = Int(arguments.last!) ?? 0
 let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(port)/websocket")!, configuration: configuration)
 client.defineStub("addItem") { context in
-    context.collection("items").insert(["n": context.params.first ?? .null, "c": 0]).map { .string($0) }
+    var fields: EJSONObject = ["n": context.params.first ?? .null, "c": 0]
+    if context.params.count > 1 { fields["note"] = context.params[1] }
+    return context.collection("items").insert(fields).map { .string($0) }
 }
 client.defineStub("bump") { context in
     guard let id = context.params.first?.stringValue else { return nil }
@@ -59,7 +62,7 @@ func items() -> EJSONValue {
 }
 
 func logIn() async throws {
-    _ = try await client.login(username: "ada", password: "secret")
+    _ = try await client.login(username: "ada-lovelace-1815", password: "secret")
 }
 
 switch mode {
@@ -87,8 +90,9 @@ case "offline", "online", "online-early", "logout":
     let completed = DispatchGroup()
     for n in 1...calls {
         completed.enter()
-        let id = try client.call("addItem", params: [.number(Double(n))], options: MethodOptions(returnStubValue: true))
-        { result in
+        let params: [EJSONValue] =
+            mode == "logout" ? [.number(Double(n)), "ada-private-note-4471"] : [.number(Double(n))]
+        let id = try client.call("addItem", params: params, options: MethodOptions(returnStubValue: true)) { result in
             if case .success = result { say("completed \(n)") }
             completed.leave()
         }

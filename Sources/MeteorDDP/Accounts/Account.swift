@@ -54,6 +54,10 @@ public struct AccountError: Error, Sendable, Equatable, CustomStringConvertible 
         case unreadableStore
         /// The account could not be stored.
         case unwritableStore
+        /// The server logged the user in, but did not publish the user's document to this client within
+        /// ``DDPClient/Configuration/loginUserDocumentTimeout``; or the client logged out or another login took over
+        /// before it came. The login throws this instead of returning.
+        case userDocumentNotReceived
         /// The operation needs a logged-in user (``DDPClient/changePassword(old:new:)``,
         /// ``DDPClient/logoutOtherClients()``).
         case notLoggedIn

@@ -17,6 +17,13 @@ public enum AccountSelector: Sendable, Hashable, ExpressibleByStringLiteral {
         self = value.contains("@") ? .email(value) : .username(value)
     }
 
+    /// Whether it names nobody (an empty address, username or id).
+    var isEmpty: Bool {
+        switch self {
+        case .email(let value), .username(let value), .id(let value): value.isEmpty
+        }
+    }
+
     /// The selector as the wire has it: `{email: …}`, `{username: …}` or `{id: …}`.
     public var ejsonValue: EJSONValue {
         switch self {

@@ -63,10 +63,15 @@ extension DDPClient {
     }
 
     /// Creates a user and logs in as it (Meteor's `Accounts.createUser`).
+    ///
+    /// - Throws: ``MeteorError`` 400 "Password may not be empty" for an empty password (nothing is sent, as Meteor's
+    ///   client refuses it), the server's ``MeteorError`` (403 "Username already exists."), ``MethodError`` for a
+    ///   local failure, ``AccountError``.
     @discardableResult
     public func createUser(username: String? = nil, email: String? = nil, password: String, profile: EJSONValue? = nil)
         async throws -> Account
     {
+        guard !password.isEmpty else { throw MeteorError(error: 400, reason: "Password may not be empty") }
         var options = EJSONObject()
         if let username { options["username"] = .string(username) }
         if let email { options["email"] = .string(email) }
@@ -181,23 +186,36 @@ extension DDPClient {
         completion: @escaping @Sendable (Result<Account, any Error>) -> Void
     ) {
         dispatchPrecondition(condition: .onQueue(queue))
-        accountState.withLockedValue { $0.loggingIn = false }
         switch result {
         case .success(let value):
             do {
                 let account = try Account(loginResult: value)
                 core.setResumeToken(account.token)
+                // Meteor's makeClientLoggedIn: the account is set (and stored) now; the login completes once its
+                // user's document is in the cache (Meteor waits for `Meteor.user()` before its callbacks).
                 setAccount(account, clearingLogoutReason: true)
-                loginEventBroadcaster.yield(
-                    .loggedIn(account, type: value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown))
-                completion(.success(account))
+                let type = value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown
+                awaitUserDocument(of: account) { [weak self] outcome in
+                    guard let self else { return }
+                    self.accountState.withLockedValue { $0.loggingIn = false }
+                    switch outcome {
+                    case .success:
+                        self.loginEventBroadcaster.yield(.loggedIn(account, type: type))
+                        completion(.success(account))
+                    case .failure(let error):
+                        self.logger.info("login completed without its user", metadata: ["error": "\(error)"])
+                        completion(.failure(error))
+                    }
+                }
             } catch {
+                accountState.withLockedValue { $0.loggingIn = false }
                 logger.debug("login result unusable; logged out", metadata: ["error": "\(error)"])
                 loginEventBroadcaster.yield(.loginFailed(error, isResume: resuming))
                 logOut(.loginFailed(error))
                 completion(.failure(error))
             }
         case .failure(let error):
+            accountState.withLockedValue { $0.loggingIn = false }
             // Closing the client fails the resume without the server having refused the token: the account stays
             // (and stays stored, for the next start).
             guard (error as? MethodError)?.kind != .clientClosed else {
@@ -230,6 +248,10 @@ extension DDPClient {
     /// Meteor's `makeClientLoggedOut`: no resume from now on, the account cleared here and in the store, and a
     /// ``LoginEvent/loggedOut(userID:reason:)`` when there was an account (Meteor's `onLogout` runs only then: a
     /// client is logged out once).
+    ///
+    /// Logged out by anything but ``logout()`` (which erases and waits for it itself), the offline store forgets the
+    /// last user's data as a logout does, and their calls still unanswered too (they were made before the refusal): a
+    /// refused resume leaves nothing of theirs on the disk.
     func logOut(_ reason: LogoutReason) {
         dispatchPrecondition(condition: .onQueue(queue))
         core.stopResumingLogin()
@@ -237,6 +259,7 @@ extension DDPClient {
         accountState.withLockedValue { $0.logoutReason = reason }
         setAccount(nil)
         logger.info("logged out", metadata: ["reason": "\(reason)"])
+        if case .app = reason {} else { clearPersistenceOnLogout(keepingUnansweredCalls: false) {} }
         loginEventBroadcaster.yield(.loggedOut(userID: userID, reason: reason))
     }
 

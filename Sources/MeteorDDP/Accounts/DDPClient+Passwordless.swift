@@ -18,11 +18,13 @@ extension DDPClient {
     ///   - userData: The new user's fields (`email`, `username`, `profile`) when there is no such user yet.
     ///   - userCreationDisabled: Refuse ("User not found") rather than create a missing user.
     /// - Returns: Whether the server created the user.
-    /// - Throws: the server's ``MeteorError`` (403 "User not found"), ``MethodError`` for a local failure.
+    /// - Throws: ``MeteorError`` 400 "Must pass selector" for an empty selector (nothing is sent, as Meteor's client
+    ///   refuses it), the server's ``MeteorError`` (403 "User not found"), ``MethodError`` for a local failure.
     @discardableResult
     public func requestLoginToken(
         for selector: AccountSelector, userData: EJSONObject? = nil, userCreationDisabled: Bool = false
     ) async throws -> Bool {
+        guard !selector.isEmpty else { throw MeteorError(error: 400, reason: "Must pass selector") }
         var request: EJSONObject = ["selector": selector.ejsonValue]
         if let userData { request["userData"] = .object(userData) }
         if userCreationDisabled { request["options"] = ["userCreationDisabled": true] }

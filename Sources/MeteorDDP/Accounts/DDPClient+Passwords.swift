@@ -37,9 +37,11 @@ extension DDPClient {
     /// ```swift
     /// try await client.forgotPassword(email: "ada@example.com")
     /// ```
-    /// - Throws: the server's ``MeteorError`` (403 "User not found", or Meteor 3's ambiguous "Something went wrong"),
-    ///   ``MethodError`` for a local failure.
+    /// - Throws: ``MeteorError`` 400 "Must pass options.email" for an empty address (nothing is sent, as Meteor's
+    ///   client refuses it), the server's ``MeteorError`` (403 "User not found", or Meteor 3's ambiguous "Something
+    ///   went wrong"), ``MethodError`` for a local failure.
     public func forgotPassword(email: String) async throws {
+        guard !email.isEmpty else { throw MeteorError(error: 400, reason: "Must pass options.email") }
         _ = try await call("forgotPassword", params: [["email": .string(email)]])
     }
 
@@ -69,10 +71,13 @@ extension DDPClient {
     /// Marks an e-mail address verified with the token of a verification e-mail and logs in (Meteor's
     /// `Accounts.verifyEmail`; the link is `https://app.example/#/verify-email/<token>`).
     ///
-    /// - Throws: the server's ``MeteorError`` (403 "Verify email link expired"), ``MethodError`` for a local failure.
+    /// - Throws: ``MeteorError`` 400 "Need to pass token" for an empty token (nothing is sent, as Meteor's client
+    ///   refuses it), the server's ``MeteorError`` (403 "Verify email link expired"), ``MethodError`` for a local
+    ///   failure.
     @discardableResult
     public func verifyEmail(token: String) async throws -> Account {
-        try await login(method: "verifyEmail", arguments: [.string(token)])
+        guard !token.isEmpty else { throw MeteorError(error: 400, reason: "Need to pass token") }
+        return try await login(method: "verifyEmail", arguments: [.string(token)])
     }
 
     /// Logs the user out everywhere else (Meteor's `Accounts.logoutOtherClients`): this client takes a new login

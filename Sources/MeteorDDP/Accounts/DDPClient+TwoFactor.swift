@@ -33,11 +33,13 @@ extension DDPClient {
     ///     try await client.login(email: "ada@example.com", password: "correct horse", code: askForCode())
     /// }
     /// ```
-    /// - Throws: the server's ``MeteorError`` (`invalid-2fa-code`, 403 "Incorrect password"), ``MethodError`` for a
-    ///   local failure, ``AccountError``.
+    /// - Throws: ``MeteorError`` 400 for an empty code (nothing is sent, as Meteor's
+    ///   `loginWithPasswordAnd2faCode` refuses it), the server's ``MeteorError`` (`invalid-2fa-code`, 403 "Incorrect
+    ///   password"), ``MethodError`` for a local failure, ``AccountError``.
     @discardableResult
     public func login(email: String, password: String, code: String) async throws -> Account {
-        try await login(params: [
+        try Self.checkTwoFactorCode(code)
+        return try await login(params: [
             "user": ["email": .string(email)], "password": Self.hashedPassword(password), "code": .string(code)
         ])
     }
@@ -45,9 +47,18 @@ extension DDPClient {
     /// Logs in with a username, a password and a 2FA code.
     @discardableResult
     public func login(username: String, password: String, code: String) async throws -> Account {
-        try await login(params: [
+        try Self.checkTwoFactorCode(code)
+        return try await login(params: [
             "user": ["username": .string(username)], "password": Self.hashedPassword(password), "code": .string(code)
         ])
+    }
+
+    /// Meteor's `loginWithPasswordAnd2faCode` throws before sending for a missing code.
+    private static func checkTwoFactorCode(_ code: String) throws {
+        guard !code.isEmpty else {
+            throw MeteorError(
+                error: 400, reason: "token is required to use loginWithPasswordAnd2faCode and must be a string")
+        }
     }
 
     /// Whether the logged-in user has 2FA on (`Accounts.has2faEnabled`).

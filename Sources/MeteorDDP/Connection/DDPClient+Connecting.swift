@@ -94,6 +94,7 @@ extension DDPClient {
             guard let closing = self.core.close() else { return }
             // A closed client logs nobody in (a stored account's resume may not even have been sent).
             self.accountState.withLockedValue { $0.loggingIn = false }
+            self.endUserDocumentWaits()
             for invocation in closing.failedCalls {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
                 let completion = invocation.completion

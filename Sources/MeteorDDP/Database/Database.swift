@@ -54,6 +54,11 @@ public final class Database: @unchecked Sendable {
     /// The arrival order the next document coming into the cache takes (see `Document.arrival`). Protected by
     /// `writeLock`.
     private var nextArrival: UInt64 = 1
+    /// Callbacks waiting for a document to come into the cache (``whenDocumentExists(_:_:)``), by key and token.
+    /// Protected by `writeLock`.
+    private var documentWaiters: [DocumentKey: [Int: @Sendable () -> Void]] = [:]
+    /// The next waiter's token. Protected by `writeLock`.
+    private var nextDocumentWaiter = 0
     /// The thread inside the open transaction (0: none). Atomic, so readers can tell whether they are that thread.
     private let writerThread = ManagedAtomic<UInt>(0)
     /// Consumers of ``changes``. Protected by its lock.
@@ -244,6 +249,32 @@ public final class Database: @unchecked Sendable {
         observerQueue.sync {}
     }
 
+    /// Runs `callback` once the document with `key` is in a committed snapshot: at once, on this thread, when it is
+    /// now (returning `nil`); otherwise on the thread of the commit that brings it, after that commit released the
+    /// write lock (returning a token for ``cancelDocumentWaiter(_:token:)``). The callback must not block.
+    func whenDocumentExists(_ key: DocumentKey, _ callback: @escaping @Sendable () -> Void) -> Int? {
+        writeLock.lock()
+        if published.load(ordering: .acquiring).snapshot.document(key) != nil {
+            writeLock.unlock()
+            callback()
+            return nil
+        }
+        defer { writeLock.unlock() }
+        nextDocumentWaiter += 1
+        documentWaiters[key, default: [:]][nextDocumentWaiter] = callback
+        return nextDocumentWaiter
+    }
+
+    /// Forgets a waiter of ``whenDocumentExists(_:_:)`` (it gave up). Returns whether it was still waiting.
+    @discardableResult
+    func cancelDocumentWaiter(_ key: DocumentKey, token: Int) -> Bool {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        guard documentWaiters[key]?.removeValue(forKey: token) != nil else { return false }
+        if documentWaiters[key]?.isEmpty == true { documentWaiters.removeValue(forKey: key) }
+        return true
+    }
+
     /// Sets the observer of committed change sets (see `commitObserver`).
     func observeCommits(_ observer: @escaping @Sendable (DatabaseChanges) -> Void) {
         writeLock.lock()
@@ -301,6 +332,13 @@ public final class Database: @unchecked Sendable {
         let replaced: SnapshotGeneration? =
             wroteTables || !metadataChange.isEmpty ? publish(finished, retiring: retired) : nil
         writerThread.store(0, ordering: .releasing)
+        var documentsArrived: [@Sendable () -> Void] = []
+        if !documentWaiters.isEmpty, replaced != nil {
+            let committed = published.load(ordering: .acquiring).snapshot
+            for key in Array(documentWaiters.keys) where committed.document(key) != nil {
+                documentsArrived += documentWaiters.removeValue(forKey: key)!.sorted { $0.key < $1.key }.map(\.value)
+            }
+        }
         if !changes.isEmpty {
             commitObserver?(changes)
             // Enqueued under the lock so deliveries keep commit order; delivered without it.
@@ -308,6 +346,7 @@ public final class Database: @unchecked Sendable {
             notificationQueue.async { self.deliver(committed) }
         }
         writeLock.unlock()
+        for callback in documentsArrived { callback() }
         for work in afterCommit { work() }
         // The replaced generation is let go here, after the lock: unless a reader still holds it, what only it used
         // is freed on the thread that allocated it (freeing on another thread contends for the allocator's lock).

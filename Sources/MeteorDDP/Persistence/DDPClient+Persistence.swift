@@ -347,13 +347,50 @@ extension DDPClient {
     /// The stored subscriptions are erased too and stay so until the app's subscriptions change (those still active
     /// now were the last user's). `erased` runs (on the writer's queue) once the erasure is on disk, or the store
     /// failed.
-    func clearPersistenceOnLogout(erased: @escaping @Sendable () -> Void) {
+    ///
+    /// Without `keepingUnansweredCalls` (a refused resume, an expired token: the calls waiting behind the resume were
+    /// made by the last user) every call is erased too; those calls still go out, as Meteor sends them, but are no
+    /// longer kept for a relaunch.
+    func clearPersistenceOnLogout(
+        keepingUnansweredCalls: Bool = true, erased: @escaping @Sendable () -> Void
+    ) {
         guard let persistence else { return erased() }
         persistence.writer.clear(
-            keepingDocuments: persistence.settings.keepsCacheOnLogout, keepingCalls: core.durability.kept)
+            keepingDocuments: persistence.settings.keepsCacheOnLogout,
+            keepingCalls: keepingUnansweredCalls ? core.durability.kept : [])
         core.storedSubscriptionsErased()
         persistSessionChanges()
         persistence.writer.whenWritten(erased)
+    }
+
+    /// Erases everything the client stored: the offline store's documents, calls and subscriptions, and the stored
+    /// account (``Configuration/accountStore``); then empties the cache in memory. Firestore's `clearPersistence`,
+    /// PowerSync's `disconnectAndClear`.
+    ///
+    /// It closes the client first (an open one would go on storing what the server sends): call it when the user's
+    /// data must go at once, for example after a refused resume you do not want to wait for, or from a "forget
+    /// me" setting; a plain logout already erases (``logout()``). It may be called on a closed client, and more
+    /// than once. It returns once the erasure is on disk: with ``SQLiteStore`` none of the erased bytes remain in
+    /// the store's files (see ``SQLiteStore``, "Erasure", for what a file system may still keep).
+    ///
+    /// To delete a store no client has open, use ``SQLiteStore/deleteFiles(at:)``.
+    /// - Throws: the store's or the account store's error when erasing failed (the erasure was still tried in full).
+    public func clearPersistence() async throws {
+        close()
+        // The cache's own copy first: its removals are handed to the store before the erasure, which drops them.
+        database.removeAllDocuments()
+        let erased: (any Error)? = await withCheckedContinuation { continuation in
+            queue.async {
+                guard let writer = self.persistence?.writer else { return continuation.resume(returning: nil) }
+                // After close(): nothing of the session is handed to the store any more.
+                writer.erase { continuation.resume(returning: $0) }
+            }
+        }
+        var accountError: (any Error)?
+        do { try configuration.accountStore?.save(nil) } catch { accountError = error }
+        // Closed: no stream or notification follows the account any more.
+        accountState.withLockedValue { $0.account = nil }
+        if let error = erased ?? accountError { throw error }
     }
 
     /// Returns once every change committed and every call made before it is on disk (at once without persistence).

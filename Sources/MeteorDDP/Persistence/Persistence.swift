@@ -117,6 +117,16 @@ public protocol ClientStore: Sendable {
     /// are not the last user's): their stubs' documents (``StoredMethod/stubWrote``) and the server's versions of them
     /// stay with them; every other server's version goes.
     func clear(keepingDocuments: Bool, keepingCalls: Set<String>) throws
+    /// Deletes everything the store holds (``DDPClient/clearPersistence()``), on the write-behind queue. The default
+    /// clears with nothing kept; a store whose deleted data stays readable in its files (a log, free pages) should
+    /// scrub it, as ``SQLiteStore/erase()`` does.
+    func erase() throws
+}
+
+extension ClientStore {
+    public func erase() throws {
+        try clear(keepingDocuments: false, keepingCalls: [])
+    }
 }
 
 /// The state a ``ClientStore`` holds.

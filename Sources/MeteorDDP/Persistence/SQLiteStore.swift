@@ -10,6 +10,15 @@ import GRDB
 /// never a bad read). A change of that format comes with a migration. Parameters and results of calls are EJSON
 /// text. Rows are keyed by collection and id. Opening moves an unusable file aside (with its `-wal` and `-shm` files)
 /// to `<name>.unusable-<timestamp>` and starts a new one; see ``PersistenceError``.
+///
+/// ## Erasure
+/// A logout's ``clear(keepingDocuments:keepingCalls:)`` and ``erase()`` leave none of the erased rows' bytes in the
+/// store's files: the connection runs with `PRAGMA secure_delete` (SQLite overwrites deleted content with zeros), the
+/// file is rebuilt (`VACUUM`, unless the documents are kept), the write-ahead log is checkpointed and truncated to
+/// zero bytes (`wal_checkpoint(TRUNCATE)`), temporary tables live in memory, and files moved aside earlier
+/// (`.unusable-…`) are deleted. What this cannot promise: a file system or SSD that keeps old blocks (copy-on-write
+/// snapshots, wear levelling, backups, an OS swap file) may still hold them on the device; only full-disk encryption
+/// (iOS Data Protection, FileVault, LUKS) covers that.
 public final class SQLiteStore: ClientStore, @unchecked Sendable {
     // @unchecked because `database` is a GRDB `DatabaseQueue` (Sendable, serialising every access itself) and the
     // rest is immutable.
@@ -89,6 +98,10 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
         configuration.label = "MeteorDDP.SQLiteStore"
+        configuration.prepareDatabase { db in
+            // Deleted rows are overwritten with zeros, and temporary tables (a logout's) never touch the disk.
+            try db.execute(sql: "PRAGMA secure_delete = ON; PRAGMA temp_store = MEMORY")
+        }
         let database = try DatabaseQueue(path: path, configuration: configuration)
         let migrator = makeMigrator()
         try database.writeWithoutTransaction { db in
@@ -315,6 +328,55 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             let unkept = "(collection, id) NOT IN (SELECT collection, id FROM kept)"
             if !keepingDocuments { try db.execute(sql: "DELETE FROM document WHERE \(unkept)") }
             try db.execute(sql: "DELETE FROM serverDocument WHERE \(unkept); DELETE FROM subscription; DROP TABLE kept")
+        }
+        try scrub(rebuilding: !keepingDocuments)
+    }
+
+    /// Deletes everything the store holds (``DDPClient/clearPersistence()``), leaving none of its bytes in the
+    /// store's files (see "Erasure" above). The store stays usable.
+    public func erase() throws {
+        try database.write { db in
+            try db.execute(
+                sql: "DELETE FROM document; DELETE FROM serverDocument; DELETE FROM method; DELETE FROM subscription")
+        }
+        try scrub(rebuilding: true)
+    }
+
+    /// After a deletion: rebuilds the file (VACUUM: no page keeps an erased row's bytes in its free space) when
+    /// asked, checkpoints the write-ahead log into the file and truncates it to zero bytes (its frames held the rows'
+    /// earlier versions), and deletes the files moved aside earlier.
+    private func scrub(rebuilding: Bool) throws {
+        try database.writeWithoutTransaction { db in
+            if rebuilding { try db.execute(sql: "VACUUM") }
+            let checkpoint = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            let busy: Int = checkpoint?[0] ?? 1
+            guard busy == 0 else {
+                throw PersistenceError(
+                    .writeFailed, path: fileURL.path, reason: "the write-ahead log could not be checkpointed (busy)")
+            }
+        }
+        try Self.deleteMovedAsideFiles(of: fileURL.path)
+    }
+
+    /// Deletes the store at `fileURL` and its companions (`-wal`, `-shm`, files moved aside as `.unusable-…`) when no
+    /// client has it open, for example at launch after a user's data must go. Files that do not exist are skipped.
+    /// - Throws: what the file system throws for a file that exists and cannot be deleted.
+    public static func deleteFiles(at fileURL: URL) throws {
+        let path = fileURL.path
+        let fileManager = FileManager.default
+        for file in [path, path + "-wal", path + "-shm"] where fileManager.fileExists(atPath: file) {
+            try fileManager.removeItem(atPath: file)
+        }
+        try deleteMovedAsideFiles(of: path)
+    }
+
+    private static func deleteMovedAsideFiles(of path: String) throws {
+        let fileManager = FileManager.default
+        let directory = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".unusable-"
+        let names = (try? fileManager.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
+        for name in names where name.hasPrefix(prefix) {
+            try fileManager.removeItem(atPath: (directory as NSString).appendingPathComponent(name))
         }
     }
 

@@ -126,11 +126,18 @@ final class WriteBehind: @unchecked Sendable {
         let keepingDocuments: Bool
         let keepingCalls: Set<String>
         let before: Pending
+        /// Set for an erasure (``WriteBehind/erase(_:)``): everything goes, `before` is not written, and this is told
+        /// the outcome.
+        let erased: (@Sendable ((any Error)?) -> Void)?
 
-        init(keepingDocuments: Bool, keepingCalls: Set<String>, before: Pending) {
+        init(
+            keepingDocuments: Bool, keepingCalls: Set<String>, before: Pending,
+            erased: (@Sendable ((any Error)?) -> Void)? = nil
+        ) {
             self.keepingDocuments = keepingDocuments
             self.keepingCalls = keepingCalls
             self.before = before
+            self.erased = erased
         }
     }
 
@@ -268,6 +275,20 @@ final class WriteBehind: @unchecked Sendable {
         }
     }
 
+    /// Erases everything the store holds (``DDPClient/clearPersistence()``) after the writes enqueued before, which
+    /// are dropped (their durability callbacks still run); what is enqueued after is written after. The erasure is
+    /// tried also after a failed write (the user's data must go); `erased` gets its error, on the writer's queue.
+    func erase(_ erased: @escaping @Sendable ((any Error)?) -> Void) {
+        enqueue { pending, holds in
+            holds = Holds()
+            var before = Pending()
+            swap(&before, &pending)
+            pending.failed = before.failed
+            pending.scheduled = before.scheduled
+            pending.clear = ClearRequest(keepingDocuments: false, keepingCalls: [], before: before, erased: erased)
+        }
+    }
+
     /// Runs `done` (on the writer's queue) once everything enqueued so far is on disk, or the store failed.
     func whenWritten(_ done: @escaping @Sendable () -> Void) {
         enqueue { $0.durable.append(done) }
@@ -318,7 +339,15 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     private func write(_ taken: Pending) {
-        if let clear = taken.clear {
+        if let clear = taken.clear, let erased = clear.erased {
+            for durable in clear.before.durable { durable() }
+            do {
+                try store.erase()
+                erased(nil)
+            } catch {
+                erased(error)
+            }
+        } else if let clear = taken.clear {
             write(clear.before)
             if !hasFailed {
                 do {

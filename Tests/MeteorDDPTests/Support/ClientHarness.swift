@@ -10,7 +10,8 @@ final class ClientHarness: Sendable {
     let scheduler = ManualScheduler()
     let client: DDPClient
 
-    init(configure: (inout DDPClient.Configuration) -> Void = { _ in }) {
+    init(publishesLoggedInUser: Bool = true, configure: (inout DDPClient.Configuration) -> Void = { _ in }) {
+        self.publishesLoggedInUser = publishesLoggedInUser
         var configuration = DDPClient.Configuration()
         configuration.scheduler = scheduler
         configuration.retryStrategy = RetryStrategy(fuzz: 0)
@@ -42,7 +43,26 @@ final class ClientHarness: Sendable {
         settle()
     }
 
+    /// Whether a login's result is preceded by the logged-in user's document (`users/<id>`), as a Meteor server's
+    /// accounts publication sends it (before Meteor 3; Meteor 3 sends it after the result, which tests that need that
+    /// order script themselves with this off), and applied to the cache with the result. A login completes only once
+    /// that document is in the cache.
+    let publishesLoggedInUser: Bool
+
+    /// The users whose document went out on the current session (`connected` starts a new one).
+    private let usersPublished = Locked<Set<String>>([])
+
     func receive(_ message: ServerMessage) {
+        if case .connected = message { usersPublished.mutate { $0 = [] } }
+        if publishesLoggedInUser, case .result(_, let result?, nil) = message, result["token"] != nil,
+            let userID = result["id"]?.stringValue, usersPublished.withLock({ $0.insert(userID).inserted })
+        {
+            transport.receive(.added(collection: "users", id: userID, fields: [:]))
+            transport.receive(message)
+            // Applied as the buffer's next tick would (the manual clock does not tick by itself).
+            flushData()
+            return
+        }
         transport.receive(message)
         settle()
     }
