@@ -147,10 +147,12 @@ let package = Package(
             ],
             path: "Benchmarks"
         ),
+        // The shapes of SwiftUI's API the documentation's examples use, so they compile where SwiftUI does not exist.
+        .target(name: "DocExampleSwiftUI", path: "Tests/DocExampleSwiftUI"),
         .testTarget(
             name: "DocExampleTests",
             dependencies: [
-                "MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON",
+                "MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", "DocExampleSwiftUI",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl")
             ],
             path: "Tests/DocExampleTests",

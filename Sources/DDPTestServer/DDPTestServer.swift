@@ -50,8 +50,14 @@ public final class DDPTestServer: @unchecked Sendable {
         /// default. Off by default here, so that tests see frames as sent; benchmarks turn it on to measure
         /// compression. What it did is in ``perMessageDeflateStatistics``.
         public var permessageDeflate = false
-        /// Where the server logs.
-        public var logger = Logger(label: "DDPTestServer", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Where the server logs. By default warnings (a publication that never calls ``PublicationContext/ready()``)
+        /// go to standard error and nothing else is logged.
+        public var logger: Logger = {
+            var logger = Logger(
+                label: "DDPTestServer", factory: { label in StreamLogHandler.standardError(label: label) })
+            logger.logLevel = .warning
+            return logger
+        }()
         /// The event loops serving connections; default the shared singleton. Benchmarks give the server loops of its
         /// own, so that clients never share a thread with it.
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
@@ -144,6 +150,9 @@ public final class DDPTestServer: @unchecked Sendable {
         get { state.withLockedValue { $0.republishesAfterLogin } }
         set { state.withLockedValue { $0.republishesAfterLogin = newValue } }
     }
+    /// How long a publication that returned no cursor may go without calling ``PublicationContext/ready()`` before
+    /// the server logs a warning (at `.warning`, on ``Configuration/logger``). One second.
+    let readyWarningDelay: Duration = .seconds(1)
     let group: any EventLoopGroup
     let logger: Logger
 
@@ -166,8 +175,10 @@ public final class DDPTestServer: @unchecked Sendable {
     /// The collection named `name`, created on first use with Meteor's `/<name>/insert|update|remove` methods.
     /// Call it on the server queue (inside ``perform(_:)`` or a handler).
     ///
-    /// - Parameter idGeneration: How its inserts make ids (Meteor's `idGeneration`; `.objectID` is `'MONGO'`), set by
-    ///   the call that creates the collection.
+    /// - Parameters:
+    ///   - name: The collection's name.
+    ///   - idGeneration: How its inserts make ids (Meteor's `idGeneration`; `.objectID` is `'MONGO'`), set by the
+    ///     call that creates the collection.
     public func collection(_ name: String, idGeneration: IDGeneration = .string) -> ServerCollection {
         dispatchPrecondition(condition: .onQueue(queue))
         if let existing = collections[name] { return existing }

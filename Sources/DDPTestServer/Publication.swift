@@ -16,7 +16,7 @@ public struct Cursor: Sendable {
     }
 
     /// A cursor over the documents matching a Mongo selector (Meteor's `Collection.find(selector)`), matched by the
-    /// client's own ``MongoSelector``.
+    /// client's own `MongoSelector`.
     public init(collection: String, selector: EJSONValue) throws(QueryError) {
         let compiled = try MongoSelector(selector)
         self.init(collection: collection) { id, fields in

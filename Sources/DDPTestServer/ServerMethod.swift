@@ -72,7 +72,7 @@ public final class MethodContext: @unchecked Sendable {
     }
 }
 
-/// A method handler: returns the result (`nil` for none) or throws a ``MeteorError`` (anything else becomes 500).
+/// A method handler: returns the result (`nil` for none) or throws a `MeteorError` (anything else becomes 500).
 public typealias MethodHandler = (MethodContext) throws -> EJSONValue?
 
 extension MethodContext: RandomSequenceSource {}

@@ -89,9 +89,26 @@ extension ServerSession {
             if !cursors.isEmpty {
                 publishCursors(cursors, for: id, server: server)
                 markReady(id)
+            } else {
+                warnIfNeverReady(id, name: name, server: server)
             }
         } catch {
             stopSubscription(id, error: Self.clientSafe(error))
+        }
+    }
+
+    /// A handler that returned no cursor publishes by hand and must call `ready()`; one that forgot leaves its
+    /// subscriber waiting without a word, so the server says so once, a second later.
+    private func warnIfNeverReady(_ id: String, name: String, server: DDPTestServer) {
+        let delay = server.readyWarningDelay
+        server.queue.asyncAfter(deadline: DispatchTime.now() + Self.interval(delay)) { [weak self] in
+            guard let self, !self.ended, let record = self.subscriptions[id], !record.ready else { return }
+            server.logger.warning(
+                """
+                publication '\(name)' returned no cursor and has not called ready() after \(delay): its subscriber \
+                waits; return cursors, or call context.ready() when done
+                """,
+                metadata: ["subscription": "\(id)"])
         }
     }
 

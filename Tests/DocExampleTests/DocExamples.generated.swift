@@ -3,6 +3,9 @@
 // swiftlint:disable all
 // swift-format-ignore-file
 
+// The examples that say they are not compiled, and why:
+// not compiled: README.md:16: a Package.swift manifest
+
 import DDPTestServer
 import EJSON
 import Foundation
@@ -12,10 +15,12 @@ import NIOSSL
 import XCTest
 #if canImport(SwiftUI)
 import SwiftUI
+#else
+import DocExampleSwiftUI
 #endif
 
-// README.md:87
-@MainActor func docExample0(_ prelude: DocExamplePrelude) async throws {
+// README.md:120
+@MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -27,8 +32,8 @@ import SwiftUI
     }
 }
 
-// README.md:124
-@MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
+// README.md:157
+@MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -85,8 +90,8 @@ import SwiftUI
     }
 }
 
-// README.md:182
-@MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
+// README.md:215
+@MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -97,8 +102,8 @@ import SwiftUI
     }
 }
 
-// README.md:195
-@MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
+// README.md:228
+@MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -122,8 +127,8 @@ import SwiftUI
     }
 }
 
-// README.md:223
-@MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
+// README.md:256
+@MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -140,8 +145,8 @@ import SwiftUI
     }
 }
 
-// README.md:256
-@MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
+// README.md:289
+@MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -162,8 +167,8 @@ import SwiftUI
     }
 }
 
-// README.md:472
-@MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
+// README.md:505
+@MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -177,8 +182,55 @@ import SwiftUI
     }
 }
 
+// Sources/DDPTestServer/DDPTestServer.docc/DDPTestServer.md:15
+@MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let server = DDPTestServer()
+        try await server.start()                                  // an ephemeral port on 127.0.0.1
+        server.perform {
+            _ = try? server.collection("todos").insert(["text": "milk", "listId": "list1"], id: "t1")
+        }
+        server.publish("todos.inList") { context in
+            guard let listID = context.params.first?.stringValue else { return [] }
+            return [Cursor(collection: "todos") { _, fields in fields["listId"] == .string(listID) }]
+        }
+        let client = DDPClient(url: server.url)
+        try await client.connect(timeout: .seconds(5))
+        try await client.subscribe("todos.inList", params: ["list1"]).ready()
+        try await server.stop()
+    }
+}
+
+// Sources/DDPTestServer/DDPTestServer.docc/DDPTestServer.md:46
+@MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        server.publish("counts") { context in
+            context.added("counts", id: "total", fields: ["n": 3])
+            context.ready()                                       // without it, the subscriber waits
+            return []
+        }
+    }
+}
+
+// Sources/DDPTestServer/DDPTestServer.docc/DDPTestServer.md:63
+@MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        server.method("todos.insert") { context in
+            let text = context.params.first?.stringValue ?? ""
+            let id = context.randomID(forSequence: "/collection/todos")
+            return .string(try context.collection("todos").insert(["text": .string(text)], id: id))
+        }
+    }
+}
+
 // Sources/DDPTestServer/DDPTestServer.swift:15
-@MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -192,7 +244,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSON.docc/EJSON.md:8
-@MainActor func docExample8(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -206,7 +258,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSON.swift:6
-@MainActor func docExample9(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -218,7 +270,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONDecoder.swift:8
-@MainActor func docExample10(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -228,7 +280,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONEncoder.swift:8
-@MainActor func docExample11(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -238,7 +290,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONError.swift:4
-@MainActor func docExample12(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -248,7 +300,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONTypeRegistry.swift:14
-@MainActor func docExample13(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -257,7 +309,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/EJSONValue.swift:13
-@MainActor func docExample14(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -267,7 +319,7 @@ import SwiftUI
 }
 
 // Sources/EJSON/ObjectID.swift:12
-@MainActor func docExample15(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -278,7 +330,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Accounts.swift:43
-@MainActor func docExample16(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -287,7 +339,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+OAuth.swift:22
-@MainActor func docExample17(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -296,7 +348,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwordless.swift:11
-@MainActor func docExample18(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -307,7 +359,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:12
-@MainActor func docExample19(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -316,7 +368,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:37
-@MainActor func docExample20(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -325,7 +377,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:55
-@MainActor func docExample21(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -339,7 +391,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+Passwords.swift:88
-@MainActor func docExample22(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -348,7 +400,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/DDPClient+TwoFactor.swift:29
-@MainActor func docExample23(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -361,7 +413,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/LoginEvent.swift:7
-@MainActor func docExample24(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -383,7 +435,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Accounts/MeteorPassword.swift:5
-@MainActor func docExample25(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -392,7 +444,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/DDPCollection.swift:7
-@MainActor func docExample26(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -406,7 +458,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/IDGeneration.swift:8
-@MainActor func docExample27(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -417,7 +469,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/MongoModifier.swift:10
-@MainActor func docExample28(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -427,7 +479,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedCollection.swift:6
-@MainActor func docExample29(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -439,7 +491,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Collections/TypedStubCollection.swift:6
-@MainActor func docExample30(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -451,7 +503,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/ConnectionStatus.swift:6
-@MainActor func docExample31(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -462,7 +514,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/DDPClient+Connecting.swift:18
-@MainActor func docExample32(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -471,7 +523,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/RetryStrategy.swift:5
-@MainActor func docExample33(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -482,7 +534,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Connection/WebSocketTransport.swift:17
-@MainActor func docExample34(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -494,7 +546,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPClient.swift:16
-@MainActor func docExample35(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -504,7 +556,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/DDPError.swift:6
-@MainActor func docExample36(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -515,7 +567,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DataUpdateBuffer.swift:18
-@MainActor func docExample37(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -526,7 +578,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Database.swift:19
-@MainActor func docExample38(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -539,7 +591,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChanges.swift:8
-@MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -552,7 +604,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
-@MainActor func docExample40(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -561,7 +613,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Document.swift:7
-@MainActor func docExample41(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -572,7 +624,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/DocumentKey.swift:4
-@MainActor func docExample42(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -581,7 +633,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuery.swift:51
-@MainActor func docExample43(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -593,7 +645,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/LiveQuerySnapshots.swift:6
-@MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -604,7 +656,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LiveQuery/TypedLiveQuery.swift:23
-@MainActor func docExample45(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -616,7 +668,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection+Codable.swift:7
-@MainActor func docExample46(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -626,7 +678,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/LocalCollection.swift:7
-@MainActor func docExample47(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -636,7 +688,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Database/Query.swift:7
-@MainActor func docExample48(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -646,7 +698,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:15
-@MainActor func docExample49(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -657,7 +709,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:29
-@MainActor func docExample50(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -667,7 +719,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:36
-@MainActor func docExample51(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -683,7 +735,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/AccountFlows.md:57
-@MainActor func docExample52(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -696,7 +748,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:7
-@MainActor func docExample53(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -707,7 +759,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:21
-@MainActor func docExample54(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -717,7 +769,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:31
-@MainActor func docExample55(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -728,7 +780,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:39
-@MainActor func docExample56(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -737,7 +789,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/GettingStarted.md:52
-@MainActor func docExample57(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -750,7 +802,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:9
-@MainActor func docExample58(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -761,7 +813,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:23
-@MainActor func docExample59(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -772,7 +824,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:52
-@MainActor func docExample60(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -783,8 +835,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
-#if canImport(SwiftUI)
-@MainActor func docExample61(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -811,10 +862,9 @@ import SwiftUI
         }
     }
 }
-#endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample62(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -835,7 +885,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:82
-@MainActor func docExample63(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -847,7 +897,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -858,7 +908,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -870,7 +920,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -882,7 +932,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -895,7 +945,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -907,8 +957,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
-#if canImport(SwiftUI)
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -950,10 +999,9 @@ import SwiftUI
         }
     }
 }
-#endif
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -965,7 +1013,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -975,7 +1023,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -987,7 +1035,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -996,7 +1044,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1005,7 +1053,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1017,7 +1065,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1028,7 +1076,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1039,7 +1087,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1050,7 +1098,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1061,7 +1109,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1076,7 +1124,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1089,7 +1137,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1101,7 +1149,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1112,20 +1160,26 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
-#if canImport(SwiftUI)
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
-        @State var todos = client.collection("todos", as: Todo.self)
-            .observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
-        var body: some View { List(todos.values, id: \._id) { Text($0.text) } }
+        struct Todos: View {
+            @State private var todos: ObservedQuery<Todo>
+
+            init(client: DDPClient, listID: String) throws {
+                _todos = State(
+                    initialValue: try client.collection("todos", as: Todo.self)
+                        .observed(["listId": .string(listID)], FindOptions(sort: ["createdAt": 1])))
+            }
+
+            var body: some View { List(todos.values, id: \._id) { Text($0.text) } }
+        }
     }
 }
-#endif
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1138,7 +1192,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1149,7 +1203,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1159,7 +1213,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1168,7 +1222,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1181,7 +1235,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1191,7 +1245,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1201,7 +1255,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1211,7 +1265,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1222,7 +1276,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1233,24 +1287,30 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
-#if canImport(SwiftUI)
-@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
-        @State var lists = lists.toMany(todos, referencedBy: "listId")
-            .observed([:], FindOptions(sort: ["name": 1]), relatedOptions: FindOptions(sort: ["createdAt": 1]))
-        var body: some View {
-            List(lists.values, id: \.id) { entry in
-                Section(entry.value.name) { ForEach(entry.related, id: \._id) { Text($0.text) } }
+        struct Lists: View {
+            @State private var lists: ObservedRelatedQuery<TodoList, Todo>
+
+            init(lists: TypedCollection<TodoList>, todos: TypedCollection<Todo>) throws {
+                _lists = State(
+                    initialValue: try lists.toMany(todos, referencedBy: "listId")
+                        .observed([:], FindOptions(sort: ["name": 1]), relatedOptions: FindOptions(sort: ["createdAt": 1])))
+            }
+
+            var body: some View {
+                List(lists.values, id: \.id) { entry in
+                    Section(entry.value.name) { ForEach(entry.related, id: \._id) { Text($0.text) } }
+                }
             }
         }
     }
 }
-#endif
 
 // Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
-@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1262,7 +1322,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Relationships/Relationship.swift:7
-@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1279,7 +1339,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1289,7 +1349,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1301,7 +1361,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1311,7 +1371,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1320,7 +1380,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:9
-@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1338,7 +1398,7 @@ import SwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {

@@ -6,9 +6,17 @@ import Observation
 ///
 /// For example (SwiftUI):
 /// ```swift
-/// @State var todos = client.collection("todos", as: Todo.self)
-///     .observed(["listId": listID], FindOptions(sort: ["createdAt": 1]))
-/// var body: some View { List(todos.values, id: \._id) { Text($0.text) } }
+/// struct Todos: View {
+///     @State private var todos: ObservedQuery<Todo>
+///
+///     init(client: DDPClient, listID: String) throws {
+///         _todos = State(
+///             initialValue: try client.collection("todos", as: Todo.self)
+///                 .observed(["listId": .string(listID)], FindOptions(sort: ["createdAt": 1])))
+///     }
+///
+///     var body: some View { List(todos.values, id: \._id) { Text($0.text) } }
+/// }
 /// ```
 ///
 /// It changes once per database transaction that changes its result, on its ``ObservationScheduler`` (the main actor

@@ -9,9 +9,14 @@ public final class ObservedValue<Value: Sendable>: Observable, @unchecked Sendab
     private let registrar = ObservationRegistrar()
     private let state: NIOLockedValueBox<Value>
     private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// What the model keeps alive for as long as it lives (an ``ObservedSubscription``'s ``Subscription`` handle).
+    let owned: (any Sendable)?
 
-    init<S: AsyncSequence & Sendable>(initial: Value, updates: S, scheduler: ObservationScheduler)
+    init<S: AsyncSequence & Sendable>(
+        initial: Value, updates: S, scheduler: ObservationScheduler, owning owned: (any Sendable)? = nil
+    )
     where S.Element == Value {
+        self.owned = owned
         state = NIOLockedValueBox(initial)
         let started = Task { [weak self] in
             do {

@@ -7,11 +7,19 @@ import Observation
 ///
 /// For example (SwiftUI):
 /// ```swift
-/// @State var lists = lists.toMany(todos, referencedBy: "listId")
-///     .observed([:], FindOptions(sort: ["name": 1]), relatedOptions: FindOptions(sort: ["createdAt": 1]))
-/// var body: some View {
-///     List(lists.values, id: \.id) { entry in
-///         Section(entry.value.name) { ForEach(entry.related, id: \._id) { Text($0.text) } }
+/// struct Lists: View {
+///     @State private var lists: ObservedRelatedQuery<TodoList, Todo>
+///
+///     init(lists: TypedCollection<TodoList>, todos: TypedCollection<Todo>) throws {
+///         _lists = State(
+///             initialValue: try lists.toMany(todos, referencedBy: "listId")
+///                 .observed([:], FindOptions(sort: ["name": 1]), relatedOptions: FindOptions(sort: ["createdAt": 1])))
+///     }
+///
+///     var body: some View {
+///         List(lists.values, id: \.id) { entry in
+///             Section(entry.value.name) { ForEach(entry.related, id: \._id) { Text($0.text) } }
+///         }
 ///     }
 /// }
 /// ```

@@ -1,4 +1,5 @@
 import EJSON
+import TestSupport
 import XCTest
 
 @testable import MeteorDDP

@@ -1,27 +1,26 @@
 import Foundation
 import Logging
-import TestSupport
 
 /// Records every line logged through its ``logger`` (at every level), with its metadata, for tests that check what
 /// is and is not logged.
-final class LogRecorder: @unchecked Sendable {
+public final class LogRecorder: @unchecked Sendable {
     // @unchecked because `recorded` is protected by `lock`.
     private let lock = NSLock()
     private var recorded: [String] = []
     /// Called after each line is recorded, on the logging thread (no lock held).
     private let onLog: (@Sendable () -> Void)?
 
-    init(onLog: (@Sendable () -> Void)? = nil) {
+    public init(onLog: (@Sendable () -> Void)? = nil) {
         self.onLog = onLog
     }
 
     /// A logger at `.trace` that records here.
-    var logger: Logger {
+    public var logger: Logger {
         Logger(label: "test", factory: { [self] _ in RecordingLogHandler(recorder: self) })
     }
 
     /// Each line: the message, then its metadata as `key=value`, sorted by key.
-    var lines: [String] { lock.withLock { recorded } }
+    public var lines: [String] { lock.withLock { recorded } }
 
     fileprivate func append(_ line: String) {
         lock.withLock { recorded.append(line) }
