@@ -39,6 +39,8 @@ public final class DDPClient: @unchecked Sendable {
     let transport: any Transport
     let scheduler: any DDPScheduler
     let logger: Logger
+    /// Bounds the lines a flood of frames or of protocol violations logs.
+    let logThrottle: LogThrottle
 
     // MARK: - Mutable State (confined to `queue`)
 
@@ -116,8 +118,12 @@ public final class DDPClient: @unchecked Sendable {
         url: URL, configuration: Configuration = Configuration(), webSocket: WebSocketTransport.Configuration = .init()
     ) {
         let url = ServerURL.translating(url)
+        // The WebSocket library logs every frame at `.trace`, unthrottled: the client logs its frames itself
+        // (at most 100 of a kind a second, ``LogThrottle``), so the transport logs from `.debug` up.
+        var transportLogger = configuration.logger
+        if transportLogger.logLevel < .debug { transportLogger.logLevel = .debug }
         self.init(
-            transport: WebSocketTransport(url: url, configuration: webSocket, logger: configuration.logger),
+            transport: WebSocketTransport(url: url, configuration: webSocket, logger: transportLogger),
             configuration: configuration)
     }
 
@@ -130,8 +136,10 @@ public final class DDPClient: @unchecked Sendable {
         self.queue = queue
         self.configuration = configuration
         self.transport = transport
-        self.scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
+        let scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
+        self.scheduler = scheduler
         self.logger = configuration.logger
+        self.logThrottle = LogThrottle(scheduler: scheduler, logger: configuration.logger)
         self.core = ClientCore(configuration: configuration)
         self.userCode = UserCodeQueue(label: "MeteorDDP.DDPClient.callbacks")
         self.inbox = IncomingInbox(holdLimit: configuration.maxMessagesHeldForQuiescence)

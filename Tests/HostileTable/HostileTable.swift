@@ -5,7 +5,8 @@ import TestSupport
 
 /// The hostile-server table: each row attacks a client over a real WebSocket on loopback and checks that it survives
 /// with a typed error, answers a call again within 5 s of the attack's last byte, and that the process's peak memory
-/// grows by at most 128 MB.
+/// grows by at most 128 MB. The client logs at `.trace` through a handler that formats every line
+/// (``FormattingLogHandler``), as an app's does.
 ///
 /// Two runners share these rows: `HostileServerTests` (XCTest, the floods at a quick size in `swift test`) and the
 /// `HostileTableRunner` executable, which `.ci/run hostile` builds in release and runs at full size (1M `added`, 100k
@@ -37,6 +38,8 @@ public enum HostileTable {
         public let errors: [DDPError]
         public let recovery: Duration
         public let peakGrowth: Int
+        /// The lines the client's log handler formatted during the row.
+        public let logLines: Int
         public let failures: [String]
 
         public var description: String {
@@ -52,7 +55,7 @@ public enum HostileTable {
             let seconds = Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18
             return
                 "| \(row) | \(kinds.isEmpty ? "none" : kinds) | "
-                + "\(String(format: "%.2f", seconds)) s | \(peakGrowth >> 20) MB |"
+                + "\(String(format: "%.2f", seconds)) s | \(peakGrowth >> 20) MB | \(logLines) log lines |"
         }
     }
 }
@@ -248,6 +251,8 @@ extension HostileTable.Row {
         var configuration = DDPClient.Configuration()
         configuration.retryStrategy = RetryStrategy(
             baseTimeout: 50, exponent: 2, maxTimeout: 500, minTimeout: 50, minCount: 2, fuzz: 0.5)
+        // Every line the client logs is formatted, as an app's handler does: a flood must not make it log per frame.
+        configuration.logger = FormattingLogHandler.logger()
         configure(&configuration)
         var webSocket = WebSocketTransport.Configuration()
         webSocket.compression = false
@@ -258,6 +263,7 @@ extension HostileTable.Row {
         let collecting = Task {
             for await error in errorStream { errors.append(error) }
         }
+        let linesBefore = FormattingLogHandler.lines.value.lines
         ProcessMemory.resetPeak()
         let baseline = ProcessMemory.resident
         client.connect()
@@ -289,7 +295,8 @@ extension HostileTable.Row {
             failures.append("\(row): peak memory grew by \(peakGrowth >> 20) MB")
         }
         let outcome = HostileTable.Outcome(
-            row: row, errors: seen, recovery: recovery, peakGrowth: peakGrowth, failures: failures)
+            row: row, errors: seen, recovery: recovery, peakGrowth: peakGrowth,
+            logLines: FormattingLogHandler.lines.value.lines - linesBefore, failures: failures)
         print("hostile-server row: \(outcome)")
         return outcome
     }

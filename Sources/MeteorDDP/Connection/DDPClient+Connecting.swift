@@ -129,13 +129,20 @@ extension DDPClient {
             return
         }
         let frame = EJSON.stringify(message.ejsonValue)
-        logger.trace("sent", metadata: ["frame": "\(loggable(frame, message: message))"])
+        if logger.logLevel <= .trace, logThrottle.admitFrame("sent \(message.name)") {
+            logger.trace("sent", metadata: ["frame": "\(loggable(frame, message: message))"])
+        }
         connection.send(frame)
     }
 
-    /// Reports an error the client survived: logged at `.debug` and published on ``errors``.
+    /// Reports an error the client survived: logged at `.debug` (at most one line a second per kind, the others
+    /// counted in a summary: ``LogThrottle``) and published on ``errors`` (every one).
     func report(_ error: DDPError) {
-        logger.debug("\(error.description)")
+        if logger.logLevel <= .debug,
+            logThrottle.admit(error.throttleKind, budget: LogThrottle.violationsPerSecond, level: .debug)
+        {
+            logger.debug("\(error.description)")
+        }
         errorBroadcaster.yield(error)
     }
 

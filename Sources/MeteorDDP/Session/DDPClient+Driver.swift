@@ -76,10 +76,14 @@ extension DDPClient {
                 handleUnreadable(unreadable, violation)
             }
         case .success(.message(let message)):
-            logger.trace("received", metadata: ["frame": "\(loggable(message))"])
+            if logger.logLevel <= .trace, logThrottle.admitFrame("received \(message.name)") {
+                logger.trace("received", metadata: ["frame": "\(loggable(message))"])
+            }
             handle(message)
         case .success(let document):
-            logger.trace("received", metadata: ["msg": "\(document.name)"])
+            if logger.logLevel <= .trace, logThrottle.admitFrame("received \(document.name)") {
+                logger.trace("received", metadata: ["msg": "\(document.name)"])
+            }
             handleSessionData(document)
         }
     }

@@ -1,0 +1,102 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+/// Bounds what a flood makes the client log: per kind of line (a kind of protocol violation, a kind of frame), at
+/// most `budget` lines a second are logged; the others are counted, and one summary line says how many were left
+/// out, once that second is over. What is reported elsewhere is not throttled (``DDPClient/errors`` gets every
+/// error). A log handler is app code: without this, a server sending 100,000 bad frames made an app's formatting
+/// handler run 100,000 times on the client queue.
+///
+/// Thread-safe (the counts are behind a lock, never held while logging).
+final class LogThrottle: Sendable {
+    /// The budgets.
+    static let violationsPerSecond = 1
+    static let framesPerSecond = 100
+    /// The most kinds counted apart; past it, new kinds share one count.
+    static let maxKinds = 256
+
+    private struct Window {
+        var start: Date
+        var logged = 0
+        var suppressed = 0
+        var flushScheduled = false
+    }
+
+    private let windows = NIOLockedValueBox<[String: Window]>([:])
+    private let scheduler: any DDPScheduler
+    private let logger: Logger
+
+    init(scheduler: any DDPScheduler, logger: Logger) {
+        self.scheduler = scheduler
+        self.logger = logger
+    }
+
+    /// Whether a line of `kind` may be logged now. When it may not, the line is counted and a summary at `level` is
+    /// logged once the current second is over.
+    func admit(_ kind: String, budget: Int, level: Logger.Level) -> Bool {
+        let now = scheduler.now
+        // Kinds are few (violation cases, message names); a bound all the same.
+        let (admitted, scheduleFlush, kind): (Bool, Bool, String) = windows.withLockedValue { windows in
+            let kind = windows[kind] != nil || windows.count < Self.maxKinds ? kind : "other"
+            var window = windows[kind] ?? Window(start: now)
+            if now.timeIntervalSince(window.start) >= 1, window.suppressed == 0 {
+                window = Window(start: now)
+            }
+            guard window.logged >= budget else {
+                window.logged += 1
+                windows[kind] = window
+                return (true, false, kind)
+            }
+            window.suppressed += 1
+            let schedule = !window.flushScheduled
+            window.flushScheduled = true
+            windows[kind] = window
+            return (false, schedule, kind)
+        }
+        if scheduleFlush {
+            _ = scheduler.schedule(after: .seconds(1)) { [weak self] in
+                self?.flush(kind, budget: budget, level: level)
+            }
+        }
+        return admitted
+    }
+
+    /// Whether a frame line (`received added`, `sent pong`, …, at `.trace`) may be logged now.
+    func admitFrame(_ kind: String) -> Bool {
+        admit(kind, budget: Self.framesPerSecond, level: .trace)
+    }
+
+    /// The second is over: says how many lines of `kind` were left out, and opens a new second.
+    private func flush(_ kind: String, budget: Int, level: Logger.Level) {
+        let now = scheduler.now
+        let suppressed: Int = windows.withLockedValue { windows in
+            let count = windows[kind]?.suppressed ?? 0
+            windows[kind] = Window(start: now)
+            return count
+        }
+        guard suppressed > 0 else { return }
+        logger.log(
+            level: level,
+            "\(suppressed) more lines of this kind were not logged (at most \(budget) a second are)",
+            metadata: ["kind": "\(kind)", "notLogged": "\(suppressed)"])
+    }
+}
+
+extension DDPError {
+    /// What makes two reports the same kind for ``LogThrottle``: the code, and a violation's kind (its case and the
+    /// message it is about, never what a server chose: an id, a parser's offset, an unknown `msg`).
+    var throttleKind: String {
+        guard let violation else { return code.rawValue }
+        switch violation.kind {
+        case .malformedJSON: return "\(code.rawValue) malformedJSON"
+        case .binaryFrame: return "\(code.rawValue) binaryFrame"
+        case .notAnObject: return "\(code.rawValue) notAnObject"
+        case .missingMsg: return "\(code.rawValue) missingMsg"
+        case .unknownMessage: return "\(code.rawValue) unknownMessage"
+        case .missingField(let message, _): return "\(code.rawValue) missingField \(message.prefix(32))"
+        case .wrongFieldType(let message, _): return "\(code.rawValue) wrongFieldType \(message.prefix(32))"
+        case .unexpected(let message, _): return "\(code.rawValue) unexpected \(message.prefix(32))"
+        }
+    }
+}
