@@ -146,7 +146,7 @@ extension DDPClient {
             }
             accountState.withLockedValue {
                 $0.account = stored
-                $0.loggingIn = true
+                $0.startupResumeInProgress = true
             }
             accountBroadcaster.yield(stored)
             queue.async { self.core.setResumeToken(stored.token) }
@@ -161,7 +161,7 @@ extension DDPClient {
         completion: @escaping @Sendable (Result<Account, any Error>) -> Void
     ) {
         dispatchPrecondition(condition: .onQueue(queue))
-        if !resuming { accountState.withLockedValue { $0.loggingIn = true } }
+        if !resuming { accountState.withLockedValue { $0.loginsInProgress += 1 } }
         // Never written to the offline store, whatever the method's name: its parameters are credentials.
         var options = MethodOptions.credentials(wait: true)
         // As the result arrives (Meteor's onResultReceived): a reconnect before `updated` resumes with this token.
@@ -175,7 +175,7 @@ extension DDPClient {
                 self.queue.async { self.loginCompleted(result, resuming: resuming, completion: completion) }
             }
         } catch {
-            accountState.withLockedValue { $0.loggingIn = false }
+            accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
             completion(.failure(error))
         }
     }
@@ -187,6 +187,10 @@ extension DDPClient {
     ) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch result {
+        case .success where core.isClosed:
+            // Closed between the answer and now: no account is set (or stored) any more, and nothing waits for it.
+            accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
+            completion(.failure(DDPError.clientClosed()))
         case .success(let value):
             do {
                 let account = try Account(loginResult: value)
@@ -197,7 +201,7 @@ extension DDPClient {
                 let type = value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown
                 awaitUserDocument(of: account) { [weak self] outcome in
                     guard let self else { return }
-                    self.accountState.withLockedValue { $0.loggingIn = false }
+                    self.accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
                     switch outcome {
                     case .success:
                         self.loginEventBroadcaster.yield(.loggedIn(account, type: type))
@@ -208,14 +212,14 @@ extension DDPClient {
                     }
                 }
             } catch {
-                accountState.withLockedValue { $0.loggingIn = false }
+                accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
                 logger.debug("login result unusable; logged out", metadata: ["error": "\(error)"])
                 loginEventBroadcaster.yield(.loginFailed(error, isResume: resuming))
                 logOut(.loginFailed(error))
                 completion(.failure(error))
             }
         case .failure(let error):
-            accountState.withLockedValue { $0.loggingIn = false }
+            accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
             // Closing the client fails the resume without the server having refused the token: the account stays
             // (and stays stored, for the next start).
             guard (error as? MethodError)?.kind != .clientClosed else {
@@ -237,7 +241,7 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         let current = account
         if let current, current.expiresSoon(now: scheduler.now) {
-            accountState.withLockedValue { $0.loggingIn = false }
+            accountState.withLockedValue { $0.loginEnded(resuming: true) }
             logger.info("the login token has expired or expires within the hour; logged out instead of resuming")
             logOut(.tokenExpired(nil))
             return
@@ -250,8 +254,10 @@ extension DDPClient {
     /// client is logged out once).
     ///
     /// Logged out by anything but ``logout()`` (which erases and waits for it itself), the offline store forgets the
-    /// last user's data as a logout does, and their calls still unanswered too (they were made before the refusal): a
-    /// refused resume leaves nothing of theirs on the disk.
+    /// last user's data as a logout does. When their token expired or was revoked, their calls still unanswered go
+    /// too (they were made before the refusal): nothing of theirs is left on the disk. A resume that failed for
+    /// another reason (a rate limit, a server error) keeps those calls durable: they are the user's own work, sent
+    /// now, and leave the store once answered.
     func logOut(_ reason: LogoutReason) {
         dispatchPrecondition(condition: .onQueue(queue))
         core.stopResumingLogin()
@@ -259,7 +265,11 @@ extension DDPClient {
         accountState.withLockedValue { $0.logoutReason = reason }
         setAccount(nil)
         logger.info("logged out", metadata: ["reason": "\(reason)"])
-        if case .app = reason {} else { clearPersistenceOnLogout(keepingUnansweredCalls: false) {} }
+        switch reason {
+        case .app: break // logout() erases and waits for it itself
+        case .tokenExpired, .tokenRevoked: clearPersistenceOnLogout(keepingUnansweredCalls: false) {}
+        case .loginFailed: clearPersistenceOnLogout(keepingUnansweredCalls: true) {}
+        }
         loginEventBroadcaster.yield(.loggedOut(userID: userID, reason: reason))
     }
 
@@ -274,6 +284,8 @@ extension DDPClient {
             return state.account != account
         }
         guard changed else { return }
+        // A login still waiting for its user's document fails now: the client logged out or in as someone else.
+        if isOnClientQueue { endUserDocumentWaits(superseded: account) }
         if let store = configuration.accountStore {
             do { try store.save(account) } catch { logger.debug("account not stored", metadata: ["error": "\(error)"]) }
         }
@@ -289,7 +301,30 @@ extension DDPClient {
 /// The account and whether a login is in progress. Protected by `DDPClient.accountState`'s lock.
 struct AccountState {
     var account: Account?
-    var loggingIn = false
+    /// Logins the app called that have not completed (their user's document included): they may overlap, since a
+    /// login's method is answered before its user arrives.
+    var loginsInProgress = 0
+    /// Whether the resume of the account restored at start-up has not completed (Meteor's `loggingIn()` covers it; a
+    /// reconnect's resume does not count).
+    var startupResumeInProgress = false
+
+    /// Meteor's `loggingIn()`.
+    var loggingIn: Bool { loginsInProgress > 0 || startupResumeInProgress }
+
+    /// A login ended (completed or failed): the app's counts down; the first resume ends the start-up one.
+    mutating func loginEnded(resuming: Bool) {
+        if resuming {
+            startupResumeInProgress = false
+        } else {
+            loginsInProgress = max(0, loginsInProgress - 1)
+        }
+    }
+
+    /// `close()`: no login goes on.
+    mutating func closed() {
+        loginsInProgress = 0
+        startupResumeInProgress = false
+    }
     /// Why the client is logged out (``DDPClient/logoutReason``).
     var logoutReason: LogoutReason?
 }

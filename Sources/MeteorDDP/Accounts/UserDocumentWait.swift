@@ -48,7 +48,8 @@ extension DDPClient {
         wait.deadline.cancel()
         let key = Self.userDocumentKey(wait.account.userID)
         database.cancelDocumentWaiter(key, token: wait.waiter)
-        guard account == wait.account else {
+        // The same user with a new token (a resume, `logoutOtherClients`) is still this login's user.
+        guard account?.userID == wait.account.userID else {
             return wait.done(
                 .failure(
                     AccountError(
@@ -66,6 +67,15 @@ extension DDPClient {
                             + "logged-in user removed?)")))
         }
         wait.done(.success(()))
+    }
+
+    /// The account changed to `account` (a logout, another user's login): the waits for other users fail now.
+    func endUserDocumentWaits(superseded account: Account?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for (token, wait) in userDocumentWaits.sorted(by: { $0.key < $1.key })
+        where wait.account.userID != account?.userID {
+            endUserDocumentWait(token, arrived: false)
+        }
     }
 
     /// `close()`: every login still waiting for its user's document fails with ``DDPError/Code/clientClosed``.

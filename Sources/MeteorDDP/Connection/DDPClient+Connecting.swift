@@ -93,7 +93,7 @@ extension DDPClient {
             self.perform(self.core.machine.disconnectRequested())
             guard let closing = self.core.close() else { return }
             // A closed client logs nobody in (a stored account's resume may not even have been sent).
-            self.accountState.withLockedValue { $0.loggingIn = false }
+            self.accountState.withLockedValue { $0.closed() }
             self.endUserDocumentWaits()
             for invocation in closing.failedCalls {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)

@@ -377,12 +377,14 @@ extension DDPClient {
     /// - Throws: the store's or the account store's error when erasing failed (the erasure was still tried in full).
     public func clearPersistence() async throws {
         close()
-        // The cache's own copy first: its removals are handed to the store before the erasure, which drops them.
-        database.removeAllDocuments()
         let erased: (any Error)? = await withCheckedContinuation { continuation in
+            // After close()'s work on the client queue: nothing of the session comes any more. What the buffer still
+            // holds is applied, then the cache emptied: both are handed to the store before the erasure, which drops
+            // them, so no document of the user's is written after it.
             queue.async {
+                self.updateBuffer.flush()
+                self.database.removeAllDocuments()
                 guard let writer = self.persistence?.writer else { return continuation.resume(returning: nil) }
-                // After close(): nothing of the session is handed to the store any more.
                 writer.erase { continuation.resume(returning: $0) }
             }
         }

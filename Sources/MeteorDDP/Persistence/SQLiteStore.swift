@@ -1,6 +1,7 @@
 import EJSON
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 
 /// A ``ClientStore`` in one SQLite file, through GRDB: WAL mode, one transaction per batch, schema versions migrated
 /// with a `DatabaseMigrator`.
@@ -16,16 +17,20 @@ import GRDB
 /// store's files: the connection runs with `PRAGMA secure_delete` (SQLite overwrites deleted content with zeros), the
 /// file is rebuilt (`VACUUM`, unless the documents are kept), the write-ahead log is checkpointed and truncated to
 /// zero bytes (`wal_checkpoint(TRUNCATE)`), temporary tables live in memory, and files moved aside earlier
-/// (`.unusable-…`) are deleted. What this cannot promise: a file system or SSD that keeps old blocks (copy-on-write
+/// (`.unusable-…`) are deleted. While another connection reads the file (an app extension, a second store on the
+/// same path) the checkpoint cannot finish: ``erase()`` then throws, and a logout's clear tries again after the next
+/// write. What this cannot promise: a file system or SSD that keeps old blocks (copy-on-write
 /// snapshots, wear levelling, backups, an OS swap file) may still hold them on the device; only full-disk encryption
 /// (iOS Data Protection, FileVault, LUKS) covers that.
 public final class SQLiteStore: ClientStore, @unchecked Sendable {
-    // @unchecked because `database` is a GRDB `DatabaseQueue` (Sendable, serialising every access itself) and the
-    // rest is immutable.
+    // @unchecked because `database` is a GRDB `DatabaseQueue` (Sendable, serialising every access itself),
+    // `scrubPending` is behind its lock, and the rest is immutable.
 
     /// The file.
     public let fileURL: URL
     private let database: DatabaseQueue
+    /// Whether a logout's scrub could not finish (a busy checkpoint) and is to be tried again after the next write.
+    private let scrubPending = NIOLockedValueBox(false)
     /// The problem met while opening (the unusable file moved aside), reported with what `load()` returns.
     let openingProblem: PersistenceError?
 
@@ -241,6 +246,11 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
     }
 
     public func write(_ batch: StoreBatch) throws {
+        defer {
+            if scrubPending.withLockedValue({ $0 }), (try? scrub(rebuilding: true)) != nil {
+                scrubPending.withLockedValue { $0 = false }
+            }
+        }
         try database.write { db in
             if !batch.documents.isEmpty {
                 let upsert = try db.cachedStatement(
@@ -329,7 +339,9 @@ public final class SQLiteStore: ClientStore, @unchecked Sendable {
             if !keepingDocuments { try db.execute(sql: "DELETE FROM document WHERE \(unkept)") }
             try db.execute(sql: "DELETE FROM serverDocument WHERE \(unkept); DELETE FROM subscription; DROP TABLE kept")
         }
-        try scrub(rebuilding: !keepingDocuments)
+        // The deletions are committed: a scrub that cannot finish now (another connection reading the file: an app
+        // extension, a second store on the path) must not stop persistence; it is tried again after the next write.
+        if (try? scrub(rebuilding: !keepingDocuments)) == nil { scrubPending.withLockedValue { $0 = true } }
     }
 
     /// Deletes everything the store holds (``DDPClient/clearPersistence()``), leaving none of its bytes in the

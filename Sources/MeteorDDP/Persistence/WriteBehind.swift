@@ -340,13 +340,13 @@ final class WriteBehind: @unchecked Sendable {
 
     private func write(_ taken: Pending) {
         if let clear = taken.clear, let erased = clear.erased {
-            for durable in clear.before.durable { durable() }
-            do {
-                try store.erase()
-                erased(nil)
-            } catch {
-                erased(error)
-            }
+            // What was pending before is dropped, earlier clears and erasures included (this one covers them): their
+            // callbacks still run, an earlier erasure's with this one's outcome.
+            let (durable, earlierErasures) = Self.callbacks(in: clear.before)
+            var outcome: (any Error)?
+            do { try store.erase() } catch { outcome = error }
+            for callback in durable { callback() }
+            for callback in earlierErasures + [erased] { callback(outcome) }
         } else if let clear = taken.clear {
             write(clear.before)
             if !hasFailed {
@@ -372,6 +372,16 @@ final class WriteBehind: @unchecked Sendable {
         } catch {
             fail(error)
         }
+    }
+
+    /// Every durability and erasure callback of `pending` and of the clears nested in it (each clear holds what was
+    /// pending before it), in the order they were enqueued.
+    private static func callbacks(
+        in pending: Pending
+    ) -> (durable: [@Sendable () -> Void], erased: [@Sendable ((any Error)?) -> Void]) {
+        guard let clear = pending.clear else { return (pending.durable, []) }
+        let earlier = callbacks(in: clear.before)
+        return (earlier.durable + pending.durable, earlier.erased + (clear.erased.map { [$0] } ?? []))
     }
 
     private func fail(_ error: any Error) {

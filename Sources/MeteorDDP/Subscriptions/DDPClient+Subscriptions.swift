@@ -50,7 +50,10 @@ extension DDPClient {
         if !handle.bind(to: record.id) {
             // Stopped while it was being made: let go of it as a stop would have.
             release(subscriptionID: record.id)
-            if record.shared !== handle.shared { handle.shared.update(.stopped) }
+            if record.shared !== handle.shared {
+                handle.shared.stopFollowing(record.shared)
+                handle.shared.update(.stopped)
+            }
         }
     }
 

@@ -216,6 +216,11 @@ final class SubscriptionState: Sendable {
         for follower in followers { follower.update(status) }
     }
 
+    /// Stops taking `leader`'s statuses (a handle stopped while it was being bound).
+    func stopFollowing(_ leader: SubscriptionState) {
+        leader.state.withLockedValue { state in state.followers.removeAll { $0.state === self } }
+    }
+
     /// Makes this state (an unbound handle's, which joined an existing subscription when it was bound) take
     /// `leader`'s status now and every status it takes from now on. The current status is taken under `leader`'s
     /// lock, so an update racing with this one reaches this state after it.

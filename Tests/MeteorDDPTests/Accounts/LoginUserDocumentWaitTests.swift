@@ -87,15 +87,34 @@ final class LoginUserDocumentWaitTests: XCTestCase {
         harness.receive(.updated(methodIDs: ["2"]))
         harness.flushData()
         try await withTimeout(5, "logout") { try await logout.value }
-        // The user's document arrives late, for a client no longer logged in as them.
-        harness.receive(.added(collection: "users", id: "lovelace", fields: [:]))
-        harness.flushData()
+        // The user's document never comes; the clock does not move: the logout itself ends the wait.
         do {
             _ = try await withTimeout(5, "the login fails") { try await login.value }
             XCTFail("logged out meanwhile")
         } catch let error as AccountError {
             XCTAssertEqual(error.kind, .userDocumentNotReceived)
+            XCTAssertTrue(error.message.contains("logged out or logged in again"), error.message)
         }
+        XCTAssertFalse(harness.client.loggingIn)
+    }
+
+    func testLoggingInStaysTrueWhileAnotherLoginIsInProgress() async throws {
+        let (harness, first, _) = try await answeredLogin()
+        // A second login (the first's method is answered: it goes out) fails while the first waits for its user.
+        let second = Task { try await harness.client.login(email: "ada@example.com", password: "wrong") }
+        let transport = harness.transport
+        try await withTimeout(5, "the second login sent") {
+            await transport.waitUntilSent(count: 2) { if case .method = $0 { true } else { false } }
+        }
+        harness.receive(.result(id: "2", result: nil, error: MeteorError(error: 403, reason: "Incorrect password")))
+        harness.receive(.updated(methodIDs: ["2"]))
+        _ = try? await withTimeout(5, "the second login fails") { try await second.value }
+        harness.settle()
+        XCTAssertTrue(harness.client.loggingIn, "the first is still in progress")
+        harness.receive(.added(collection: "users", id: "lovelace", fields: [:]))
+        harness.flushData()
+        _ = try await withTimeout(5, "the first login returns") { try await first.value }
+        XCTAssertFalse(harness.client.loggingIn)
     }
 
     // MARK: - Meteor's local checks (accounts-password, accounts-2fa, accounts-passwordless clients)

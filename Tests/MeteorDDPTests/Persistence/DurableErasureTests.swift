@@ -112,7 +112,8 @@ final class DurableErasureTests: XCTestCase {
         XCTAssertEqual(try secretsOnDisk(), [], "after close()")
     }
 
-    func testARefusedResumeErasesThePreviousUsersData() async throws {
+    /// Run 1 logged in with data and an unanswered call, closed; run 2 restored, connected, its resume sent.
+    private func relaunchWithTheResumeSent() async throws -> (ClientHarness, Task<Bool, Never>, String) {
         do {
             let first = launch()
             try await logInAndStoreTheUsersData(first)
@@ -128,26 +129,52 @@ final class DurableErasureTests: XCTestCase {
             return false
         }
         second.establishConnection()
-        let resumeID = try await methodID(second, "login")
-        second.receive(
-            .result(
-                id: resumeID, result: nil,
-                error: MeteorError(
-                    error: .number(403), reason: "You've been logged out by the server. Please log in again.")))
-        second.receive(.updated(methodIDs: [resumeID]))
-        second.flushData()
+        return (second, loggedOut, try await methodID(second, "login"))
+    }
+
+    private func refuse(_ harness: ClientHarness, _ resumeID: String, _ error: MeteorError) {
+        harness.receive(.result(id: resumeID, result: nil, error: error))
+        harness.receive(.updated(methodIDs: [resumeID]))
+        harness.flushData()
+    }
+
+    func testARefusedResumeErasesThePreviousUsersData() async throws {
+        let (second, loggedOut, resumeID) = try await relaunchWithTheResumeSent()
+        refuse(
+            second, resumeID,
+            MeteorError(error: .number(403), reason: "You've been logged out by the server. Please log in again."))
         let refused = try await withTimeout(5, "the refused resume logs out") { await loggedOut.value }
         XCTAssertTrue(refused)
         XCTAssertNil(second.client.account)
-        // The restored call still waits for its answer: it stays durable (made before the refusal, it is sent after
-        // the resume and is erased once answered).
-        let noteID = try await methodID(second, "note")
-        second.receive(.result(id: noteID, result: nil, error: nil))
-        second.receive(.updated(methodIDs: [noteID]))
-        // The server's removals of the user's documents would follow; the store forgets them at the refusal.
-        second.flushData()
         second.client.waitUntilPersisted()
+        // The restored call is still unanswered: made by the last user, it is erased with the rest (it still goes out).
         XCTAssertEqual(try secretsOnDisk(), [], "after the refused resume")
+        XCTAssertEqual(try SQLiteStore(fileURL: file).load().methods.map(\.name), [])
+        _ = try await methodID(second, "note")
+    }
+
+    func testAResumeFailingForAnotherReasonKeepsTheUnansweredCallsDurable() async throws {
+        let (second, loggedOut, resumeID) = try await relaunchWithTheResumeSent()
+        refuse(second, resumeID, MeteorError(error: "too-many-requests", reason: "Error, too many requests."))
+        let refused = try await withTimeout(5, "the failed resume logs out") { await loggedOut.value }
+        XCTAssertTrue(refused, "Meteor logs out on any failed resume")
+        second.client.waitUntilPersisted()
+        XCTAssertEqual(try SQLiteStore(fileURL: file).load().methods.map(\.name), ["note"], "the user's own work")
+        let found = try secretsOnDisk()
+        XCTAssertFalse(found.contains { $0.hasPrefix("zebedee-quixote") }, "their document is erased: \(found)")
+        XCTAssertFalse(found.contains { $0.hasPrefix("tok-secret") }, "and their account: \(found)")
+    }
+
+    func testClearPersistenceTwiceAtOnceReturnsBoth() async throws {
+        let harness = launch()
+        try await logInAndStoreTheUsersData(harness)
+        let client = harness.client
+        try await withTimeout(10, "both erasures return") {
+            async let first: Void = client.clearPersistence()
+            async let second: Void = client.clearPersistence()
+            _ = try await (first, second)
+        }
+        XCTAssertEqual(try secretsOnDisk(), [])
     }
 
     func testClearPersistenceOnAClosedClientErasesEverythingTheLogoutWouldHaveKept() async throws {
