@@ -211,41 +211,21 @@ final class ReentrancySuiteTests: XCTestCase {
 /// called while the client queue's stubbed call waits for the transaction's write lock and server data waits to be
 /// applied: nothing deadlocks (issue 47; `subscribe` did, 20 of 20 runs).
 final class EveryAPIInsideATransactionTests: XCTestCase {
-    func testEveryPublicAPIInsidePerformUpdatesWhileAStubWaitsForTheLockAndDataArrives() async throws {
+    func testEveryPublicAPIInsidePerformUpdatesWhileAStubWaitsForTheLockAndDataArrives() throws {
         let harness = ClientHarness()
         harness.establishConnection()
         let client = harness.client
-        client.defineStub("touch") { context in
-            context.collection("players").insert(["_id": "touched", "n": 1])
-            return nil
-        }
         let players = client.subscribe("players")
         harness.settle()
         let tasks = Locked<[Task<Void, Never>]>([])
         defer { for task in tasks.value { task.cancel() } }
         for round in 0..<20 {
-            // The client queue runs a stubbed call as soon as the gate opens: it waits for this transaction's lock.
-            let clientGate = DispatchSemaphore(value: 0)
-            client.queue.async { clientGate.wait() }
-            client.queue.async { _ = try? client.call("touch") { _ in } }
             // Server data keeps arriving meanwhile (it waits in the inbox for the client queue, then for the lock).
             harness.transport.receive(
                 .added(collection: "players", id: "p\(round)", fields: ["round": .number(Double(round))]))
-            let returned = expectation(description: "round \(round): performUpdates returned")
-            Thread.detachNewThread {
-                client.database.performUpdates {
-                    client.database.apply(.added(DocumentKey(collectionName: "local", documentID: "\(round)"), [:]))
-                    clientGate.signal()
-                    ReentrancySuiteTests.exerciseEveryAPI(client, tasks: tasks)
-                }
-                returned.fulfill()
+            try harness.insideATransactionWhileAStubWaitsForTheLock {
+                ReentrancySuiteTests.exerciseEveryAPI(client, tasks: tasks)
             }
-            // A deadline, not a synchronisation: a deadlock never returns (and the client queue stays blocked, so the
-            // test stops here instead of waiting for it).
-            guard await XCTWaiter.fulfillment(of: [returned], timeout: 10) == .completed else {
-                return XCTFail("round \(round): performUpdates did not return within 10 s: a deadlock")
-            }
-            harness.settle()
         }
         harness.flushData()
         XCTAssertNotNil(harness.document("players", "p19"), "the client still applies data")

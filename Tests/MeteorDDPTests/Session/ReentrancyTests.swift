@@ -59,28 +59,13 @@ final class CallInsideATransactionTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         let client = harness.client
-        client.defineStub("touch") { context in
-            context.collection("players").insert(["_id": "p", "n": 1])
-            return nil
-        }
-        // The client queue will run a stubbed call (which needs the write lock) as soon as the gate opens.
-        let clientGate = DispatchSemaphore(value: 0)
-        client.queue.async { clientGate.wait() }
-        client.queue.async { _ = try? client.call("touch") { _ in } }
         let completed = expectation(description: "the call made inside the transaction completed")
-        let returned = expectation(description: "performUpdates returned")
-        Thread.detachNewThread {
-            client.database.performUpdates {
-                client.database.apply(.added(DocumentKey(collectionName: "local", documentID: "1"), ["x": 1]))
-                clientGate.signal() // the stub now waits for this transaction's lock
-                let value = try? client.call("inner") { result in
-                    if case .success = result { completed.fulfill() }
-                }
-                XCTAssertNil(value, "made after the transaction commits")
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
+            let value = try? client.call("inner") { result in
+                if case .success = result { completed.fulfill() }
             }
-            returned.fulfill()
+            XCTAssertNil(value, "made after the transaction commits")
         }
-        wait(for: [returned], timeout: 5)
         harness.settle()
         let sentMethods = harness.sent.compactMap { message -> (id: String, name: String)? in
             if case .method(let id, let name, _, _) = message { (id, name) } else { nil }

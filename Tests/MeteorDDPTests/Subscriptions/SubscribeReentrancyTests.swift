@@ -9,39 +9,6 @@ import XCTest
 /// for that transaction's write lock (a stubbed call on another thread): the subscription is made once the
 /// transaction commits.
 final class SubscribeReentrancyTests: XCTestCase {
-    /// Runs `body` inside `performUpdates` on a new thread while the client queue runs a stubbed call that waits for
-    /// this transaction's lock; throws (instead of hanging the suite on the client queue) if `performUpdates` does
-    /// not return: a deadlock.
-    private func insideATransactionWhileAStubWaitsForTheLock(
-        _ harness: ClientHarness, _ body: @escaping @Sendable () -> Void
-    ) throws {
-        let client = harness.client
-        client.defineStub("touch") { context in
-            context.collection("players").insert(["_id": "touched", "n": 1])
-            return nil
-        }
-        let clientGate = DispatchSemaphore(value: 0)
-        client.queue.async { clientGate.wait() }
-        client.queue.async { _ = try? client.call("touch") { _ in } }
-        let returned = expectation(description: "performUpdates returned")
-        Thread.detachNewThread {
-            client.database.performUpdates {
-                client.database.apply(.added(DocumentKey(collectionName: "local", documentID: "1"), ["x": 1]))
-                clientGate.signal() // the client queue's stub now waits for this transaction's lock
-                body()
-            }
-            returned.fulfill()
-        }
-        guard XCTWaiter().wait(for: [returned], timeout: 10) == .completed else {
-            throw Deadlock()
-        }
-        harness.settle()
-    }
-
-    private struct Deadlock: Error, CustomStringConvertible {
-        var description: String { "performUpdates did not return within 10 s: a deadlock" }
-    }
-
     /// The server answers the stubbed call made meanwhile.
     private func answerTheStubbedCall(_ harness: ClientHarness) {
         for case .method(let id, "touch", _, _) in harness.sent {
@@ -61,7 +28,7 @@ final class SubscribeReentrancyTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         let made = Locked<Subscription?>(nil)
-        try insideATransactionWhileAStubWaitsForTheLock(harness) {
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
             let subscription = harness.client.subscribe("players")
             XCTAssertEqual(subscription.status, .pending)
             made.mutate { $0 = subscription }
@@ -90,7 +57,7 @@ final class SubscribeReentrancyTests: XCTestCase {
         harness.flushData()
         XCTAssertTrue(first.isReady)
         let made = Locked<Subscription?>(nil)
-        try insideATransactionWhileAStubWaitsForTheLock(harness) {
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
             made.mutate { $0 = harness.client.subscribe("players", params: [1]) }
         }
         let joined = try XCTUnwrap(made.value)
@@ -116,7 +83,7 @@ final class SubscribeReentrancyTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         let made = Locked<Subscription?>(nil)
-        try insideATransactionWhileAStubWaitsForTheLock(harness) {
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
             let subscription = harness.client.subscribe("players")
             subscription.stop()
             made.mutate { $0 = subscription }
@@ -139,7 +106,7 @@ final class SubscribeReentrancyTests: XCTestCase {
     func testCallsAndSubscriptionsInsideATransactionGoOutInTheOrderTheyWereMade() throws {
         let harness = ClientHarness()
         harness.establishConnection()
-        try insideATransactionWhileAStubWaitsForTheLock(harness) {
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
             _ = try? harness.client.call("first") { _ in }
             _ = harness.client.subscribe("players")
             _ = try? harness.client.call("second") { _ in }
