@@ -129,7 +129,7 @@ extension DDPClient {
             return
         }
         let frame = EJSON.stringify(message.ejsonValue)
-        if logger.logLevel <= .trace, logThrottle.admitFrame("sent \(message.name)") {
+        if logger.logLevel <= .trace, logThrottle.admitFrame("sent", message.name) {
             logger.trace("sent", metadata: ["frame": "\(loggable(frame, message: message))"])
         }
         connection.send(frame)

@@ -76,12 +76,12 @@ extension DDPClient {
                 handleUnreadable(unreadable, violation)
             }
         case .success(.message(let message)):
-            if logger.logLevel <= .trace, logThrottle.admitFrame("received \(message.name)") {
+            if logger.logLevel <= .trace, logThrottle.admitFrame("received", message.name) {
                 logger.trace("received", metadata: ["frame": "\(loggable(message))"])
             }
             handle(message)
         case .success(let document):
-            if logger.logLevel <= .trace, logThrottle.admitFrame("received \(document.name)") {
+            if logger.logLevel <= .trace, logThrottle.admitFrame("received", document.name) {
                 logger.trace("received", metadata: ["msg": "\(document.name)"])
             }
             handleSessionData(document)

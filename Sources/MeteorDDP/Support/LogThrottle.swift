@@ -23,7 +23,18 @@ final class LogThrottle: Sendable {
         var flushScheduled = false
     }
 
-    private let windows = NIOLockedValueBox<[String: Window]>([:])
+    /// A kind of line: up to three words, each a literal or a DDP message name (no string is built per line).
+    struct Kind: Hashable, Sendable, CustomStringConvertible {
+        let first: String
+        let second: String
+        var third = ""
+
+        static let other = Kind(first: "other", second: "")
+
+        var description: String { [first, second, third].filter { !$0.isEmpty }.joined(separator: " ") }
+    }
+
+    private let windows = NIOLockedValueBox<[Kind: Window]>([:])
     private let scheduler: any DDPScheduler
     private let logger: Logger
 
@@ -34,11 +45,11 @@ final class LogThrottle: Sendable {
 
     /// Whether a line of `kind` may be logged now. When it may not, the line is counted and a summary at `level` is
     /// logged once the current second is over.
-    func admit(_ kind: String, budget: Int, level: Logger.Level) -> Bool {
+    func admit(_ kind: Kind, budget: Int, level: Logger.Level) -> Bool {
         let now = scheduler.now
         // Kinds are few (violation cases, message names); a bound all the same.
-        let (admitted, scheduleFlush, kind): (Bool, Bool, String) = windows.withLockedValue { windows in
-            let kind = windows[kind] != nil || windows.count < Self.maxKinds ? kind : "other"
+        let (admitted, scheduleFlush, kind): (Bool, Bool, Kind) = windows.withLockedValue { windows in
+            let kind = windows[kind] != nil || windows.count < Self.maxKinds ? kind : .other
             var window = windows[kind] ?? Window(start: now)
             if now.timeIntervalSince(window.start) >= 1, window.suppressed == 0 {
                 window = Window(start: now)
@@ -63,12 +74,12 @@ final class LogThrottle: Sendable {
     }
 
     /// Whether a frame line (`received added`, `sent pong`, …, at `.trace`) may be logged now.
-    func admitFrame(_ kind: String) -> Bool {
-        admit(kind, budget: Self.framesPerSecond, level: .trace)
+    func admitFrame(_ direction: String, _ name: String) -> Bool {
+        admit(Kind(first: direction, second: name), budget: Self.framesPerSecond, level: .trace)
     }
 
     /// The second is over: says how many lines of `kind` were left out, and opens a new second.
-    private func flush(_ kind: String, budget: Int, level: Logger.Level) {
+    private func flush(_ kind: Kind, budget: Int, level: Logger.Level) {
         let now = scheduler.now
         let suppressed: Int = windows.withLockedValue { windows in
             let count = windows[kind]?.suppressed ?? 0
@@ -86,17 +97,21 @@ final class LogThrottle: Sendable {
 extension DDPError {
     /// What makes two reports the same kind for ``LogThrottle``: the code, and a violation's kind (its case and the
     /// message it is about, never what a server chose: an id, a parser's offset, an unknown `msg`).
-    var throttleKind: String {
-        guard let violation else { return code.rawValue }
+    var throttleKind: LogThrottle.Kind {
+        let code = code.rawValue
+        guard let violation else { return LogThrottle.Kind(first: code, second: "") }
         switch violation.kind {
-        case .malformedJSON: return "\(code.rawValue) malformedJSON"
-        case .binaryFrame: return "\(code.rawValue) binaryFrame"
-        case .notAnObject: return "\(code.rawValue) notAnObject"
-        case .missingMsg: return "\(code.rawValue) missingMsg"
-        case .unknownMessage: return "\(code.rawValue) unknownMessage"
-        case .missingField(let message, _): return "\(code.rawValue) missingField \(message.prefix(32))"
-        case .wrongFieldType(let message, _): return "\(code.rawValue) wrongFieldType \(message.prefix(32))"
-        case .unexpected(let message, _): return "\(code.rawValue) unexpected \(message.prefix(32))"
+        case .malformedJSON: return LogThrottle.Kind(first: code, second: "malformedJSON")
+        case .binaryFrame: return LogThrottle.Kind(first: code, second: "binaryFrame")
+        case .notAnObject: return LogThrottle.Kind(first: code, second: "notAnObject")
+        case .missingMsg: return LogThrottle.Kind(first: code, second: "missingMsg")
+        case .unknownMessage: return LogThrottle.Kind(first: code, second: "unknownMessage")
+        case .missingField(let message, _):
+            return LogThrottle.Kind(first: code, second: "missingField", third: String(message.prefix(32)))
+        case .wrongFieldType(let message, _):
+            return LogThrottle.Kind(first: code, second: "wrongFieldType", third: String(message.prefix(32)))
+        case .unexpected(let message, _):
+            return LogThrottle.Kind(first: code, second: "unexpected", third: String(message.prefix(32)))
         }
     }
 }
