@@ -14,13 +14,15 @@ enum DocExampleExtractor {
         let line: Int
         let code: [String]
 
-        /// Why the example is not compiled, when its first line says so (`// not compiled: <reason>`): a manifest, a
-        /// fragment that cannot stand alone. Listed in the generated file.
+        /// Why the example is not compiled, when its first or last line says so (`// not compiled: <reason>`; the
+        /// last line for a manifest, whose first line must be its tools version): a manifest, a fragment that cannot
+        /// stand alone. Listed in the generated file.
         var notCompiledReason: String? {
-            guard let first = code.first?.trimmingCharacters(in: .whitespaces),
-                first.hasPrefix(Self.notCompiledMarker)
-            else { return nil }
-            return String(first.dropFirst(Self.notCompiledMarker.count)).trimmingCharacters(in: .whitespaces)
+            for line in [code.first, code.last].compactMap({ $0?.trimmingCharacters(in: .whitespaces) })
+            where line.hasPrefix(Self.notCompiledMarker) {
+                return String(line.dropFirst(Self.notCompiledMarker.count)).trimmingCharacters(in: .whitespaces)
+            }
+            return nil
         }
 
         static let notCompiledMarker = "// not compiled:"

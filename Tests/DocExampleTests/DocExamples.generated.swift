@@ -4,7 +4,7 @@
 // swift-format-ignore-file
 
 // The examples that say they are not compiled, and why:
-// not compiled: README.md:16: a Package.swift manifest
+// not compiled: README.md:16: a Package.swift manifest (its first line must be the tools version)
 
 import DDPTestServer
 import EJSON
