@@ -3,14 +3,15 @@ import Logging
 
 /// A log handler as apps write them: every line formatted (a timestamp, the level, the label, the message and the
 /// sorted metadata) into a `String`, which is then dropped (counted). The hostile table's clients log through it at
-/// `.trace`, so that a flood which makes the client log per frame shows in the recovery times.
+/// `.debug` (every error the client reports is a line there), so that a flood which makes the client log per frame
+/// shows in the recovery times. (At `.trace` every frame is a line too, bounded per kind: LogThrottleTests.)
 struct FormattingLogHandler: LogHandler {
     /// The lines formatted so far, by every handler.
     static let lines = FormattedLines()
 
     let label: String
     var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
+    var logLevel: Logger.Level = .debug
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -27,7 +28,7 @@ struct FormattingLogHandler: LogHandler {
     /// A logger that formats through this handler.
     static func logger() -> Logger {
         var logger = Logger(label: "MeteorDDP", factory: { FormattingLogHandler(label: $0) })
-        logger.logLevel = .trace
+        logger.logLevel = .debug
         return logger
     }
 }

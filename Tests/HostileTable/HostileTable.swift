@@ -5,7 +5,7 @@ import TestSupport
 
 /// The hostile-server table: each row attacks a client over a real WebSocket on loopback and checks that it survives
 /// with a typed error, answers a call again within 5 s of the attack's last byte, and that the process's peak memory
-/// grows by at most 128 MB. The client logs at `.trace` through a handler that formats every line
+/// grows by at most 128 MB. The client logs at `.debug` through a handler that formats every line
 /// (``FormattingLogHandler``), as an app's does.
 ///
 /// Two runners share these rows: `HostileServerTests` (XCTest, the floods at a quick size in `swift test`) and the
