@@ -49,10 +49,19 @@ public struct FileAccountStore: AccountStore {
             String(safe) + ".json")
     }
 
+    /// Reads the file; a file that is not there (or is removed while it is read, by a concurrent `save(nil)`) is
+    /// no account.
     public func load() throws -> Account? {
         let path = url.path
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        let attributes: [FileAttributeKey: Any]
+        let data: Data
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+            data = try Data(contentsOf: url)
+        } catch {
+            if !FileManager.default.fileExists(atPath: path) { return nil }
+            throw AccountError(.unreadableStore, "cannot read \(path)")
+        }
         if let permissions = attributes[.posixPermissions] as? NSNumber, permissions.intValue & 0o077 != 0 {
             throw AccountError(
                 .unreadableStore,
@@ -63,17 +72,22 @@ public struct FileAccountStore: AccountStore {
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .millisecondsSince1970
-            return try decoder.decode(Account.self, from: Data(contentsOf: url))
+            return try decoder.decode(Account.self, from: data)
         } catch {
             throw AccountError(.unreadableStore, "\(path) does not hold a valid account")
         }
     }
 
+    /// Writes the account to a temporary file beside `url` and renames it over `url` (`rename(2)`: atomic, and a
+    /// concurrent `save` or `load` sees the old file or the new one, never a missing or half-written one). `nil`
+    /// unlinks the file; a file already gone (another `save(nil)` got there first) is not an error.
     public func save(_ account: Account?) throws {
         let fileManager = FileManager.default
         do {
             guard let account else {
-                if fileManager.fileExists(atPath: url.path) { try fileManager.removeItem(at: url) }
+                if unlink(url.path) != 0 && errno != ENOENT {
+                    throw AccountError(.unwritableStore, "cannot remove the account at \(url.path)")
+                }
                 return
             }
             try fileManager.createDirectory(
@@ -88,10 +102,9 @@ public struct FileAccountStore: AccountStore {
             else {
                 throw AccountError(.unwritableStore, "cannot write \(temporary.path)")
             }
-            if fileManager.fileExists(atPath: url.path) {
-                _ = try fileManager.replaceItemAt(url, withItemAt: temporary)
-            } else {
-                try fileManager.moveItem(at: temporary, to: url)
+            if rename(temporary.path, url.path) != 0 {
+                unlink(temporary.path)
+                throw AccountError(.unwritableStore, "cannot move the account into \(url.path)")
             }
         } catch let error as AccountError {
             throw error

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import XCTest
 
 @testable import MeteorDDP
@@ -38,6 +39,35 @@ final class AccountStoreTests: XCTestCase {
         XCTAssertEqual(permissions?.intValue, 0o600)
         XCTAssertEqual(
             try FileAccountStore(url: url).load()?.userID, "u", "a new store (a restarted client) reads it back")
+    }
+
+    /// Two erasures at once (`clearPersistence()` twice, a logout beside it) both succeed: the file checked, then
+    /// removed by the other thread, used to throw `unwritableStore` (a CI run of DurableErasureTests). Concurrent
+    /// saves likewise: every load sees a whole account or none, and every save succeeds.
+    func testConcurrentSavesAndErasuresAllSucceedAndNeverShowAHalfWrittenFile() throws {
+        let store = FileAccountStore(url: directory.appendingPathComponent("account.json"))
+        let account = Account(userID: "u", token: "t")
+        let failures = NIOLockedValueBox<[String]>([])
+        for _ in 0..<50 {
+            try store.save(account)
+            DispatchQueue.concurrentPerform(iterations: 8) { index in
+                do {
+                    if index % 2 == 0 {
+                        try store.save(nil)
+                    } else {
+                        try store.save(account)
+                        if let loaded = try store.load() { XCTAssertEqual(loaded, account) }
+                    }
+                } catch {
+                    failures.withLockedValue { $0.append("\(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLockedValue { $0 }, [])
+        try store.save(nil)
+        XCTAssertNil(try store.load())
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path), [], "no temporary file is left")
     }
 
     func testFileStoreRejectsACorruptFile() throws {
