@@ -139,11 +139,12 @@ public final class DDPClient: @unchecked Sendable {
         let scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
         self.scheduler = scheduler
         self.logger = configuration.logger
-        self.logThrottle = LogThrottle(scheduler: scheduler, logger: configuration.logger)
+        let logThrottle = LogThrottle(scheduler: scheduler, logger: configuration.logger)
+        self.logThrottle = logThrottle
         self.core = ClientCore(configuration: configuration)
         self.userCode = UserCodeQueue(label: "MeteorDDP.DDPClient.callbacks")
         self.inbox = IncomingInbox(holdLimit: configuration.maxMessagesHeldForQuiescence)
-        let database = Database(logger: configuration.logger)
+        let database = Database(logger: configuration.logger, logThrottle: logThrottle)
         self.database = database
         self.updateBuffer = DataUpdateBuffer(
             database: database,

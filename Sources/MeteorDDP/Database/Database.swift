@@ -72,13 +72,22 @@ public final class Database: @unchecked Sendable {
     /// Where `databaseDidChange` is posted, in commit order (serial).
     public let observerQueue: DispatchQueue
     let logger: Logger
+    /// Bounds the anomaly lines a flood makes (a client's database shares the client's).
+    let logThrottle: LogThrottle?
 
     /// Creates an empty database.
-    public init(logger: Logger = Logger(label: "MeteorDDP.Database", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    public convenience init(
+        logger: Logger = Logger(label: "MeteorDDP.Database", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.init(logger: logger, logThrottle: nil)
+    }
+
+    init(logger: Logger, logThrottle: LogThrottle?) {
         self.published = ManagedAtomic(SnapshotGeneration(collections: [:]))
         self.notificationQueue = DispatchQueue(label: "MeteorDDP.Database.notifications")
         self.observerQueue = DispatchQueue(label: "MeteorDDP.Database.observers")
         self.logger = logger
+        self.logThrottle = logThrottle
     }
 
     // MARK: - Reading
@@ -171,7 +180,7 @@ public final class Database: @unchecked Sendable {
     /// Applies one update with the tolerance of Meteor's client store (anomalies are logged, never fatal).
     public func apply(_ update: DataUpdate) {
         let update = CacheUpdate(update)
-        var anomalies = ApplyAnomalies(loggingTo: logger)
+        var anomalies = ApplyAnomalies(loggingTo: logger, throttle: logThrottle)
         begin()
         transaction!.apply(update, prepared: nil, anomalies: &anomalies)
         end()
@@ -189,7 +198,7 @@ public final class Database: @unchecked Sendable {
     /// fields are not retained and released again per update (on a flood, atomic operations on cache lines the decoding
     /// thread wrote last).
     func apply(takingCacheUpdates updates: inout [CacheUpdate]) {
-        var anomalies = ApplyAnomalies(loggingTo: logger)
+        var anomalies = ApplyAnomalies(loggingTo: logger, throttle: logThrottle)
         begin()
         // One access to the open transaction for the whole batch (checked at run time, not once per update). Nothing
         // inside calls out: anomalies are logged once the transaction has committed (a log handler is app code).

@@ -283,10 +283,13 @@ extension DDPClient {
     /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.
     private func logKeptAside(_ anomaly: ServerDocumentBuffer.Anomaly?, key: DocumentKey) {
         if let anomaly {
+            guard logThrottle.admit(.keptAsideAnomaly, budget: LogThrottle.violationsPerSecond, level: .debug) else {
+                return
+            }
             logger.debug(
                 "server data anomaly for a stub-written document",
                 metadata: ["anomaly": "\(anomaly)", "id": "\(key.documentID)"])
-        } else {
+        } else if logger.logLevel <= .trace, logThrottle.admitFrame("kept aside", "") {
             logger.trace(
                 "kept aside for a pending stub",
                 metadata: ["collection": "\(key.collectionName)", "id": "\(key.documentID)"])
@@ -441,7 +444,8 @@ extension DDPClient {
 
     private func subscriptionsBecameReady(_ ids: [String]) {
         let (ready, unknown) = core.subscriptionsReady(ids)
-        for id in unknown {
+        for id in unknown
+        where logThrottle.admit(.unknownSubscription("ready"), budget: LogThrottle.violationsPerSecond, level: .debug) {
             logger.debug("ready for an unknown subscription ignored", metadata: ["id": "\(id)"])
         }
         // A `ready` before a reconnect may not have taken effect yet (its data never flushed): the status decides.
@@ -456,7 +460,9 @@ extension DDPClient {
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
         guard let record = core.subscriptionEnded(id) else {
-            logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
+            if logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug) {
+                logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
+            }
             return
         }
         if let error {

@@ -30,6 +30,13 @@ final class LogThrottle: Sendable {
         var third = ""
 
         static let other = Kind(first: "other", second: "")
+        /// Server data for a stub-written document that does not fit its kept-aside copy.
+        static let keptAsideAnomaly = Kind(first: "anomaly", second: "kept aside")
+
+        /// `ready` or `nosub` for a subscription the client does not have.
+        static func unknownSubscription(_ message: String) -> Kind {
+            Kind(first: "unknown subscription", second: message)
+        }
 
         var description: String { [first, second, third].filter { !$0.isEmpty }.joined(separator: " ") }
     }

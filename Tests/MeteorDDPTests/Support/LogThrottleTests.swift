@@ -67,4 +67,40 @@ final class LogThrottleTests: XCTestCase {
         XCTAssertEqual(
             log.lines.filter { $0.contains("400 more lines of this kind") }.count, 2, "\(log.lines.suffix(3))")
     }
+
+    /// The lines the server's data can still make per frame are bounded too: `ready` and `nosub` for subscriptions
+    /// the client does not have, `removed` and `changed` for documents it does not have (one line per kind and
+    /// transaction, each passed through the throttle), and data for a stub-written document that does not fit its
+    /// kept-aside copy. Before, each was one line per frame (500 frames: 2,000 lines).
+    func testUnknownSubscriptionsAndCacheAnomaliesAreLoggedOnceASecondPerKind() throws {
+        let log = LogRecorder()
+        let harness = harness(log, level: .debug)
+        harness.establishConnection()
+        _ = harness.client.collection("tasks")
+        for id in 0..<500 {
+            harness.transport.receive(.ready(subscriptionIDs: ["unknown-\(id)"]))
+            harness.transport.receive(.nosub(id: "unknown-\(id)", error: nil))
+            harness.transport.receive(.removed(collection: "tasks", id: "ghost-\(id)"))
+            harness.flushData()
+        }
+        harness.settle()
+        func lines(_ text: String) -> [String] { log.lines.filter { $0.contains(text) } }
+        XCTAssertEqual(lines("ready for an unknown subscription").count, 1)
+        XCTAssertEqual(lines("nosub for an unknown subscription").count, 1)
+        XCTAssertEqual(lines("removed for a missing document").count, 1, "\(lines("removed for a missing").prefix(3))")
+        harness.advance(by: .seconds(1))
+        XCTAssertEqual(lines("499 more lines of this kind").count, 3, "\(log.lines.suffix(4))")
+        XCTAssertTrue(lines("499 more lines").contains { $0.contains("kind=anomaly removed") }, "\(log.lines.suffix(4))")
+    }
+
+    /// One transaction tolerating many anomalies logs a line per kind with the count, not a line per document.
+    func testATransactionLogsOneLinePerKindOfAnomalyWithItsCount() {
+        let log = LogRecorder()
+        let database = Database(logger: log.logger)
+        database.apply(
+            (0..<1000).map { DataUpdate.removed(DocumentKey(collectionName: "tasks", documentID: "ghost-\($0)")) })
+        XCTAssertEqual(log.lines.count, 1, "\(log.lines.prefix(3))")
+        XCTAssertTrue(log.lines.first?.contains("documents=1000") ?? false, "\(log.lines)")
+        XCTAssertTrue(log.lines.first?.contains("tasks/ghost-0") ?? false, "the first document: \(log.lines)")
+    }
 }
