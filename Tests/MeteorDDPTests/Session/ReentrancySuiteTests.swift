@@ -231,4 +231,49 @@ final class EveryAPIInsideATransactionTests: XCTestCase {
         XCTAssertNotNil(harness.document("players", "p19"), "the client still applies data")
         withExtendedLifetime(players) {}
     }
+
+    private struct Player: Codable, Sendable { var n: Int? }
+    private struct Team: Codable, Sendable { var playerId: String? }
+
+    /// The APIs `exerciseEveryAPI` leaves out, inside the same interleaving: the connection's lifecycle (`disconnect`,
+    /// `connect`, reachability, `close` last), the observable models, and relationships (find, observe, `link`). None
+    /// may wait for the client queue while the caller holds the write lock.
+    func testLifecycleObservationAndRelationshipAPIsInsidePerformUpdatesWhileAStubWaitsForTheLock() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let client = harness.client
+        let players = client.collection("players", as: Player.self)
+        let teams = client.collection("teams", as: Team.self)
+        let observations = DispatchQueue(label: "observations")
+        let kept = Locked<[AnyObject]>([])
+        let tasks = Locked<[Task<Void, Never>]>([])
+        defer { for task in tasks.value { task.cancel() } }
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
+            client.disconnect()
+            client.connect()
+            client.networkDidBecomeUnreachable()
+            client.networkDidBecomeReachable()
+        }
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
+            if #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *) {
+                let models: [AnyObject] = [
+                    client.subscribe("players").observed(scheduler: .queue(observations)),
+                    client.observedStatus(scheduler: .queue(observations)),
+                    client.observedUser(as: Player.self, scheduler: .queue(observations)),
+                    try! players.observed(scheduler: .queue(observations))
+                ]
+                kept.mutate { $0.append(contentsOf: models) }
+            }
+            let relationship = teams.toOne(players, idIn: "playerId")
+            _ = try? relationship.find()
+            let live = try! relationship.observe()
+            kept.mutate { $0.append(live) }
+            tasks.mutate { $0.append(Task { try? await relationship.link("team1", to: "p1") }) }
+        }
+        try harness.insideATransactionWhileAStubWaitsForTheLock {
+            client.close()
+        }
+        XCTAssertEqual(client.status.state, .offline, "closed")
+        withExtendedLifetime(kept.value) {}
+    }
 }
