@@ -460,7 +460,8 @@ extension DDPClient {
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
         guard let record = core.subscriptionEnded(id) else {
-            if logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug) {
+            if logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug)
+            {
                 logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
             }
             return

@@ -90,7 +90,8 @@ final class LogThrottleTests: XCTestCase {
         XCTAssertEqual(lines("removed for a missing document").count, 1, "\(lines("removed for a missing").prefix(3))")
         harness.advance(by: .seconds(1))
         XCTAssertEqual(lines("499 more lines of this kind").count, 3, "\(log.lines.suffix(4))")
-        XCTAssertTrue(lines("499 more lines").contains { $0.contains("kind=anomaly removed") }, "\(log.lines.suffix(4))")
+        XCTAssertTrue(
+            lines("499 more lines").contains { $0.contains("kind=anomaly removed") }, "\(log.lines.suffix(4))")
     }
 
     /// One transaction tolerating many anomalies logs a line per kind with the count, not a line per document.
