@@ -17,10 +17,12 @@ final class HostileServerTests: XCTestCase {
     func testDeepNestingIsAMalformedFrame() async throws { try await check(.deepNesting) }
     func testInvalidUTF8ClosesWith1007AtOnce() async throws { try await check(.invalidUTF8) }
     func testAPingFloodIsAnsweredQuickly() async throws { try await check(.pingFlood) }
-    func testAPingFloodWhileNotReadingHitsTheSendBufferLimit() async throws {
+    func testAPingFloodWhileNotReadingKeepsTheConnection() async throws {
         try await check(.pingFloodWhileNotReading)
     }
     func testUnknownResultsAndUpdatedAreCheap() async throws { try await check(.unknownResultsAndUpdated) }
+    func testUnknownResultsAreCheap() async throws { try await check(.unknownResults) }
+    func testUnknownUpdatedAreCheap() async throws { try await check(.unknownUpdated) }
     func testAnUnreadableResultFailsThePendingCall() async throws { try await check(.unreadableResultForAPendingCall) }
     func testAFloodOfAnUndeclaredCollectionStopsAtItsLimit() async throws {
         try await check(.undeclaredCollectionFlood)

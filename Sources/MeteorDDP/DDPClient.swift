@@ -91,10 +91,19 @@ public final class DDPClient: @unchecked Sendable {
 
     /// Parsed frames and transport events on their way to the client queue.
     let inbox: IncomingInbox
+    /// The ids of the calls sent and not yet complete: added before a call's frame is sent (``send(calls:)``),
+    /// removed when it completes. Read on the transport's thread: a `result` or `updated` for none of them completes
+    /// nothing, so it is batched like data instead of handed over at once (a server flooding them cost the client a
+    /// queue hop per frame). Protected by its lock.
+    let awaitedCalls = NIOLockedValueBox<Set<String>>([])
     /// While a transport thread drains the inbox synchronously: completions of awaited calls, resumed by that thread
     /// once it has left the client queue (a resumed caller that calls again at once then finds the queue free).
     /// Confined to the client queue.
     var deferredCompletions: [@Sendable () -> Void]?
+    /// While the client queue drains the inbox: the errors reported meanwhile, published on ``errors`` together when
+    /// the drain ends (a flood of bad frames wakes a consumer once per batch, not per error). Confined to the client
+    /// queue.
+    var reportsOfThisDrain: [DDPError]?
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
     /// Why the last connection attempt failed or the last connection was lost (`connect(timeout:)` says it).

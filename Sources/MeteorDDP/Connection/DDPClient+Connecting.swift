@@ -95,6 +95,7 @@ extension DDPClient {
             // A closed client logs nobody in (a stored account's resume may not even have been sent).
             self.accountState.withLockedValue { $0.closed() }
             self.endUserDocumentWaits()
+            self.awaitedCalls.withLockedValue { $0.removeAll() }
             for invocation in closing.failedCalls {
                 let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
                 let completion = invocation.completion
@@ -143,7 +144,11 @@ extension DDPClient {
         {
             logger.debug("\(error.description)")
         }
-        errorBroadcaster.yield(error)
+        if reportsOfThisDrain != nil, isOnClientQueue {
+            reportsOfThisDrain!.append(error)
+        } else {
+            errorBroadcaster.yield(error)
+        }
     }
 
     /// A method's parameters may carry secrets (passwords, resume and reset tokens, custom login handlers' data):
@@ -259,7 +264,7 @@ extension DDPClient {
             var waitedOn = true
             if case .text(let frame) = event {
                 let parsed = DDPClient.parse(frame, scratch: scratch, options: parseOptions)
-                waitedOn = !Self.nobodyWaits(on: parsed)
+                waitedOn = !self.nobodyWaits(on: parsed)
                 item = .message(parsed, generation: generation)
             } else {
                 item = .transport(event, generation: generation)
@@ -302,11 +307,15 @@ extension DDPClient {
         }
     }
 
-    /// Whether a parsed frame is one that no caller waits on: data (`added`, `changed`, `removed`) and the server's
-    /// pings (their pongs go out with the batch, a moment later: the server's heartbeat allows seconds).
-    private static func nobodyWaits(on parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> Bool {
+    /// Whether a parsed frame is one that no caller waits on: data (`added`, `changed`, `removed`), the server's
+    /// pings (their pongs go out with the batch, a moment later: the server's heartbeat allows seconds), and a
+    /// `result` or `updated` for no call awaiting one (``awaitedCalls``: reported with the batch).
+    private func nobodyWaits(on parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> Bool {
         switch parsed {
         case .success(.document), .success(.message(.removed)), .success(.message(.ping)): true
+        case .success(.message(.result(let id, _, _))): !awaitedCalls.withLockedValue { $0.contains(id) }
+        case .success(.message(.updated(let ids))):
+            !awaitedCalls.withLockedValue { awaited in ids.contains { awaited.contains($0) } }
         default: false
         }
     }

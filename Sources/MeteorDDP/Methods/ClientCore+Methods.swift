@@ -24,6 +24,11 @@ extension ClientCore {
         var send: [Invocation] = []
     }
 
+    /// Whether a call with this id is pending (made, and not completed).
+    func hasOutstandingMethod(_ id: String) -> Bool {
+        session.methods.invocations[id] != nil
+    }
+
     /// The id of the next call (decimal, from "1").
     mutating func nextMethodID() -> String {
         session.methods.makeMethodID()

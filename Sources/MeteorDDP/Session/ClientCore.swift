@@ -24,6 +24,9 @@ struct ClientCore {
     var offline = OfflineState()
     /// Whether `close()` was called: everything asked afterwards is answered at once.
     private(set) var isClosed = false
+    /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
+    /// without one). One pong answers every ping of a batch (``pingReceived(id:)``).
+    private(set) var owedPong: String?? = nil
     /// The most data messages held while waiting for quiescence
     /// (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
     let maxMessagesHeldForQuiescence: Int
@@ -67,5 +70,25 @@ extension ClientCore {
     /// The current transport connection is closed or lost: whatever it still delivers is ignored.
     mutating func transportEnded() {
         connectionGeneration += 1
+        owedPong = nil
+    }
+}
+
+// MARK: - Pings
+
+extension ClientCore {
+    /// The server sent a ping: a pong is owed, sent once the batch of frames it came in is handled
+    /// (``takeOwedPong()``). Pings of one batch are answered by one pong, with the last one's id: Meteor's client
+    /// answers each, and a server pinging faster than the client drains (a flood: 100,000 pings cost 100,000 socket
+    /// writes) gets one answer per batch instead. Meteor's server reads any message as a sign of life and never
+    /// checks a pong's id; at Meteor's rate (a ping after 15 s of silence) every ping is still answered.
+    mutating func pingReceived(id: String?) {
+        owedPong = .some(id)
+    }
+
+    /// The pong owed for the batch just handled, if any (then none is owed).
+    mutating func takeOwedPong() -> String?? {
+        defer { owedPong = nil }
+        return owedPong
     }
 }

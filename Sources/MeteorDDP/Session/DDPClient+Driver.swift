@@ -16,6 +16,10 @@ extension DDPClient {
     /// them).
     func drainInbox() {
         dispatchPrecondition(condition: .onQueue(queue))
+        // The outermost drain publishes what it and any drain inside it reported.
+        let outermost = reportsOfThisDrain == nil
+        if outermost { reportsOfThisDrain = [] }
+        defer { if outermost { publishReportsOfThisDrain() } }
         var items = inbox.takeAll()
         var index = items.startIndex
         while index < items.endIndex {
@@ -37,9 +41,16 @@ extension DDPClient {
             }
         }
         inbox.recycle(consume items)
+        if let id = core.takeOwedPong() { send(.pong(id: id)) }
         replayPendingStubsIfDue()
         store.push()
         persistSessionChanges()
+    }
+
+    /// Publishes the errors the drain reported, in order.
+    private func publishReportsOfThisDrain() {
+        guard let reports = reportsOfThisDrain.take() else { return }
+        errorBroadcaster.yield(contentsOf: reports)
     }
 
     private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
@@ -114,7 +125,7 @@ extension DDPClient {
             }
             perform(actions)
         case .ping(let id):
-            if configuration.respondToPings { send(.pong(id: id)) }
+            if configuration.respondToPings { core.pingReceived(id: id) }
         case .pong:
             break
         case .error(let reason, let offending):
@@ -334,6 +345,11 @@ extension DDPClient {
     private func methodUpdated(_ id: String) {
         releaseDocumentsWritten(byMethod: id)
         core.methodUpdated(id)
+        // An id no call has is reported now, as Meteor's client throws at once ("No callback invoker"): waiting for
+        // the flush first would let a call made meanwhile take the id, and this `updated` would count as its own.
+        guard core.hasOutstandingMethod(id) else {
+            return perform(ClientCore.MethodProgress(unknown: true), id: id, frame: "updated")
+        }
         runWhenAllServerDocumentsAreFlushed { [weak self] in self?.methodDataBecameVisible(id) }
     }
 
@@ -425,6 +441,7 @@ extension DDPClient {
     /// Runs a completed call's completion: an awaiting task's resumes here (no user code runs; while a transport
     /// thread drains the inbox, once that thread has left the client queue), a handler on the callback queue.
     private func complete(_ invocation: MethodCoordinator.Invocation) {
+        _ = awaitedCalls.withLockedValue { $0.remove(invocation.id) }
         guard let result = invocation.result else { return }
         let completion = invocation.completion
         guard invocation.completesInline else { return userCode.run { completion(result) } }
@@ -437,6 +454,8 @@ extension DDPClient {
 
     /// Puts calls the core released on the wire, in order.
     func send(calls invocations: [MethodCoordinator.Invocation]) {
+        guard !invocations.isEmpty else { return }
+        awaitedCalls.withLockedValue { ids in for invocation in invocations { ids.insert(invocation.id) } }
         for invocation in invocations { send(invocation.message) }
     }
 

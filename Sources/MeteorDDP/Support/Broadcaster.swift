@@ -83,6 +83,21 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Sends `values` to every consumer, in order, in one hand-over: a consumer woken by the first finds the others
+    /// buffered (a flood of errors reported in one batch of frames wakes it once, not once per error).
+    func yield(contentsOf values: [Element]) {
+        guard let last = values.last else { return }
+        order.withLock {
+            let continuations: [AsyncStream<Element>.Continuation] = state.withLockedValue { state in
+                if state.current != nil { state.current = last }
+                return Array(state.continuations.values)
+            }
+            for continuation in continuations {
+                for value in values { continuation.yield(value) }
+            }
+        }
+    }
+
     /// Ends every stream, present and future.
     func finish() {
         order.withLock {

@@ -33,6 +33,34 @@ final class DDPClientCallingMethodsTests: XCTestCase {
             methodMessages(harness), [.method(id: "1", method: "addTodo", params: ["milk"], randomSeed: nil)])
     }
 
+    /// An `updated` for an id no call has is reported at once (Meteor's client throws "No callback invoker" as it
+    /// reads it). It used to wait for the cache's flush first, so a call made meanwhile took the id and that stray
+    /// `updated` completed it before its own.
+    func testAnUpdatedForAnIdNoCallHasIsReportedAtOnceAndDoesNotCountForACallMadeLater() async throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let errors = harness.client.errors
+        harness.receive(.added(collection: "c", id: "x", fields: [:]))  // queued for the cache, not applied yet
+        harness.receive(.updated(methodIDs: ["1"]))
+        let (done, box) = callAndRecord(harness, "a")
+        harness.settle()
+        XCTAssertEqual(methodMessages(harness).count, 1, "the call took id 1")
+        harness.flushData()
+        harness.receive(.result(id: "1", result: "r", error: nil))
+        harness.flushData()
+        XCTAssertNil(box.value, "the call waits for its own updated")
+        let reported = try await withTimeout(5, "the stray updated reported") { () -> DDPError? in
+            for await error in errors { return error }
+            return nil
+        }
+        guard case .unexpected(message: "updated", _)? = reported?.violation?.kind else {
+            return XCTFail("reported: \(String(describing: reported))")
+        }
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        await fulfillment(of: [done], timeout: 5)
+    }
+
     func testCompletesOnlyAfterBothResultAndUpdated() {
         let harness = ClientHarness()
         harness.establishConnection()
