@@ -40,7 +40,7 @@ final class DDPClientCallingMethodsTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         let errors = harness.client.errors
-        harness.receive(.added(collection: "c", id: "x", fields: [:]))  // queued for the cache, not applied yet
+        harness.receive(.added(collection: "c", id: "x", fields: [:])) // queued for the cache, not applied yet
         harness.receive(.updated(methodIDs: ["1"]))
         let (done, box) = callAndRecord(harness, "a")
         harness.settle()
