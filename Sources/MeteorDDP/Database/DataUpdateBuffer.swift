@@ -279,12 +279,10 @@ public final class DataUpdateBuffer: @unchecked Sendable {
         return done ?? false
     }
 
-    /// Waits, at most `limit`, until the buffer's queue has done what it was doing (a batch it took is applied);
-    /// returns whether it did in time. Bounded: that queue may be waiting for a transaction of another thread.
-    func waitUntilIdle(atMost limit: Duration) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        queue.async { done.signal() }
-        return done.wait(timeout: .now() + .nanoseconds(Int(limit.nanoseconds))) == .success
+    /// Runs `block` on the buffer's queue once it has done what it was doing (a batch it took is applied, which may
+    /// wait for a transaction of another thread). Nobody waits for it: `block` hands work back to its caller's queue.
+    func afterCurrentWork(_ block: @escaping @Sendable () -> Void) {
+        queue.async(execute: block)
     }
 
     private func flushNow() {

@@ -63,13 +63,20 @@ extension DDPClient {
         }
         guard applied else {
             // Another thread holds the cache's write lock (an app's transaction, which may be waiting for this very
-            // queue) or the buffer's queue is about to apply a batch. This queue never waits for the lock: it waits a
-            // little for the buffer's queue (bounded: that queue may itself wait for an app's transaction), then
-            // tries again, or in a millisecond (the next burst of frames tries too).
-            if updateBuffer.waitUntilIdle(atMost: .milliseconds(2)), attempt < 2 {
-                return replayPendingStubsIfDue(attempt: attempt + 1)
+            // queue) or the buffer's queue is about to apply a batch (it waits for that lock). This queue never waits
+            // for either: it tries again once the buffer's queue has done what it was doing (twice), then a
+            // millisecond later on the client's scheduler (the next burst of frames tries too).
+            if attempt < 2 {
+                updateBuffer.afterCurrentWork { [weak self] in
+                    guard let self else { return }
+                    self.queue.async { self.replayPendingStubsIfDue(attempt: attempt + 1) }
+                }
+            } else {
+                _ = scheduler.schedule(after: .milliseconds(1)) { [weak self] in
+                    guard let self else { return }
+                    self.queue.async { self.replayPendingStubsIfDue() }
+                }
             }
-            queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in self?.replayPendingStubsIfDue() }
             return
         }
         record(lastRuns, failures: &failures)

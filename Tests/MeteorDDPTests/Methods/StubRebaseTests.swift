@@ -271,6 +271,39 @@ final class StubRebaseTests: XCTestCase {
         XCTAssertEqual(fields(harness), ["score": 26, "color": "red"])
     }
 
+    /// A replay the app's transaction holds up waits for nothing: the client queue tries again once the buffer's
+    /// queue is done, then a millisecond later on the client's scheduler (issue 48: it waited on a semaphore, up to
+    /// 2 ms a try, and retried with a real-time `asyncAfter` no test clock could see).
+    func testAReplayHeldUpByAnAppTransactionRetriesOnTheClientsSchedulerWithoutWaiting() throws {
+        let harness = connected()
+        try harness.client.call("inc") { _ in }
+        harness.settle()
+        let holding = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let transactionEnded = expectation(description: "the app's transaction ended")
+        Thread {
+            harness.client.database.performUpdates {
+                holding.signal()
+                proceed.wait()
+            }
+            transactionEnded.fulfill()
+        }.start()
+        holding.wait()
+        harness.transport.receive(
+            ServerMessage.changed(collection: "players", id: "lovelace", fields: ["color": "red"], cleared: []))
+        harness.settle()
+        let retryScheduled = XCTNSPredicateExpectation(
+            predicate: NSPredicate { _, _ in harness.scheduler.pendingDelays.contains(.milliseconds(1)) }, object: nil)
+        wait(for: [retryScheduled], timeout: 10)
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "blue"], "not replayed while the app holds the lock")
+        proceed.signal()
+        wait(for: [transactionEnded], timeout: 10)
+        harness.scheduler.advance(by: .milliseconds(1))
+        harness.client.queue.sync {}
+        harness.client.database.notificationQueue.sync {}
+        XCTAssertEqual(fields(harness), ["score": 26, "color": "red"], "replayed by the scheduled retry")
+    }
+
     func testCallsAReplayedStubMakesCompleteOnlyOnce() throws {
         let harness = connected()
         let completions = CountBox()
