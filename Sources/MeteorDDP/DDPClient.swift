@@ -101,8 +101,9 @@ public final class DDPClient: @unchecked Sendable {
     /// Confined to the client queue.
     var deferredCompletions: [@Sendable () -> Void]?
     /// While the client queue drains the inbox: the errors reported meanwhile, published on ``errors`` together when
-    /// the drain ends (a flood of bad frames wakes a consumer once per batch, not per error). Confined to the client
-    /// queue.
+    /// the drain ends, or whenever ``errorsBufferLimit`` of them wait (a flood of bad frames wakes a consumer once per
+    /// batch, not per error). So the errors a batch of frames causes reach ``errors`` after the completions and
+    /// status changes the batch made. Confined to the client queue.
     var reportsOfThisDrain: [DDPError]?
     /// The last published status, readable from any thread. Protected by its lock.
     let publishedStatus = NIOLockedValueBox(ConnectionStatus(state: .offline))
@@ -112,7 +113,9 @@ public final class DDPClient: @unchecked Sendable {
     /// for the client queue.
     let publishedVersion = NIOLockedValueBox<DDPVersion?>(nil)
     let statusBroadcaster = Broadcaster<ConnectionStatus>(bufferLimit: 64, current: ConnectionStatus(state: .offline))
-    let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: 256)
+    let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: DDPClient.errorsBufferLimit)
+    /// How many errors a consumer of ``errors`` that falls behind keeps (the newest).
+    static let errorsBufferLimit = 256
 
     enum TimerPurpose: Hashable {
         case connectTimeout, retry, heartbeatInterval, heartbeatTimeout, reconciliation

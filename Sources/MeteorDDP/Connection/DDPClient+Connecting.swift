@@ -144,11 +144,10 @@ extension DDPClient {
         {
             logger.debug("\(error.description)")
         }
-        if reportsOfThisDrain != nil, isOnClientQueue {
-            reportsOfThisDrain!.append(error)
-        } else {
-            errorBroadcaster.yield(error)
-        }
+        // `reportsOfThisDrain` belongs to the client queue: asked only there (the offline store's writer reports too).
+        guard isOnClientQueue, reportsOfThisDrain != nil else { return errorBroadcaster.yield(error) }
+        reportsOfThisDrain!.append(error)
+        if reportsOfThisDrain!.count >= Self.errorsBufferLimit { publishReportsOfThisDrain(continuing: true) }
     }
 
     /// A method's parameters may carry secrets (passwords, resume and reset tokens, custom login handlers' data):

@@ -47,9 +47,11 @@ extension DDPClient {
         persistSessionChanges()
     }
 
-    /// Publishes the errors the drain reported, in order.
-    private func publishReportsOfThisDrain() {
+    /// Publishes the errors the drain reported so far, in order; `continuing`: the drain goes on collecting (a batch is
+    /// published whenever it holds as many as a consumer's buffer keeps, so it stays bounded).
+    func publishReportsOfThisDrain(continuing: Bool = false) {
         guard let reports = reportsOfThisDrain.take() else { return }
+        if continuing { reportsOfThisDrain = [] }
         errorBroadcaster.yield(contentsOf: reports)
     }
 
@@ -294,9 +296,9 @@ extension DDPClient {
     /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.
     private func logKeptAside(_ anomaly: ServerDocumentBuffer.Anomaly?, key: DocumentKey) {
         if let anomaly {
-            guard logThrottle.admit(.keptAsideAnomaly, budget: LogThrottle.violationsPerSecond, level: .debug) else {
-                return
-            }
+            guard logger.logLevel <= .debug,
+                logThrottle.admit(.keptAsideAnomaly, budget: LogThrottle.violationsPerSecond, level: .debug)
+            else { return }
             logger.debug(
                 "server data anomaly for a stub-written document",
                 metadata: ["anomaly": "\(anomaly)", "id": "\(key.documentID)"])
@@ -464,7 +466,9 @@ extension DDPClient {
     private func subscriptionsBecameReady(_ ids: [String]) {
         let (ready, unknown) = core.subscriptionsReady(ids)
         for id in unknown
-        where logThrottle.admit(.unknownSubscription("ready"), budget: LogThrottle.violationsPerSecond, level: .debug) {
+        where logger.logLevel <= .debug
+            && logThrottle.admit(.unknownSubscription("ready"), budget: LogThrottle.violationsPerSecond, level: .debug)
+        {
             logger.debug("ready for an unknown subscription ignored", metadata: ["id": "\(id)"])
         }
         // A `ready` before a reconnect may not have taken effect yet (its data never flushed): the status decides.
@@ -479,7 +483,8 @@ extension DDPClient {
 
     private func subscriptionEnded(_ id: String, error: MeteorError?) {
         guard let record = core.subscriptionEnded(id) else {
-            if logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug)
+            if logger.logLevel <= .debug,
+                logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug)
             {
                 logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
             }

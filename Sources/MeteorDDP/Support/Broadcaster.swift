@@ -73,25 +73,20 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
 
     /// Sends `value` to every consumer (and makes it the current value, if the broadcaster keeps one).
     func yield(_ value: Element) {
-        order.withLock {
-            let continuations: [AsyncStream<Element>.Continuation] = state.withLockedValue { state in
-                if state.current != nil { state.current = value }
-                return Array(state.continuations.values)
-            }
-            // A stream that ended meanwhile ignores the value.
-            for continuation in continuations { continuation.yield(value) }
-        }
+        yield(contentsOf: CollectionOfOne(value))
     }
 
-    /// Sends `values` to every consumer, in order, in one hand-over: a consumer woken by the first finds the others
-    /// buffered (a flood of errors reported in one batch of frames wakes it once, not once per error).
-    func yield(contentsOf values: [Element]) {
+    /// Sends `values` to every consumer, in order, in one hand-over (and makes the last the current value, if the
+    /// broadcaster keeps one): a consumer woken by the first finds the others buffered (a flood of errors reported in
+    /// one batch of frames wakes it once, not once per error).
+    func yield(contentsOf values: some BidirectionalCollection<Element>) {
         guard let last = values.last else { return }
         order.withLock {
             let continuations: [AsyncStream<Element>.Continuation] = state.withLockedValue { state in
                 if state.current != nil { state.current = last }
                 return Array(state.continuations.values)
             }
+            // A stream that ended meanwhile ignores the values.
             for continuation in continuations {
                 for value in values { continuation.yield(value) }
             }

@@ -32,8 +32,9 @@ public typealias ConnectionStatusUpdates = ClientUpdates<ConnectionStatus>
 
 /// Errors the client survived: protocol violations, server `error` messages, lost connections.
 ///
-/// Each iteration sees errors from the moment it starts; a consumer that falls behind keeps the newest 256. The
-/// sequence ends when the client is closed.
+/// Each iteration sees errors from the moment it starts; a consumer that falls behind keeps the newest 256. The errors
+/// a batch of incoming frames causes arrive together once the batch is handled (up to 256 at a time), after the
+/// completions and status changes of that batch. The sequence ends when the client is closed.
 public typealias DDPErrors = ClientUpdates<DDPError>
 
 /// The logged-in account now and every change after it (`nil`: logged out). A consumer that falls behind keeps the

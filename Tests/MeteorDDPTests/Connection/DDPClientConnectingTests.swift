@@ -251,8 +251,8 @@ final class DDPClientConnectingTests: XCTestCase {
     func testResultAndUpdatedAreHandedOverAtOnceOnlyForACallAwaitingThem() {
         let harness = ClientHarness()
         harness.establishConnection()
-        let completed = Locked(false)
-        _ = try? harness.client.call("m") { _ in completed.mutate { $0 = true } }
+        let completed = expectation(description: "the call completed")
+        _ = try? harness.client.call("m") { _ in completed.fulfill() }
         harness.settle()
         harness.transport.receive(.result(id: "9", result: 1, error: nil))
         harness.transport.receive(.updated(methodIDs: ["9"]))
@@ -262,7 +262,7 @@ final class DDPClientConnectingTests: XCTestCase {
         harness.transport.receive(.updated(methodIDs: ["8", "1"]))
         XCTAssertTrue(harness.client.inbox.summary.hasPrefix("0 items"), "handed over at once")
         harness.flushData()
-        XCTAssertTrue(completed.value)
+        wait(for: [completed], timeout: 10)
         harness.transport.receive(.result(id: "1", result: 1, error: nil))
         XCTAssertTrue(harness.client.inbox.summary.hasPrefix("1 items"), "complete: no longer awaited")
     }
