@@ -28,6 +28,29 @@ final class StubRebaseTests: XCTestCase {
         harness.document("players", id).map { .object($0.fields) }
     }
 
+    /// Opens an app transaction on another thread and returns once it holds the cache's write lock. The function
+    /// returned lets it end (running `atItsEnd` inside it first) and waits until it has.
+    private func holdAnAppTransaction(
+        _ harness: ClientHarness, atItsEnd: @escaping @Sendable () -> Void = {}
+    ) -> () -> Void {
+        let holding = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let ended = expectation(description: "the app's transaction ended")
+        Thread {
+            harness.client.database.performUpdates {
+                holding.signal()
+                proceed.wait()
+                atItsEnd()
+            }
+            ended.fulfill()
+        }.start()
+        holding.wait()
+        return {
+            proceed.signal()
+            self.wait(for: [ended], timeout: 10)
+        }
+    }
+
     /// The errors reported before a `result` for an unknown id, which the test sends now (reported after them).
     private func reportedBeforeAMarker(_ harness: ClientHarness, _ errors: inout DDPErrors.AsyncIterator) async
         -> [DDPError]
@@ -244,18 +267,8 @@ final class StubRebaseTests: XCTestCase {
     func testAReplayDoesNotWaitForAnAppTransactionThatWaitsForTheClientQueue() throws {
         let harness = connected()
         try harness.client.call("inc") { _ in }
-        let holding = DispatchSemaphore(value: 0)
-        let proceed = DispatchSemaphore(value: 0)
-        let transactionEnded = expectation(description: "the app's transaction ended")
-        Thread {
-            harness.client.database.performUpdates {
-                holding.signal()
-                proceed.wait()
-                _ = harness.client.subscribe("other") // waits for the client queue, holding the write lock
-            }
-            transactionEnded.fulfill()
-        }.start()
-        holding.wait()
+        // At its end, it waits for the client queue, holding the write lock.
+        let endTheTransaction = holdAnAppTransaction(harness) { _ = harness.client.subscribe("other") }
         let handled = expectation(description: "the burst was handled")
         DispatchQueue.global().async {
             harness.transport.receive(
@@ -265,8 +278,7 @@ final class StubRebaseTests: XCTestCase {
         }
         // A client queue that waited for the write lock here would never run the app's `subscribe`.
         wait(for: [handled], timeout: 10)
-        proceed.signal()
-        wait(for: [transactionEnded], timeout: 10)
+        endTheTransaction()
         harness.flushData()
         XCTAssertEqual(fields(harness), ["score": 26, "color": "red"])
     }
@@ -278,17 +290,7 @@ final class StubRebaseTests: XCTestCase {
         let harness = connected()
         try harness.client.call("inc") { _ in }
         harness.settle()
-        let holding = DispatchSemaphore(value: 0)
-        let proceed = DispatchSemaphore(value: 0)
-        let transactionEnded = expectation(description: "the app's transaction ended")
-        Thread {
-            harness.client.database.performUpdates {
-                holding.signal()
-                proceed.wait()
-            }
-            transactionEnded.fulfill()
-        }.start()
-        holding.wait()
+        let endTheTransaction = holdAnAppTransaction(harness)
         harness.transport.receive(
             ServerMessage.changed(collection: "players", id: "lovelace", fields: ["color": "red"], cleared: []))
         harness.settle()
@@ -296,8 +298,7 @@ final class StubRebaseTests: XCTestCase {
             predicate: NSPredicate { _, _ in harness.scheduler.pendingDelays.contains(.milliseconds(1)) }, object: nil)
         wait(for: [retryScheduled], timeout: 10)
         XCTAssertEqual(fields(harness), ["score": 26, "color": "blue"], "not replayed while the app holds the lock")
-        proceed.signal()
-        wait(for: [transactionEnded], timeout: 10)
+        endTheTransaction()
         harness.scheduler.advance(by: .milliseconds(1))
         harness.client.queue.sync {}
         harness.client.database.notificationQueue.sync {}
