@@ -26,6 +26,23 @@ extension Notification.Name {
 /// - **Callbacks**: ``statusUpdates`` and ``errors`` are async sequences; `ddpClientStatusDidChange`,
 ///   method completions and subscription waiters run on the client's serial *callback queue*, never on the client
 ///   queue or under a lock, so they may call back into the client. docs/ARCHITECTURE.md lists where each callback runs.
+///
+/// ## Non-Reentrancy
+/// Every public API of the client, its collections, subscriptions, relationships and accounts may be called from any
+/// callback, from a stub, and inside ``Database/performUpdates(_:)``, on any thread, without deadlock. Inside the app's
+/// own `performUpdates` the client queue may be waiting for the write lock the caller holds, so no API waits for it
+/// there:
+/// - ``call(_:params:options:completion:)``, the collections' `insert`/`update`/`remove` and
+///   ``subscribe(_:params:notInUseTimeout:)`` are made when the transaction commits, on the same thread, in the order
+///   they were made (the call then returns `nil` for its stub value; `subscribe` returns a handle bound at the
+///   commit, whose ``Subscription/stop()``, ``Subscription/ready()`` and status work at once);
+/// - the async APIs (`call`'s `async` form, logins, `logout()`, relationship writes, `ready()`) are started from the
+///   (synchronous) transaction in a task of their own, which the transaction does not wait for;
+/// - everything else (`connect()`, `disconnect()`, `close()`, reads of status, account and the cache, live queries
+///   and observable models) hands its work to the client queue without waiting.
+///
+/// `EveryAPIInsideATransactionTests` calls every API family inside a transaction while the client queue's stub waits
+/// for its lock; `ReentrancySuiteTests` calls every API from every kind of callback.
 public final class DDPClient: @unchecked Sendable {
     // @unchecked because all mutable state below is confined to `queue` (checked with dispatchPrecondition),
     // except `publishedStatus`, which is protected by its own lock.
