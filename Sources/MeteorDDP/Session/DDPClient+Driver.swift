@@ -460,44 +460,4 @@ extension DDPClient {
         awaitedCalls.withLockedValue { ids in for invocation in invocations { ids.insert(invocation.id) } }
         for invocation in invocations { send(invocation.message) }
     }
-
-    // MARK: - Subscriptions
-
-    private func subscriptionsBecameReady(_ ids: [String]) {
-        let (ready, unknown) = core.subscriptionsReady(ids)
-        for id in unknown
-        where logger.logLevel <= .debug
-            && logThrottle.admit(.unknownSubscription("ready"), budget: LogThrottle.violationsPerSecond, level: .debug)
-        {
-            logger.debug("ready for an unknown subscription ignored", metadata: ["id": "\(id)"])
-        }
-        // A `ready` before a reconnect may not have taken effect yet (its data never flushed): the status decides.
-        for record in ready where record.shared.status != .ready {
-            let shared = record.shared
-            runWhenAllServerDocumentsAreFlushed { shared.update(.ready) }
-        }
-        if core.restoredCallsAwaitServerData {
-            runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
-        }
-    }
-
-    private func subscriptionEnded(_ id: String, error: MeteorError?) {
-        guard let record = core.subscriptionEnded(id) else {
-            if logger.logLevel <= .debug,
-                logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug)
-            {
-                logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
-            }
-            return
-        }
-        if let error {
-            logger.debug("subscription failed", metadata: ["name": "\(record.name)", "error": "\(error)"])
-            record.shared.update(.failed(SubscriptionError(name: record.name, meteorError: error)))
-        } else {
-            record.shared.update(.stopped)
-        }
-        if core.restoredCallsAwaitServerData {
-            runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
-        }
-    }
 }
