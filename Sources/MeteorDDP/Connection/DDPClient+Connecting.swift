@@ -136,14 +136,16 @@ extension DDPClient {
         connection.send(frame)
     }
 
+    /// Whether a `.debug` line of `kind` is logged now: the logger logs at `.debug` and ``LogThrottle`` admits it (one
+    /// a second per kind, the others counted in a summary).
+    func admitsDebugLine(_ kind: LogThrottle.Kind) -> Bool {
+        logger.logLevel <= .debug && logThrottle.admit(kind, budget: LogThrottle.violationsPerSecond, level: .debug)
+    }
+
     /// Reports an error the client survived: logged at `.debug` (at most one line a second per kind, the others
     /// counted in a summary: ``LogThrottle``) and published on ``errors`` (every one).
     func report(_ error: DDPError) {
-        if logger.logLevel <= .debug,
-            logThrottle.admit(error.throttleKind, budget: LogThrottle.violationsPerSecond, level: .debug)
-        {
-            logger.debug("\(error.description)")
-        }
+        if admitsDebugLine(error.throttleKind) { logger.debug("\(error.description)") }
         // `reportsOfThisDrain` belongs to the client queue: asked only there (the offline store's writer reports too).
         guard isOnClientQueue, reportsOfThisDrain != nil else { return errorBroadcaster.yield(error) }
         reportsOfThisDrain!.append(error)

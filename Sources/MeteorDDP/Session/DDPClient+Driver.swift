@@ -296,9 +296,7 @@ extension DDPClient {
     /// Logs a data message that the kept-aside copy of a stub-written document took instead of the cache.
     private func logKeptAside(_ anomaly: ServerDocumentBuffer.Anomaly?, key: DocumentKey) {
         if let anomaly {
-            guard logger.logLevel <= .debug,
-                logThrottle.admit(.keptAsideAnomaly, budget: LogThrottle.violationsPerSecond, level: .debug)
-            else { return }
+            guard admitsDebugLine(.keptAsideAnomaly) else { return }
             logger.debug(
                 "server data anomaly for a stub-written document",
                 metadata: ["anomaly": "\(anomaly)", "id": "\(key.documentID)"])

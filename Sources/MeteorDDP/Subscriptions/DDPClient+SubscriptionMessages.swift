@@ -6,10 +6,7 @@ import EJSON
 extension DDPClient {
     func subscriptionsBecameReady(_ ids: [String]) {
         let (ready, unknown) = core.subscriptionsReady(ids)
-        for id in unknown
-        where logger.logLevel <= .debug
-            && logThrottle.admit(.unknownSubscription("ready"), budget: LogThrottle.violationsPerSecond, level: .debug)
-        {
+        for id in unknown where admitsDebugLine(.unknownSubscription("ready")) {
             logger.debug("ready for an unknown subscription ignored", metadata: ["id": "\(id)"])
         }
         // A `ready` before a reconnect may not have taken effect yet (its data never flushed): the status decides.
@@ -24,9 +21,7 @@ extension DDPClient {
 
     func subscriptionEnded(_ id: String, error: MeteorError?) {
         guard let record = core.subscriptionEnded(id) else {
-            if logger.logLevel <= .debug,
-                logThrottle.admit(.unknownSubscription("nosub"), budget: LogThrottle.violationsPerSecond, level: .debug)
-            {
+            if admitsDebugLine(.unknownSubscription("nosub")) {
                 logger.debug("nosub for an unknown subscription ignored", metadata: ["id": "\(id)"])
             }
             return
