@@ -71,7 +71,7 @@ public final class DDPClient: @unchecked Sendable {
     /// The newest transport connection; events from older ones are ignored. Confined to `queue`.
     var connection: (any TransportConnection)?
     /// Pending timers by purpose, each with the generation that makes late firings harmless. Confined to `queue`.
-    var timers: [TimerPurpose: (generation: Int, action: any ScheduledAction)] = [:]
+    var timers: [ClientCore.Timer: (generation: Int, action: any ScheduledAction)] = [:]
     /// Logins waiting for their user's document (``awaitUserDocument(of:_:)``), by token. Confined to the client queue.
     var userDocumentWaits: [Int: UserDocumentWait] = [:]
     /// The next such wait's token. Confined to the client queue.
@@ -133,10 +133,6 @@ public final class DDPClient: @unchecked Sendable {
     let errorBroadcaster = Broadcaster<DDPError>(bufferLimit: DDPClient.errorsBufferLimit)
     /// How many errors a consumer of ``errors`` that falls behind keeps (the newest).
     static let errorsBufferLimit = 256
-
-    enum TimerPurpose: Hashable {
-        case connectTimeout, retry, heartbeatInterval, heartbeatTimeout, reconciliation
-    }
 
     // MARK: - Starting
 

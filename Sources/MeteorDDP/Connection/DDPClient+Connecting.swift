@@ -9,7 +9,7 @@ import NIOPosix
 extension DDPClient {
     /// Starts connecting (and keeps reconnecting with back-off until ``disconnect()``).
     public func connect() {
-        queue.async { if !self.core.isClosed { self.perform(self.core.machine.connectRequested()) } }
+        queue.async { self.handle(.connectRequested) }
     }
 
     /// Connects and returns once the DDP session is established (the server sent `connected`).
@@ -55,28 +55,24 @@ extension DDPClient {
 
     /// Disconnects and stops retrying. Subscriptions and pending methods are kept for the next ``connect()``.
     public func disconnect() {
-        queue.async { if !self.core.isClosed { self.perform(self.core.machine.disconnectRequested()) } }
+        queue.async { self.handle(.disconnectRequested) }
     }
 
     /// Retries at once when waiting for the back-off; connects again after ``disconnect()`` or a failure.
     public func reconnect() {
-        queue.async { if !self.core.isClosed { self.perform(self.core.machine.reconnectRequested()) } }
+        queue.async { self.handle(.reconnectRequested) }
     }
 
     /// Tells the client the network is reachable again: a client waiting for its back-off, or offline because the
     /// connection was lost while the network was unreachable, connects at once (not after ``disconnect()``).
     public func networkDidBecomeReachable() {
-        queue.async {
-            if !self.core.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: true)) }
-        }
+        queue.async { self.handle(.networkReachabilityChanged(reachable: true)) }
     }
 
     /// Tells the client the network is unreachable: a lost connection then goes offline instead of retrying
     /// until ``networkDidBecomeReachable()``.
     public func networkDidBecomeUnreachable() {
-        queue.async {
-            if !self.core.isClosed { self.perform(self.core.machine.networkReachabilityChanged(reachable: false)) }
-        }
+        queue.async { self.handle(.networkReachabilityChanged(reachable: false)) }
     }
 
     /// Disconnects for good: pending calls fail with ``MethodError/Kind/clientClosed``, subscriptions stop (their
@@ -88,27 +84,7 @@ extension DDPClient {
     /// `close()` does not wait for the offline store: what was committed just before may still be on its way to the
     /// disk. Before a process exits, `await client.flushStore()` (``logout()`` itself waits for its erasure).
     public func close() {
-        queue.async {
-            guard !self.core.isClosed else { return }
-            self.perform(self.core.machine.disconnectRequested())
-            guard let closing = self.core.close() else { return }
-            // A closed client logs nobody in (a stored account's resume may not even have been sent).
-            self.accountState.withLockedValue { $0.closed() }
-            self.endUserDocumentWaits()
-            self.awaitedCalls.withLockedValue { $0.removeAll() }
-            for invocation in closing.failedCalls {
-                let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
-                let completion = invocation.completion
-                self.userCode.run { completion(.failure(failure)) }
-            }
-            for record in closing.stoppedSubscriptions { record.shared.update(.stopped) }
-            self.judgeRestoredCallsAwaitingServerData(force: true)
-            self.persistence?.restoredCalls.clientClosed()
-            self.statusBroadcaster.finish()
-            self.errorBroadcaster.finish()
-            self.accountBroadcaster.finish()
-            self.loginEventBroadcaster.finish()
-        }
+        queue.async { self.handle(.closeRequested) }
     }
 
     /// Runs `hook` on every new socket, right after `connect` and before unanswered methods and subscriptions are
@@ -119,13 +95,13 @@ extension DDPClient {
     /// order, up to ``Configuration/maxMessagesHeldForQuiescence``; past it the client stops waiting for the hooks and
     /// reports ``DDPError/Code/limitReached``): keep them short.
     public func onReconnect(_ name: String, _ hook: @escaping @Sendable () -> Void) {
-        queue.async { self.core.setReconnectHook(name, hook) }
+        queue.async { self.handle(.reconnectHookSet(name: name, hook: hook)) }
     }
 
     /// Sends a message if the socket is open; otherwise drops it (everything that matters is re-sent on reconnect).
     func send(_ message: ClientMessage) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let connection, core.machine.isSocketOpen else {
+        guard let connection, core.isSocketOpen else {
             logger.trace("not sent (socket closed)", metadata: ["msg": "\(message.name)"])
             return
         }
@@ -176,61 +152,12 @@ extension DDPClient {
         return String(EJSON.stringify(message.ejsonValue).prefix(300))
     }
 
-    // MARK: - Driving the state machine
+    // MARK: - Status
 
-    func perform(_ actions: [ConnectionStateMachine.Action]) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        var retryTime: Date?
-        for action in actions {
-            switch action {
-            case .openTransport:
-                openTransport()
-            case .closeTransport:
-                core.transportEnded()
-                connection?.close()
-                connection = nil
-            case .sendConnect(let message):
-                send(message)
-            case .resetSession:
-                sessionDidReset()
-            case .scheduleConnectTimeout:
-                schedule(.connectTimeout, after: configuration.connectTimeout)
-            case .cancelConnectTimeout:
-                cancelTimer(.connectTimeout)
-            case .scheduleRetry(let retryCount, let reason):
-                let delay = configuration.retryStrategy.delay(forRetryCount: retryCount)
-                logger.info(
-                    "reconnecting",
-                    metadata: ["retryCount": "\(retryCount)", "delay": "\(delay)", "reason": "\(reason)"])
-                schedule(.retry, after: delay)
-                retryTime = scheduler.now.addingTimeInterval(delay.timeInterval)
-                publish(ConnectionStatus(state: .waiting, retryCount: retryCount, retryTime: retryTime, reason: reason))
-            case .cancelRetry:
-                cancelTimer(.retry)
-            case .startHeartbeat:
-                if configuration.heartbeatInterval > .zero { performHeartbeat(core.heartbeat.start()) }
-            case .stopHeartbeat:
-                performHeartbeat(core.heartbeat.stop())
-            case .sessionEstablished(let session, let version, let isReconnect):
-                logger.debug(
-                    "connected",
-                    metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"])
-                sessionDidConnect(isReconnect: isReconnect)
-            case .connectionLost(let error):
-                // Subscriptions, calls and the cache are kept for the next socket (its reset re-sends them).
-                report(error)
-            case .disconnectedByClient:
-                break
-            case .publishStatus(let status):
-                publish(status)
-            }
-        }
-    }
-
-    private func publish(_ status: ConnectionStatus) {
+    func publish(_ status: ConnectionStatus) {
         // The version (derived from the connected state, so it changes only with the status) first: whoever sees the
         // new status reads the version that goes with it.
-        let version = core.machine.version
+        let version = core.sessionVersion
         publishedVersion.withLockedValue { $0 = version }
         let changed: Bool = publishedStatus.withLockedValue { current in
             guard current != status else { return false }
@@ -252,8 +179,8 @@ extension DDPClient {
         }
     }
 
-    private func openTransport() {
-        let generation = core.transportStarted()
+    /// Opens a transport connection whose events carry `generation` (the core's, for the connection attempt).
+    func openTransport(generation: Int) {
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
         let parseOptions = EJSON.ParseOptions(refusesUnregisteredTypes: configuration.refusesUnregisteredEJSONTypes)
@@ -272,7 +199,7 @@ extension DDPClient {
             }
             switch self.inbox.append(consume item, waitedOn: waitedOn) {
             case .none: return
-            case .holdLimitReached: return self.queue.async { self.stopWaitingForReconnectHooks() }
+            case .holdLimitReached: return self.queue.async { self.handle(.reconnectHooksHoldLimitReached) }
             case .drainSoon:
                 // Data that no caller waits on: handled on the client queue a moment later, with whatever arrives
                 // meanwhile, while this thread reads and decodes on. On a flood, decoding, the session's routing and
@@ -351,7 +278,7 @@ extension DDPClient {
 
     // MARK: - Timers
 
-    func schedule(_ purpose: TimerPurpose, after delay: Duration) {
+    func schedule(_ purpose: ClientCore.Timer, after delay: Duration) {
         cancelTimer(purpose)
         timerGeneration += 1
         let generation = timerGeneration
@@ -362,32 +289,13 @@ extension DDPClient {
         timers[purpose] = (generation, action)
     }
 
-    func cancelTimer(_ purpose: TimerPurpose) {
+    func cancelTimer(_ purpose: ClientCore.Timer) {
         timers.removeValue(forKey: purpose)?.action.cancel()
     }
 
-    private func timerFired(_ purpose: TimerPurpose, generation: Int) {
+    private func timerFired(_ purpose: ClientCore.Timer, generation: Int) {
         guard timers[purpose]?.generation == generation else { return }
         timers.removeValue(forKey: purpose)
-        switch purpose {
-        case .connectTimeout: perform(core.machine.connectTimeoutElapsed())
-        case .retry: perform(core.machine.retryElapsed())
-        case .heartbeatInterval: performHeartbeat(core.heartbeat.intervalElapsed())
-        case .heartbeatTimeout: performHeartbeat(core.heartbeat.timeoutElapsed())
-        case .reconciliation: reconciliationDelayElapsed()
-        }
-    }
-
-    func performHeartbeat(_ actions: [HeartbeatStateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .scheduleInterval: schedule(.heartbeatInterval, after: configuration.heartbeatInterval)
-            case .cancelInterval: cancelTimer(.heartbeatInterval)
-            case .sendPing: send(.ping(id: nil))
-            case .scheduleTimeout: schedule(.heartbeatTimeout, after: configuration.heartbeatTimeout)
-            case .cancelTimeout: cancelTimer(.heartbeatTimeout)
-            case .reportTimeout: perform(core.machine.heartbeatTimedOut())
-            }
-        }
+        handle(.timerFired(purpose))
     }
 }

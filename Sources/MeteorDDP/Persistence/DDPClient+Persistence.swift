@@ -318,21 +318,6 @@ extension DDPClient {
 
     // MARK: - Reconciliation
 
-    /// Whether the connection that just came up reconciles a restored cache; if so, starts waiting for the
-    /// subscriptions (the app's, and the restored ones it may make again within the delay).
-    func startReconciliationIfPending() -> Bool {
-        guard let persistence else { return false }
-        let (reconciling, armDelay) = core.startReconciliationIfPending()
-        if armDelay { schedule(.reconciliation, after: persistence.settings.reconciliationDelay) }
-        return reconciling
-    }
-
-    /// The reconciliation delay is over: restored subscriptions the app did not make again are no longer awaited.
-    func reconciliationDelayElapsed() {
-        if let quiescent = core.reconciliationDelayElapsed() { applyQuiescence(quiescent) }
-        persistSessionChanges()
-    }
-
     /// The reset at quiescence was applied: a restored cache is reconciled.
     func reconciliationApplied() {
         guard core.reconciliationApplied() else { return }

@@ -10,9 +10,9 @@ extension ClientCore {
         var stoppedSubscriptions: [SubscriptionManager.Record]
         /// The token to resume the login with, first on the new socket (the newest one the client has).
         var resumeToken: String?
-        /// The app's hooks to run, in name order, as run `run`: incoming messages wait until
-        /// ``reconnectHooksFinished(run:)``. `nil`: no hooks; ``reconnectHooksRan()`` follows at once.
-        var userHooks: (run: Int, hooks: [@Sendable () -> Void])?
+        /// The app's hooks to run, in name order, as run `run` (possibly none): until ``reconnectHooksFinished(run:)``
+        /// the reset waits, and incoming messages too when there are hooks.
+        var userHooks: (run: Int, hooks: [@Sendable () -> Void])
     }
 
     /// A new socket is open and `connect` was just sent.
@@ -20,19 +20,40 @@ extension ClientCore {
         let failed = session.methods.socketReset()
         let stopped = session.subscriptions.socketReset()
         durability.socketReset()
-        var reset = SocketReset(failedCalls: failed, stoppedSubscriptions: stopped, resumeToken: session.resumeToken)
         let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)
-        if !hooks.isEmpty {
-            session.reconnectHooksRuns += 1
-            session.reconnectHooksRunning = session.reconnectHooksRuns
-            reset.userHooks = (session.reconnectHooksRuns, hooks)
-        }
-        return reset
+        session.reconnectHooksRuns += 1
+        session.reconnectHooksRunning = session.reconnectHooksRuns
+        session.reconnectHooksHoldMessages = !hooks.isEmpty
+        return SocketReset(
+            failedCalls: failed, stoppedSubscriptions: stopped, resumeToken: session.resumeToken,
+            userHooks: (session.reconnectHooksRuns, hooks))
     }
 
-    /// The app registers `hook` under `name` (``DDPClient/onReconnect(_:_:)``), replacing one with that name.
-    mutating func setReconnectHook(_ name: String, _ hook: @escaping @Sendable () -> Void) {
-        session.userReconnectHooks[name] = hook
+    /// What a new socket leads to, in this order: subscriptions no handle uses stop, `noRetry` calls sent before fail,
+    /// the login resumes, the app's hooks run (``Input/reconnectHooksFinished(run:)`` then re-sends the rest).
+    mutating func socketResetActions() -> [Action] {
+        let reset = socketReset()
+        var actions: [Action] = []
+        if !reset.stoppedSubscriptions.isEmpty { actions.append(.stopSubscriptions(reset.stoppedSubscriptions)) }
+        if !reset.failedCalls.isEmpty { actions.append(.logCallsFailedByReset(reset.failedCalls)) }
+        if let token = reset.resumeToken { actions.append(.resumeLogin(token: token)) }
+        actions.append(.runReconnectHooks(run: reset.userHooks.run, hooks: reset.userHooks.hooks))
+        return actions
+    }
+
+    /// The app's hooks ran (or the client stopped waiting for them): the calls set aside and the subscriptions go
+    /// out, then the messages held meanwhile are handled.
+    mutating func resendAfterReconnectHooks() -> [Action] {
+        let (calls, subscriptions) = reconnectHooksRan()
+        var actions: [Action] = calls.isEmpty ? [] : [.sendCalls(calls)]
+        for record in subscriptions {
+            actions.append(.send(.sub(id: record.id, name: record.name, params: record.params)))
+        }
+        if session.reconnectHooksHoldMessages {
+            session.reconnectHooksHoldMessages = false
+            actions.append(.releaseHeldMessages)
+        }
+        return actions
     }
 
     /// Whether the app's hooks are running (incoming messages wait meanwhile).
@@ -49,7 +70,7 @@ extension ClientCore {
     /// The messages held while the app's hooks ran reached the limit: the reset goes on without them. Returns whether
     /// hooks were running (then the client reports it, and ``reconnectHooksRan()`` follows).
     mutating func stopWaitingForReconnectHooks() -> Bool {
-        guard session.reconnectHooksRunning != nil else { return false }
+        guard session.reconnectHooksRunning != nil, session.reconnectHooksHoldMessages else { return false }
         session.reconnectHooksRunning = nil
         return true
     }

@@ -3,17 +3,20 @@
 /// undeclared collections, reconnect hooks and resume token, and the offline store's durability gate and
 /// reconciliation state.
 ///
-/// No clock, no queue, no I/O: events go in as `mutating` functions (one family per file: `ClientCore+Methods.swift`,
-/// `+Data`, `+AfterUpdate`, `+Quiescence`, `+Reconnect`, `+Subscriptions`, `+Reconciliation`), and what the client
-/// must do comes out as values that ``DDPClient`` performs once the mutation is complete. Not `Sendable`: the client
-/// queue owns the one instance, in ``DDPClient``. docs/ARCHITECTURE.md lists the events and what comes out.
+/// No clock, no queue, no I/O. The connection's life goes in through one funnel, ``handle(_:)``: an ``Input`` in,
+/// the ``Action``s the client performs out (async-http-client's `HTTPConnectionPool.StateMachine` shape). The
+/// connection and heartbeat machines are the core's own: only ``handle(_:)`` drives them. Calls, data and
+/// subscriptions still enter by `mutating` functions, one family per file (`ClientCore+Methods.swift`, `+Data`,
+/// `+AfterUpdate`, `+Quiescence`, `+Reconnect`, `+Subscriptions`, `+Reconciliation`), returning values that
+/// ``DDPClient`` performs once the mutation is complete. Not `Sendable`: the client queue owns the one instance, in
+/// ``DDPClient``. docs/ARCHITECTURE.md lists the inputs and what comes out.
 struct ClientCore {
-    /// The connection lifecycle.
-    var machine: ConnectionStateMachine
-    /// Heartbeat bookkeeping for the current session.
-    var heartbeat = HeartbeatStateMachine()
-    /// Identifies the client's newest transport connection; bumped for every attempt and every loss
-    /// (``transportStarted()``, ``transportEnded()``): events of an older one are ignored.
+    /// The connection lifecycle. Driven only by ``handle(_:)``.
+    private(set) var machine: ConnectionStateMachine
+    /// Heartbeat bookkeeping for the current session. Driven only by ``handle(_:)``.
+    private(set) var heartbeat = HeartbeatStateMachine()
+    /// Identifies the client's newest transport connection; bumped for every attempt and every loss: events of an
+    /// older one are ignored.
     private(set) var connectionGeneration = 0
     /// Subscriptions, methods, stub-written documents and quiescence.
     var session: SessionState
@@ -25,8 +28,10 @@ struct ClientCore {
     /// Whether `close()` was called: everything asked afterwards is answered at once.
     private(set) var isClosed = false
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
-    /// without one). One pong answers every ping of a batch (``pingReceived(id:)``).
-    private(set) var owedPong: String?? = nil
+    /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
+    private var owedPong: String?? = nil
+    /// The connection's timings and policies, from the configuration.
+    private let settings: ConnectionSettings
     /// The most data messages held while waiting for quiescence
     /// (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
     let maxMessagesHeldForQuiescence: Int
@@ -37,7 +42,35 @@ struct ClientCore {
             maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections,
             rebasesStubs: configuration.pendingStubMode == .rebase)
         maxMessagesHeldForQuiescence = configuration.maxMessagesHeldForQuiescence
+        settings = ConnectionSettings(configuration)
     }
+
+    /// What the core needs of the configuration to run the connection.
+    private struct ConnectionSettings {
+        let connectTimeout: Duration
+        /// Zero: no heartbeat.
+        let heartbeatInterval: Duration
+        let heartbeatTimeout: Duration
+        let retryStrategy: RetryStrategy
+        let respondsToPings: Bool
+        /// How long a restored cache's subscriptions are awaited (``Persistence/reconciliationDelay``).
+        let reconciliationDelay: Duration
+
+        init(_ configuration: DDPClient.Configuration) {
+            connectTimeout = configuration.connectTimeout
+            heartbeatInterval = configuration.heartbeatInterval
+            heartbeatTimeout = configuration.heartbeatTimeout
+            retryStrategy = configuration.retryStrategy
+            respondsToPings = configuration.respondToPings
+            reconciliationDelay = configuration.persistence?.reconciliationDelay ?? .zero
+        }
+    }
+
+    /// The negotiated DDP version while the session is established.
+    var sessionVersion: DDPVersion? { machine.version }
+
+    /// Whether frames can be sent: the socket is open (handshake pending or done).
+    var isSocketOpen: Bool { machine.isSocketOpen }
 }
 
 extension ClientCore {
@@ -48,47 +81,163 @@ extension ClientCore {
         /// Every subscription, in subscription order: each is stopped.
         let stoppedSubscriptions: [SubscriptionManager.Record]
     }
-
-    /// `close()`: nothing is pending any more. `nil` when the client was closed already.
-    mutating func close() -> Closing? {
-        guard !isClosed else { return nil }
-        isClosed = true
-        return Closing(
-            failedCalls: session.methods.removeAll(), stoppedSubscriptions: session.subscriptions.removeAll())
-    }
 }
 
-// MARK: - Transport generations
+// MARK: - The funnel
 
 extension ClientCore {
-    /// A new transport connection starts: its events carry the generation returned.
-    mutating func transportStarted() -> Int {
-        connectionGeneration += 1
-        return connectionGeneration
+    /// Decides what `input` leads to: the core's state moves on, and the actions returned, in order, are what the
+    /// client performs (none of them has been performed; the core holds no closure of the client's).
+    mutating func handle(_ input: Input) -> [Action] {
+        switch input {
+        case .connectRequested: return isClosed ? [] : machineActions(machine.connectRequested())
+        case .disconnectRequested: return isClosed ? [] : machineActions(machine.disconnectRequested())
+        case .reconnectRequested: return isClosed ? [] : machineActions(machine.reconnectRequested())
+        case .networkReachabilityChanged(let reachable):
+            return isClosed ? [] : machineActions(machine.networkReachabilityChanged(reachable: reachable))
+        case .closeRequested:
+            guard !isClosed else { return [] }
+            var actions = machineActions(machine.disconnectRequested())
+            isClosed = true
+            actions.append(
+                .closed(
+                    Closing(
+                        failedCalls: session.methods.removeAll(),
+                        stoppedSubscriptions: session.subscriptions.removeAll())))
+            return actions
+        case .reconnectHookSet(let name, let hook):
+            session.userReconnectHooks[name] = hook
+            return []
+
+        case .transportOpened(let generation):
+            guard generation == connectionGeneration else { return [] }
+            return machineActions(machine.transportOpened())
+        case .transportClosed(let error, let generation):
+            guard generation == connectionGeneration else { return [] }
+            transportEnded()
+            let reason =
+                error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
+            return [.forgetTransport] + machineActions(machine.transportClosed(reason))
+        case .binaryFrameReceived(let byteCount, let generation):
+            guard generation == connectionGeneration else { return [] }
+            return heartbeatActions(heartbeat.messageReceived()) + [
+                .report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
+            ]
+        case .frameReceived:
+            return heartbeatActions(heartbeat.messageReceived())
+
+        case .connectedReceived(let session):
+            let actions = machineActions(machine.receivedConnected(session: session))
+            guard actions.isEmpty else { return actions }
+            return [
+                Self.unexpected(
+                    .connected(session: session), "the session is already established or no connect was sent")
+            ]
+        case .failedReceived(let version):
+            let actions = machineActions(machine.receivedFailed(version: version))
+            guard actions.isEmpty else { return actions }
+            return [Self.unexpected(.failed(version: version), "no connect is pending")]
+        case .pingReceived(let id):
+            // One pong answers the pings of a batch (``takeOwedPong()``).
+            if settings.respondsToPings { owedPong = .some(id) }
+            return []
+
+        case .timerFired(let timer):
+            switch timer {
+            case .connectTimeout: return machineActions(machine.connectTimeoutElapsed())
+            case .retry: return machineActions(machine.retryElapsed())
+            case .heartbeatInterval: return heartbeatActions(heartbeat.intervalElapsed())
+            case .heartbeatTimeout: return heartbeatActions(heartbeat.timeoutElapsed())
+            case .reconciliation:
+                return (reconciliationDelayElapsed().map { [.applyQuiescence($0)] } ?? []) + [.persistSessionChanges]
+            }
+        case .reconnectHooksFinished(let run):
+            guard reconnectHooksFinished(run: run) else { return [] }
+            return resendAfterReconnectHooks()
+        case .reconnectHooksHoldLimitReached:
+            guard stopWaitingForReconnectHooks() else { return [] }
+            let report = DDPError.limitReached(
+                "held \(maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
+                    + "re-sending methods and subscriptions without waiting for the hooks")
+            return [.report(report)] + resendAfterReconnectHooks()
+        }
     }
 
-    /// The current transport connection is closed or lost: whatever it still delivers is ignored.
-    mutating func transportEnded() {
-        connectionGeneration += 1
-        owedPong = nil
-    }
-}
-
-// MARK: - Pings
-
-extension ClientCore {
-    /// The server sent a ping: a pong is owed, sent once the batch of frames it came in is handled
-    /// (``takeOwedPong()``). Pings of one batch are answered by one pong, with the last one's id: Meteor's client
-    /// answers each, and a server pinging faster than the client drains (a flood: 100,000 pings cost 100,000 socket
-    /// writes) gets one answer per batch instead. Meteor's server reads any message as a sign of life and never
-    /// checks a pong's id; at Meteor's rate (a ping after 15 s of silence) every ping is still answered.
-    mutating func pingReceived(id: String?) {
-        owedPong = .some(id)
-    }
-
-    /// The pong owed for the batch just handled, if any (then none is owed).
+    /// The pong owed for the batch just handled, if any (then none is owed). Pings of one batch are answered by one
+    /// pong, with the last one's id: Meteor's client answers each, and a server pinging faster than the client drains
+    /// (a flood: 100,000 pings cost 100,000 socket writes) gets one answer per batch instead. Meteor's server reads any
+    /// message as a sign of life and never checks a pong's id; at Meteor's rate (a ping after 15 s of silence) every
+    /// ping is still answered.
     mutating func takeOwedPong() -> String?? {
         defer { owedPong = nil }
         return owedPong
+    }
+
+    private static func unexpected(_ message: ServerMessage, _ reason: String) -> Action {
+        .report(
+            .protocolViolation(
+                DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
+    }
+
+    /// The connection machine's actions as the client performs them: the core's own parts (the transport's
+    /// generation, the heartbeat, the new socket's reset, the established session's quiescence) decided here.
+    private mutating func machineActions(_ machineActions: [ConnectionStateMachine.Action]) -> [Action] {
+        var actions: [Action] = []
+        for action in machineActions {
+            switch action {
+            case .openTransport:
+                connectionGeneration += 1
+                actions.append(.openTransport(generation: connectionGeneration))
+            case .closeTransport:
+                transportEnded()
+                actions.append(.closeTransport)
+            case .sendConnect(let message): actions.append(.send(message))
+            case .resetSession: actions += socketResetActions()
+            case .scheduleConnectTimeout: actions.append(.schedule(.connectTimeout, after: settings.connectTimeout))
+            case .cancelConnectTimeout: actions.append(.cancelTimer(.connectTimeout))
+            case .scheduleRetry(let retryCount, let reason):
+                let delay = settings.retryStrategy.delay(forRetryCount: retryCount)
+                actions.append(.waitToRetry(retryCount: retryCount, delay: delay, reason: reason))
+            case .cancelRetry: actions.append(.cancelTimer(.retry))
+            case .startHeartbeat:
+                if settings.heartbeatInterval > .zero { actions += heartbeatActions(heartbeat.start()) }
+            case .stopHeartbeat: actions += heartbeatActions(heartbeat.stop())
+            case .sessionEstablished(let session, let version, let isReconnect):
+                actions.append(.logSessionEstablished(session: session, version: version, isReconnect: isReconnect))
+                // The first connection after a restart reconciles the restored cache as a reconnect resets it.
+                let (reconciling, armDelay) = startReconciliationIfPending()
+                if armDelay { actions.append(.schedule(.reconciliation, after: settings.reconciliationDelay)) }
+                if let hold = sessionConnected(isReconnect: isReconnect, reconciling: reconciling) {
+                    actions.append(.applyQuiescence(hold))
+                }
+            // Subscriptions, calls and the cache are kept for the next socket (its reset re-sends them).
+            case .connectionLost(let error): actions.append(.report(error))
+            case .disconnectedByClient: break
+            case .publishStatus(let status): actions.append(.publishStatus(status))
+            }
+        }
+        return actions
+    }
+
+    private mutating func heartbeatActions(_ heartbeatActions: [HeartbeatStateMachine.Action]) -> [Action] {
+        guard !heartbeatActions.isEmpty else { return [] }
+        var actions: [Action] = []
+        for action in heartbeatActions {
+            switch action {
+            case .scheduleInterval: actions.append(.schedule(.heartbeatInterval, after: settings.heartbeatInterval))
+            case .cancelInterval: actions.append(.cancelTimer(.heartbeatInterval))
+            case .sendPing: actions.append(.send(.ping(id: nil)))
+            case .scheduleTimeout: actions.append(.schedule(.heartbeatTimeout, after: settings.heartbeatTimeout))
+            case .cancelTimeout: actions.append(.cancelTimer(.heartbeatTimeout))
+            case .reportTimeout: actions += machineActions(machine.heartbeatTimedOut())
+            }
+        }
+        return actions
+    }
+
+    /// The current transport connection is closed or lost: whatever it still delivers is ignored.
+    private mutating func transportEnded() {
+        connectionGeneration += 1
+        owedPong = nil
     }
 }

@@ -56,20 +56,12 @@ extension DDPClient {
     }
 
     private func handleTransportEvent(_ event: TransportEvent, generation: Int) {
-        guard generation == core.connectionGeneration else { return }
         switch event {
         case .opened:
-            logger.debug("socket open")
-            perform(core.machine.transportOpened())
-        case .binary(let byteCount):
-            performHeartbeat(core.heartbeat.messageReceived())
-            report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
-        case .closed(let error):
-            connection = nil
-            core.transportEnded()
-            let reason =
-                error.map { DDPError.connectionLost($0.message, transportError: $0) } ?? .connectionLost("closed")
-            perform(core.machine.transportClosed(reason))
+            if generation == core.connectionGeneration { logger.debug("socket open") }
+            handle(.transportOpened(generation: generation))
+        case .binary(let byteCount): handle(.binaryFrameReceived(byteCount: byteCount, generation: generation))
+        case .closed(let error): handle(.transportClosed(error, generation: generation))
         case .text:
             preconditionFailure("Internal inconsistency: text frames are handled by handleIncoming")
         }
@@ -79,13 +71,14 @@ extension DDPClient {
     /// batch).
     func handleIncoming(_ parsed: consuming Result<IncomingMessage, DDPProtocolViolation>, generation: Int) {
         guard generation == core.connectionGeneration else { return }
-        // Any frame proves the connection is alive (heartbeat.js `messageReceived`).
-        performHeartbeat(core.heartbeat.messageReceived())
+        // Any frame proves the connection is alive (heartbeat.js `messageReceived`). (Not `handle(_:)`: its queue
+        // check, once per frame, is ``drainInbox()``'s once per batch.)
+        run(core.handle(.frameReceived))
         // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
         switch consume parsed {
         case .failure(let violation):
             report(.protocolViolation(violation))
-            if let unreadable = violation.unreadable, core.machine.version != nil {
+            if let unreadable = violation.unreadable, core.sessionVersion != nil {
                 handleUnreadable(unreadable, violation)
             }
         case .success(.message(let message)):
@@ -105,7 +98,7 @@ extension DDPClient {
     /// passed down by value is copied from frame to frame (~100 bytes, several `memcpy`s per frame on a flood).
     @inline(__always)
     private func handleSessionData(_ message: consuming IncomingMessage) {
-        guard core.machine.version != nil else {
+        guard core.sessionVersion != nil else {
             reportUnexpected(message.serverMessage, "data before the session was established")
             return
         }
@@ -114,20 +107,9 @@ extension DDPClient {
 
     private func handle(_ message: ServerMessage) {
         switch message {
-        case .connected(let session):
-            let actions = core.machine.receivedConnected(session: session)
-            if actions.isEmpty {
-                reportUnexpected(message, "the session is already established or no connect was sent")
-            }
-            perform(actions)
-        case .failed(let version):
-            let actions = core.machine.receivedFailed(version: version)
-            if actions.isEmpty {
-                reportUnexpected(message, "no connect is pending")
-            }
-            perform(actions)
-        case .ping(let id):
-            if configuration.respondToPings { core.pingReceived(id: id) }
+        case .connected(let session): handle(.connectedReceived(session: session))
+        case .failed(let version): handle(.failedReceived(version: version))
+        case .ping(let id): handle(.pingReceived(id: id))
         case .pong:
             break
         case .error(let reason, let offending):
@@ -141,76 +123,6 @@ extension DDPClient {
         report(
             .protocolViolation(
                 DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
-    }
-
-    // MARK: - A new socket, its hooks and quiescence
-
-    /// A fresh socket is open and `connect` was just sent (LC `onReset`): the library's hooks run (the resume login),
-    /// then the app's hooks on the callback queue, then unanswered methods go out again behind what the hooks
-    /// called, then every subscription not yet sent. Incoming messages are held while the app's hooks run, so the new
-    /// session is handled in Meteor's order; the socket's thread never waits for them.
-    func sessionDidReset() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        let reset = core.socketReset()
-        for record in reset.stoppedSubscriptions { record.shared.update(.stopped) }
-        for invocation in reset.failedCalls {
-            logger.debug(
-                "method failed by the reconnect (noRetry)",
-                metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
-        }
-        if let token = reset.resumeToken { resumeLogin(token: token) }
-        guard let (run, hooks) = reset.userHooks else { return reconnectHooksRan() }
-        inbox.hold()
-        userCode.run {
-            for hook in hooks { hook() }
-            // Behind every call the hooks made (each one reached the client queue before the hook returned).
-            self.queue.async { self.reconnectHooksFinished(run) }
-        }
-    }
-
-    /// The app's hooks of run `run` returned: the reset goes on and the held messages are handled.
-    private func reconnectHooksFinished(_ run: Int) {
-        guard core.reconnectHooksFinished(run: run) else { return }
-        resumeAfterReconnectHooks()
-    }
-
-    /// The inbox held as many messages as ``Configuration/maxMessagesHeldForQuiescence`` while the app's reconnect
-    /// hooks ran: the reset goes on without them (what they call later goes out behind the re-sent methods).
-    func stopWaitingForReconnectHooks() {
-        guard core.stopWaitingForReconnectHooks() else { return }
-        report(
-            .limitReached(
-                "held \(configuration.maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
-                    + "re-sending methods and subscriptions without waiting for the hooks"
-            ))
-        resumeAfterReconnectHooks()
-    }
-
-    /// The reset goes on after the app's hooks: methods and subscriptions go out, then the messages held meanwhile
-    /// are handled.
-    private func resumeAfterReconnectHooks() {
-        reconnectHooksRan()
-        inbox.release()
-        drainInbox()
-    }
-
-    private func reconnectHooksRan() {
-        let (calls, subscriptions) = core.reconnectHooksRan()
-        send(calls: calls)
-        for record in subscriptions { send(.sub(id: record.id, name: record.name, params: record.params)) }
-    }
-
-    /// The server sent `connected` (LC `_livedata_connected`). After a reconnect the cache is reset at quiescence:
-    /// data is held until every previously ready subscription is ready again and every method sent on this socket
-    /// has its `updated`; then the held messages are applied as one transaction that replaces the cache (documents
-    /// written by pending stubs keep their stub values), so only real differences are reported.
-    func sessionDidConnect(isReconnect: Bool) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        // The first connection after a restart reconciles the restored cache the same way.
-        let reconciling = startReconciliationIfPending()
-        if let hold = core.sessionConnected(isReconnect: isReconnect, reconciling: reconciling) {
-            applyQuiescence(hold)
-        }
     }
 
     // MARK: - Data and method messages of the established session

@@ -33,6 +33,9 @@ struct SessionState {
     var reconnectHooksRunning: Int?
     /// Numbers the runs of the app's hooks. Confined to the client queue.
     var reconnectHooksRuns = 0
+    /// Whether incoming messages are held until the running hooks return (there are hooks to run). Confined to the
+    /// client queue.
+    var reconnectHooksHoldMessages = false
 
     init(maxDocumentsInUndeclaredCollections: Int, rebasesStubs: Bool) {
         stubReplays = StubReplays(isOn: rebasesStubs)

@@ -17,11 +17,13 @@ final class ClientCoreSubscriptionTests: XCTestCase {
         let offline = subscribe(&core, "todos")
         XCTAssertTrue(offline.isNew)
         XCTAssertFalse(offline.sendNow, "no socket: nothing goes out")
-        _ = core.machine.connectRequested()
-        _ = core.machine.transportOpened()
-        let reset = core.socketReset()
-        XCTAssertNil(reset.userHooks)
-        XCTAssertEqual(core.reconnectHooksRan().subscriptions.map(\.id), ["id-todos"])
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
+        let sent = core.handle(.reconnectHooksFinished(run: 1)).compactMap { action -> String? in
+            guard case .send(.sub(let id, _, _)) = action else { return nil }
+            return id
+        }
+        XCTAssertEqual(sent, ["id-todos"])
         let online = subscribe(&core, "lists")
         XCTAssertTrue(online.sendNow, "a new subscription on an open socket goes out at once")
         XCTAssertTrue(core.reconnectHooksRan().subscriptions.isEmpty, "each goes out once")
@@ -29,8 +31,8 @@ final class ClientCoreSubscriptionTests: XCTestCase {
 
     func testSubscribingAgainJoinsTheSubscriptionAndSendsNothing() {
         var core = ClientCore.scripted()
-        _ = core.machine.connectRequested()
-        _ = core.machine.transportOpened()
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
         let first = subscribe(&core, "todos")
         let second = subscribe(&core, "todos")
         XCTAssertFalse(second.isNew)

@@ -39,8 +39,15 @@ extension ClientCore {
 
     /// A new socket with no `onReconnect` hooks, then `connected`: returns the hold when nothing is awaited.
     mutating func reconnect() -> QuiescenceHold? {
-        _ = socketReset()
+        let reset = socketReset()
+        _ = reconnectHooksFinished(run: reset.userHooks.run)
         _ = reconnectHooksRan()
         return sessionConnected(isReconnect: true, reconciling: false)
+    }
+
+    /// `close()` through the funnel: what it hands back to fail and stop (`nil`: closed already).
+    mutating func close() -> Closing? {
+        for case .closed(let closing) in handle(.closeRequested) { return closing }
+        return nil
     }
 }

@@ -1,0 +1,90 @@
+import Dispatch
+import Foundation
+
+/// The one performer of what the core decides (``ClientCore/handle(_:)``): each ``ClientCore/Action`` in order, on
+/// the client queue, after the mutation that returned it. A performer that has something to tell the core (hooks
+/// with nothing to run) hands it back through ``ClientCore/handle(_:)`` too.
+extension DDPClient {
+    /// Hands `input` to the core and performs what it decides.
+    func handle(_ input: ClientCore.Input) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        run(core.handle(input))
+    }
+
+    func run(_ actions: [ClientCore.Action]) {
+        for action in actions { run(action) }
+    }
+
+    private func run(_ action: ClientCore.Action) {
+        switch action {
+        case .openTransport(let generation): openTransport(generation: generation)
+        case .closeTransport:
+            connection?.close()
+            connection = nil
+        case .forgetTransport: connection = nil
+        case .send(let message): send(message)
+        case .sendCalls(let invocations): send(calls: invocations)
+        case .schedule(let timer, let delay): schedule(timer, after: delay)
+        case .cancelTimer(let timer): cancelTimer(timer)
+        case .waitToRetry(let retryCount, let delay, let reason):
+            logger.info(
+                "reconnecting", metadata: ["retryCount": "\(retryCount)", "delay": "\(delay)", "reason": "\(reason)"])
+            schedule(.retry, after: delay)
+            let retryTime = scheduler.now.addingTimeInterval(delay.timeInterval)
+            publish(ConnectionStatus(state: .waiting, retryCount: retryCount, retryTime: retryTime, reason: reason))
+        case .publishStatus(let status): publish(status)
+        case .report(let error): report(error)
+        case .logSessionEstablished(let session, let version, let isReconnect):
+            logger.debug(
+                "connected", metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"]
+            )
+        case .stopSubscriptions(let records): for record in records { record.shared.update(.stopped) }
+        case .logCallsFailedByReset(let invocations):
+            for invocation in invocations {
+                logger.debug(
+                    "method failed by the reconnect (noRetry)",
+                    metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
+            }
+        case .resumeLogin(let token): resumeLogin(token: token)
+        case .runReconnectHooks(let run, let hooks): runReconnectHooks(run, hooks)
+        case .releaseHeldMessages:
+            inbox.release()
+            drainInbox()
+        case .applyQuiescence(let hold): applyQuiescence(hold)
+        case .persistSessionChanges: persistSessionChanges()
+        case .closed(let closing): closed(closing)
+        }
+    }
+
+    /// A new socket's app hooks run on the callback queue, the socket's incoming messages held meanwhile (so the new
+    /// session is handled in Meteor's order; the socket's thread never waits for them). No hooks: the run is over.
+    private func runReconnectHooks(_ run: Int, _ hooks: [@Sendable () -> Void]) {
+        guard !hooks.isEmpty else { return handle(.reconnectHooksFinished(run: run)) }
+        inbox.hold()
+        userCode.run {
+            for hook in hooks { hook() }
+            // Behind every call the hooks made (each one reached the client queue before the hook returned).
+            self.queue.async { self.handle(.reconnectHooksFinished(run: run)) }
+        }
+    }
+
+    /// `close()` took effect: pending calls fail, subscriptions stop, the streams end.
+    private func closed(_ closing: ClientCore.Closing) {
+        // A closed client logs nobody in (a stored account's resume may not even have been sent).
+        accountState.withLockedValue { $0.closed() }
+        endUserDocumentWaits()
+        awaitedCalls.withLockedValue { $0.removeAll() }
+        for invocation in closing.failedCalls {
+            let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
+            let completion = invocation.completion
+            userCode.run { completion(.failure(failure)) }
+        }
+        for record in closing.stoppedSubscriptions { record.shared.update(.stopped) }
+        judgeRestoredCallsAwaitingServerData(force: true)
+        persistence?.restoredCalls.clientClosed()
+        statusBroadcaster.finish()
+        errorBroadcaster.finish()
+        accountBroadcaster.finish()
+        loginEventBroadcaster.finish()
+    }
+}
