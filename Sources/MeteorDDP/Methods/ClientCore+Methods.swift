@@ -84,6 +84,29 @@ extension ClientCore {
         return invocations
     }
 
+    /// What a call's progress leads to, in order: the app hears of the result, a kept call's answer is stored, a
+    /// completed call leaves the store and completes, the next calls go out. For an id no call has, a protocol
+    /// violation of `frame`.
+    func methodActions(_ progress: MethodProgress, id: String, frame: String) -> [Action] {
+        if progress.unknown { return [Self.unknownMethod(id, frame: frame)] }
+        var actions: [Action] = []
+        if let invocation = progress.resultArrived { actions.append(.resultArrived(invocation)) }
+        if let invocation = progress.storeResult { actions.append(.storeResult(invocation)) }
+        if let invocation = progress.completed {
+            actions.append(.completeCall(invocation, wasKept: progress.completedWasKept))
+        }
+        if !progress.send.isEmpty { actions.append(.sendCalls(progress.send)) }
+        return actions
+    }
+
+    /// A `result` or `updated` for an id no call has (Meteor's client throws "No callback invoker").
+    static func unknownMethod(_ id: String, frame: String) -> Action {
+        .report(
+            .protocolViolation(
+                DDPProtocolViolation(
+                    .unexpected(message: frame, reason: "no outstanding method has id \(id)"), frame: id)))
+    }
+
     private mutating func progress(_ outcome: MethodCoordinator.ResultOutcome, resultArrived: Bool) -> MethodProgress {
         var progress = MethodProgress()
         switch outcome {

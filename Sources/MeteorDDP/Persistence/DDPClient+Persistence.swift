@@ -241,7 +241,7 @@ extension DDPClient {
                 let stored = !writer.hasFailed
                 self.userCode.run { onDurable(stored) }
             }
-            self.queue.async { self.send(calls: self.core.callBecameDurable(id)) }
+            self.queue.async { self.handle(.callBecameDurable(id: id)) }
         }
         return true
     }

@@ -16,6 +16,16 @@ extension ClientCore {
         /// Sends the calls the core released, in order (they are awaited from now on).
         case sendCalls([MethodCoordinator.Invocation])
 
+        // MARK: Calls
+
+        /// A call's result arrived: the app's `onResultReceived` hears of it.
+        case resultArrived(MethodCoordinator.Invocation)
+        /// A kept call has its result but not its data: the result is stored (after a restart it completes at
+        /// reconciliation instead of running again).
+        case storeResult(MethodCoordinator.Invocation)
+        /// The call completed: a kept one leaves the store, then its completion runs.
+        case completeCall(MethodCoordinator.Invocation, wasKept: Bool)
+
         // MARK: Time
 
         case schedule(Timer, after: Duration)

@@ -1,9 +1,11 @@
 /// What happens to the client, as the client queue hands it to the core: ``ClientCore/handle(_:)`` decides, and
 /// returns what the client must do (``ClientCore/Action``), performed once the mutation is complete.
 ///
-/// The connection's life goes through here: the app's connection requests, the transport's events, the handshake's
-/// and heartbeat's frames, the timers and the app's reconnect hooks. (Calls, data and subscriptions still enter by
-/// their own functions, listed in docs/ARCHITECTURE.md.)
+/// The connection's life goes through here (the app's connection requests, the transport's events, the handshake's
+/// and heartbeat's frames, the timers and the app's reconnect hooks), and a call's answers. (A call's making, data and
+/// subscriptions still enter by their own functions, listed in docs/ARCHITECTURE.md.)
+import EJSON
+
 extension ClientCore {
     enum Input {
         // MARK: The app
@@ -34,6 +36,16 @@ extension ClientCore {
         case connectedReceived(session: String)
         case failedReceived(version: String)
         case pingReceived(id: String?)
+
+        // MARK: Calls
+
+        /// A call's `result` (a result that did not parse: a failure).
+        case resultReceived(id: String, Result<EJSONValue?, any Error>)
+        /// A call's `updated` arrived and what it waited for was applied to the cache (or, for a call not re-sent
+        /// after a reconnect, quiescence came).
+        case methodDataVisible(id: String)
+        /// A kept call's record is on disk (the offline store's writer).
+        case callBecameDurable(id: String)
 
         // MARK: Timers and hooks
 

@@ -142,6 +142,14 @@ extension ClientCore {
             if settings.respondsToPings { owedPong = .some(id) }
             return []
 
+        case .resultReceived(let id, let outcome):
+            return methodActions(methodResultReceived(id, outcome), id: id, frame: "result")
+        case .methodDataVisible(let id):
+            return methodActions(methodDataVisible(id), id: id, frame: "updated")
+        case .callBecameDurable(let id):
+            let calls = callBecameDurable(id)
+            return calls.isEmpty ? [] : [.sendCalls(calls)]
+
         case .timerFired(let timer):
             switch timer {
             case .connectTimeout: return machineActions(machine.connectTimeoutElapsed())
@@ -173,7 +181,7 @@ extension ClientCore {
         return owedPong
     }
 
-    private static func unexpected(_ message: ServerMessage, _ reason: String) -> Action {
+    static func unexpected(_ message: ServerMessage, _ reason: String) -> Action {
         .report(
             .protocolViolation(
                 DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))

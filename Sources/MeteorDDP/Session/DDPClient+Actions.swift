@@ -24,6 +24,11 @@ extension DDPClient {
         case .forgetTransport: connection = nil
         case .send(let message): send(message)
         case .sendCalls(let invocations): send(calls: invocations)
+        case .resultArrived(let invocation): notifyResultReceived(invocation)
+        case .storeResult(let invocation): persistResult(invocation)
+        case .completeCall(let invocation, let wasKept):
+            persistCompletion(invocation.id, wasKept: wasKept)
+            complete(invocation)
         case .schedule(let timer, let delay): schedule(timer, after: delay)
         case .cancelTimer(let timer): cancelTimer(timer)
         case .waitToRetry(let retryCount, let delay, let reason):

@@ -260,7 +260,7 @@ extension DDPClient {
         // An id no call has is reported now, as Meteor's client throws at once ("No callback invoker"): waiting for
         // the flush first would let a call made meanwhile take the id, and this `updated` would count as its own.
         guard core.hasOutstandingMethod(id) else {
-            return perform(ClientCore.MethodProgress(unknown: true), id: id, frame: "updated")
+            return run([ClientCore.unknownMethod(id, frame: "updated")])
         }
         runWhenAllServerDocumentsAreFlushed { [weak self] in self?.methodDataBecameVisible(id) }
     }
@@ -288,7 +288,7 @@ extension DDPClient {
 
     func methodDataBecameVisible(_ id: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        perform(core.methodDataVisible(id), id: id, frame: "updated")
+        run(core.handle(.methodDataVisible(id: id)))
     }
 
     /// A `result`, `updated`, `ready` or `nosub` that did not parse but names its ids (reported already): a call's
@@ -323,27 +323,10 @@ extension DDPClient {
     }
 
     private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, any Error>) {
-        perform(core.methodResultReceived(id, outcome), id: id, frame: "result")
+        run(core.handle(.resultReceived(id: id, outcome)))
     }
 
-    /// Performs what a call's result or its visible data led to, in order: the app hears of the result, a kept
-    /// call's answer is stored, a completed call leaves the store and completes, the next calls go out.
-    private func perform(_ progress: ClientCore.MethodProgress, id: String, frame: String) {
-        if progress.unknown {
-            let violation = DDPProtocolViolation.Kind.unexpected(
-                message: frame, reason: "no outstanding method has id \(id)")
-            return report(.protocolViolation(DDPProtocolViolation(violation, frame: id)))
-        }
-        if let invocation = progress.resultArrived { notifyResultReceived(invocation) }
-        if let invocation = progress.storeResult { persistResult(invocation) }
-        if let invocation = progress.completed {
-            persistCompletion(invocation.id, wasKept: progress.completedWasKept)
-            complete(invocation)
-        }
-        send(calls: progress.send)
-    }
-
-    private func notifyResultReceived(_ invocation: MethodCoordinator.Invocation) {
+    func notifyResultReceived(_ invocation: MethodCoordinator.Invocation) {
         guard let result = invocation.result else { return }
         invocation.options.onResultReceivedOnClientQueue?(result)
         guard let callback = invocation.options.onResultReceived else { return }
@@ -352,7 +335,7 @@ extension DDPClient {
 
     /// Runs a completed call's completion: an awaiting task's resumes here (no user code runs; while a transport
     /// thread drains the inbox, once that thread has left the client queue), a handler on the callback queue.
-    private func complete(_ invocation: MethodCoordinator.Invocation) {
+    func complete(_ invocation: MethodCoordinator.Invocation) {
         _ = awaitedCalls.withLockedValue { $0.remove(invocation.id) }
         guard let result = invocation.result else { return }
         let completion = invocation.completion

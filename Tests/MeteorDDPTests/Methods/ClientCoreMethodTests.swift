@@ -77,6 +77,40 @@ final class ClientCoreMethodTests: XCTestCase {
         XCTAssertTrue(core.methodResultReceived(a.id, .success(nil)).unknown, "a second result for the same call")
     }
 
+    // MARK: - Whole calls through the funnel
+
+    /// A kept call, from the disk to its completion, as the client meets it: it waits for the disk, goes out with the
+    /// call behind it, its result arrives before its data (stored, for a restart), its data makes it complete and
+    /// leave the store, and the wait call queued behind them goes out then.
+    func testAKeptCallFromTheDiskToItsCompletionThroughTheFunnel() {
+        var core = ClientCore.scripted()
+        let kept = invocation(&core, "kept")
+        let memory = invocation(&core, "memory")
+        let wait = invocation(&core, "wait", wait: true)
+        XCTAssertEqual(ids(core.callMade(kept, kept: true)), [])
+        XCTAssertEqual(ids(core.callMade(memory, kept: false)), [])
+        XCTAssertEqual(ids(core.callMade(wait, kept: false)), [], "a wait call is a block of its own, behind")
+        XCTAssertEqual(describe(core.handle(.callBecameDurable(id: kept.id))), ["sendCalls(kept memory)"])
+        XCTAssertEqual(
+            describe(core.handle(.resultReceived(id: kept.id, .success(.number(1))))),
+            ["resultArrived(kept)", "storeResult(kept)"])
+        XCTAssertEqual(describe(core.handle(.methodDataVisible(id: kept.id))), ["complete(kept, kept)"])
+        XCTAssertEqual(describe(core.handle(.methodDataVisible(id: memory.id))), [], "its result is not there")
+        XCTAssertFalse(core.isHoldingForQuiescence)
+        XCTAssertEqual(
+            describe(core.handle(.resultReceived(id: memory.id, .failure(MeteorError(error: .number(500)))))),
+            ["resultArrived(memory)", "complete(memory)", "sendCalls(wait)"], "the first block done: the next goes")
+        XCTAssertTrue(core.isHoldingForQuiescence, "the wait call holds data from when it goes out")
+        XCTAssertEqual(
+            describe(core.handle(.resultReceived(id: memory.id, .success(nil)))), ["report(protocolViolation)"],
+            "a second result for a completed call")
+        XCTAssertEqual(
+            describe(core.handle(.methodDataVisible(id: "42"))), ["report(protocolViolation)"], "no such call")
+        XCTAssertEqual(describe(core.handle(.callBecameDurable(id: kept.id))), [], "long gone")
+    }
+
+    private func describe(_ actions: [ClientCore.Action]) -> [String] { ClientCore.describe(actions) }
+
     // MARK: - The durability gate
 
     func testAKeptCallAndEveryCallBehindItWaitForTheDisk() {

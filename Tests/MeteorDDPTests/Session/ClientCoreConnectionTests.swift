@@ -174,32 +174,5 @@ final class ClientCoreConnectionTests: XCTestCase {
         }
     }
 
-    private func describe(_ actions: [ClientCore.Action]) -> [String] {
-        actions.map { action in
-            switch action {
-            case .openTransport(let generation): "openTransport(\(generation))"
-            case .closeTransport: "closeTransport"
-            case .forgetTransport: "forgetTransport"
-            case .send(let message): "send(\(message.name))"
-            case .sendCalls(let calls): "sendCalls(\(calls.map(\.name).joined(separator: " ")))"
-            case .schedule(let timer, _): "schedule(\(timer))"
-            case .cancelTimer(let timer): "cancel(\(timer))"
-            case .waitToRetry(let retryCount, _, _): "waitToRetry(\(retryCount))"
-            case .publishStatus(let status): "status(\(status.state))"
-            case .report(let error): "report(\(error.code))"
-            case .logSessionEstablished(let session, _, let isReconnect):
-                "established(\(session), reconnect: \(isReconnect))"
-            case .stopSubscriptions(let records): "stopSubscriptions(\(records.map(\.name).joined(separator: " ")))"
-            case .logCallsFailedByReset(let calls): "failedByReset(\(calls.map(\.name).joined(separator: " ")))"
-            case .resumeLogin(let token): "resumeLogin(\(token))"
-            case .runReconnectHooks(let run, let hooks): "runHooks(\(run), \(hooks.count) hooks)"
-            case .releaseHeldMessages: "releaseHeldMessages"
-            case .applyQuiescence(let hold): "applyQuiescence(resetting: \(hold.resetting))"
-            case .persistSessionChanges: "persistSessionChanges"
-            case .closed(let closing):
-                "closed(calls: \(closing.failedCalls.map(\.name).joined(separator: " ")), subscriptions: "
-                    + "\(closing.stoppedSubscriptions.map(\.name).joined(separator: " ")))"
-            }
-        }
-    }
+    private func describe(_ actions: [ClientCore.Action]) -> [String] { ClientCore.describe(actions) }
 }
