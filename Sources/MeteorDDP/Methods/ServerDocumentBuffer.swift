@@ -5,16 +5,16 @@ import EJSON
 ///
 /// While a document is here, server data for it updates this copy instead of the cache. When the last method that
 /// wrote it gets its `updated`, the copy replaces whatever the stubs left in the cache (applying the server's
-/// version, or reverting the stub). No I/O, confined to the client queue (one, in the session's state; the flush
-/// waiters' countdowns are shared objects, so a copy is not independent of the original).
+/// version, or reverting the stub). No I/O, confined to the client queue (one, in the session's state).
 struct ServerDocumentBuffer {
     struct ServerDocument {
         /// The server's fields (`nil`: the server has no such document).
         var fields: EJSONObject?
         /// Methods whose stubs wrote the document and that have no `updated` yet.
         var writtenByMethods: Set<String>
-        /// Callbacks waiting for the document to be flushed to the cache.
-        var flushCallbacks: [@Sendable () -> Void] = []
+        /// The flush waiters (``runWhenAllFlushed(sentMethods:sentGeneration:)``'s tokens) waiting for the document to
+        /// be flushed to the cache.
+        var flushWaiters: [Int] = []
     }
 
     /// A kept document as it stands, without its waiters (what a store keeps of it).
@@ -40,8 +40,12 @@ struct ServerDocumentBuffer {
     /// With persistence on: the documents changed since ``takeChanges()``. Confined to the client queue.
     private var changedKeys: Set<DocumentKey>?
     /// The flush waiters registered last, while they still wait, with the sent calls' generation and the stub writes'
-    /// count at the time (see ``runWhenAllFlushed(sentMethods:sentGeneration:_:)``). Confined to the client queue.
-    private var latestWaiters: (countdown: FlushCountdown, sentGeneration: Int, stubWrites: Int)?
+    /// count at the time (see ``runWhenAllFlushed(sentMethods:sentGeneration:)``). Confined to the client queue.
+    private var latestWaiters: (token: Int, sentGeneration: Int, stubWrites: Int)?
+    /// How many documents each waiting flush waiter still waits for, by token. Confined to the client queue.
+    private var waiting: [Int: Int] = [:]
+    /// The next flush waiter's token. Confined to the client queue.
+    private var nextWaiter = 0
     /// Bumped at every stub write: a document may have joined those of the sent calls. Confined to the client queue.
     private var stubWrites = 0
 
@@ -189,15 +193,16 @@ struct ServerDocumentBuffer {
     // MARK: - Methods finishing
 
     /// `updated` for `methodID`: the documents no other pending method wrote are released. Returns their
-    /// replacements (to apply to the cache in one batch) and the flush callbacks to run once applied. A document
-    /// still written by methods that are not sent (queued behind a wait method) stays, but its flush callbacks run
-    /// too: those methods cannot go out before the callers' block is done, so waiting for them would never end.
+    /// replacements (to apply to the cache in one batch) and the flush waiters done once they are applied, in the
+    /// order they were registered (for each document released, in turn). A document still written by methods that
+    /// are not sent (queued behind a wait method) stays, but counts as flushed for its waiters too: those methods
+    /// cannot go out before the callers' block is done, so waiting for them would never end.
     mutating func methodUpdated(_ methodID: String, isSent: (String) -> Bool) -> (
-        replacements: [Replacement], callbacks: [@Sendable () -> Void]
+        replacements: [Replacement], flushedWaiters: [Int]
     ) {
         guard let keys = documentsWrittenByMethod.removeValue(forKey: methodID) else { return ([], []) }
         var replacements: [Replacement] = []
-        var callbacks: [@Sendable () -> Void] = []
+        var done: [Int] = []
         for key in keys {
             guard var document = documents[key] else { continue }
             document.writtenByMethods.remove(methodID)
@@ -205,23 +210,38 @@ struct ServerDocumentBuffer {
             if document.writtenByMethods.isEmpty {
                 documents.removeValue(forKey: key)
                 replacements.append(Replacement(key: key, fields: document.fields))
-                callbacks += document.flushCallbacks
+                countFlushed(document.flushWaiters, done: &done)
             } else {
                 if !document.writtenByMethods.contains(where: isSent) {
-                    callbacks += document.flushCallbacks
-                    document.flushCallbacks = []
+                    countFlushed(document.flushWaiters, done: &done)
+                    document.flushWaiters = []
                 }
                 documents[key] = document
             }
         }
-        return (replacements, callbacks)
+        return (replacements, done)
     }
 
-    /// Runs `callback` once every document tracked now and written by a method in `sentMethods` has been flushed
-    /// (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method, do not count,
-    /// or the wait method could never finish). Returns `false` if there is no such document: the caller runs it right
-    /// away. `sentGeneration` changes whenever a call joins `sentMethods` (``MethodCoordinator/sentGeneration``): the
-    /// same generation must always come with the same `sentMethods`, as the coordinator's do.
+    /// A document the waiters `tokens` waited for is flushed: those it was the last one of are done.
+    private mutating func countFlushed(_ tokens: [Int], done: inout [Int]) {
+        for token in tokens {
+            guard let remaining = waiting[token] else { continue }
+            if remaining > 1 {
+                waiting[token] = remaining - 1
+            } else {
+                waiting.removeValue(forKey: token)
+                done.append(token)
+            }
+        }
+    }
+
+    /// Registers a flush waiter, done once every document tracked now and written by a method in `sentMethods` has
+    /// been flushed (LC `_runWhenAllServerDocsAreFlushed`: documents of unsent methods, queued behind a wait method,
+    /// do not count, or the wait method could never finish); ``methodUpdated(_:isSent:)`` returns its token then.
+    /// Returns the token, or `nil` if there is no such document: the caller's work is due right away. The caller keeps
+    /// the work (several waiters may share a token: theirs is one list, in the order registered). `sentGeneration`
+    /// changes whenever a call joins `sentMethods` (``MethodCoordinator/sentGeneration``): the same generation must
+    /// always come with the same `sentMethods`, as the coordinator's do.
     ///
     /// Meteor looks at every tracked document and gives each one a callback per waiter; two things keep this from
     /// costing the square of the calls in flight (10,000 calls made offline go out as one block, and each `updated`
@@ -230,20 +250,16 @@ struct ServerDocumentBuffer {
     ///   unsent calls does not make every `updated` cost the backlog;
     /// - a waiter joins the one registered before it, if that one still waits and no document has become one of the
     ///   sent calls' since (no call sent, no stub write). Within a generation, documents only leave that set by being
-    ///   flushed (``methodUpdated(_:isSent:)`` runs their callbacks), so the earlier waiter's documents still to flush
-    ///   are exactly the set now: both wait for the same flushes, in one countdown, and each document holds one
-    ///   callback per such group, not one per waiter. The callbacks of a group run in the order they were registered.
-    ///   (A socket reset empties the sent calls without a flush; no waiter is registered while none is sent, and
-    ///   sending them again starts a new generation.)
-    mutating func runWhenAllFlushed(
-        sentMethods: Set<String>, sentGeneration: Int, _ callback: @escaping @Sendable () -> Void
-    ) -> Bool {
-        guard !documents.isEmpty, !sentMethods.isEmpty else { return false }
-        if let latest = latestWaiters, latest.countdown.isWaiting, latest.sentGeneration == sentGeneration,
+    ///   flushed (``methodUpdated(_:isSent:)`` counts them), so the earlier waiter's documents still to flush are
+    ///   exactly the set now: both wait for the same flushes, under one token, and each document holds one token per
+    ///   such group, not one per waiter. (A socket reset empties the sent calls without a flush; no waiter is
+    ///   registered while none is sent, and sending them again starts a new generation.)
+    mutating func runWhenAllFlushed(sentMethods: Set<String>, sentGeneration: Int) -> Int? {
+        guard !documents.isEmpty, !sentMethods.isEmpty else { return nil }
+        if let latest = latestWaiters, waiting[latest.token] != nil, latest.sentGeneration == sentGeneration,
             latest.stubWrites == stubWrites
         {
-            latest.countdown.add(callback)
-            return true
+            return latest.token
         }
         var counted: Set<DocumentKey> = []
         if sentMethods.count < documents.count {
@@ -254,62 +270,37 @@ struct ServerDocumentBuffer {
                 counted.insert(key)
             }
         }
-        guard !counted.isEmpty else { return false }
-        let countdown = FlushCountdown(count: counted.count, callback: callback)
-        for key in counted {
-            documents[key]!.flushCallbacks.append { countdown.decrement() }
-        }
-        latestWaiters = (countdown, sentGeneration, stubWrites)
-        return true
+        guard !counted.isEmpty else { return nil }
+        nextWaiter += 1
+        let token = nextWaiter
+        waiting[token] = counted.count
+        for key in counted { documents[key]!.flushWaiters.append(token) }
+        latestWaiters = (token, sentGeneration, stubWrites)
+        return token
     }
 
-    /// The flush callbacks the tracked documents hold (for tests: one per group of waiters, per document).
-    var flushCallbackCount: Int {
-        documents.values.reduce(0) { $0 + $1.flushCallbacks.count }
+    /// The flush waiters' tokens the tracked documents hold (for tests: one per group of waiters, per document).
+    var flushWaiterCount: Int {
+        documents.values.reduce(0) { $0 + $1.flushWaiters.count }
     }
+
+    /// How many flush waiters wait (for tests).
+    var waitingFlushWaiters: Int { waiting.count }
 
     // MARK: - Reconnecting
 
     /// The first data of a new session is about to be applied (at reconnect quiescence; LC `_livedata_connected`
     /// clears the same state when `connected` arrives). The server's versions are forgotten, since the new session
-    /// sends every document it has again, and callbacks waiting for flushes are dropped (their work is redone for the
-    /// new session). The documents stay tracked: their stubs' methods are re-sent, and their `updated` brings the
-    /// server's version into the cache, so stub effects do not flicker away in between.
+    /// sends every document it has again, and the flush waiters are dropped (their work is redone for the new
+    /// session: the caller drops it). The documents stay tracked: their stubs' methods are re-sent, and their
+    /// `updated` brings the server's version into the cache, so stub effects do not flicker away in between.
     mutating func sessionReset() {
         for key in documents.keys {
             noteChange(key)
             documents[key]!.fields = nil
-            documents[key]!.flushCallbacks.removeAll()
+            documents[key]!.flushWaiters.removeAll()
         }
+        waiting.removeAll()
         latestWaiters = nil
-    }
-}
-
-/// Runs its callbacks, in the order they were added, when decremented `count` times.
-final class FlushCountdown: @unchecked Sendable {
-    // @unchecked because it is only touched on the client queue (flush callbacks run there).
-    private var remaining: Int
-    private var callbacks: [@Sendable () -> Void]
-
-    init(count: Int, callback: @escaping @Sendable () -> Void) {
-        self.remaining = count
-        self.callbacks = [callback]
-    }
-
-    /// Whether the callbacks have not run yet.
-    var isWaiting: Bool { remaining > 0 }
-
-    /// Adds a callback to run with the others (only while ``isWaiting``).
-    func add(_ callback: @escaping @Sendable () -> Void) {
-        precondition(remaining > 0, "a callback added to a countdown that has run")
-        callbacks.append(callback)
-    }
-
-    func decrement() {
-        remaining -= 1
-        guard remaining == 0 else { return }
-        let due = callbacks
-        callbacks = []
-        for callback in due { callback() }
     }
 }

@@ -1,44 +1,47 @@
 /// Work that waits for the cache, as events of the core (LC `_afterUpdateCallbacks`,
 /// `_runWhenAllServerDocsAreFlushed`, `_process_updated`): a method's data becomes visible and a subscription ready
 /// only once the cache has applied what came before, in the order the server's messages came. Whether the cache has
-/// anything pending is an input (``DDPClient`` asks its store); the core decides what waits for which flush.
+/// anything pending is an input (``DDPClient`` asks its store); the core decides what waits for which flush. The work
+/// is data (``AfterUpdateWork``): the client performs it when the core hands it out.
 extension ClientCore {
-    typealias AfterUpdateCallback = @Sendable () -> Void
-
     /// What the client does with work queued after the cache's updates.
     enum AfterUpdate: Equatable {
-        /// Nothing is pending and nothing waits before it: run it now.
+        /// Nothing is pending and nothing waits before it: perform it now.
         case runNow
-        /// It waits behind work already waiting for a flush.
+        /// It waits behind work already waiting for a flush, or for the server's versions of stub-written documents.
         case queued
         /// It waits for a new flush of the cache: request it, then report ``afterUpdateFlushed(_:)`` with `ticket`.
         case requestFlush(ticket: Int)
     }
 
-    /// Queues `callback` behind everything queued for the cache before it and every callback queued before it.
-    mutating func runAfterUpdate(_ callback: @escaping AfterUpdateCallback, storeIsIdle: Bool) -> AfterUpdate {
+    /// Queues `work` behind everything queued for the cache before it and all work queued before it.
+    mutating func runAfterUpdate(_ work: AfterUpdateWork, storeIsIdle: Bool) -> AfterUpdate {
         if storeIsIdle, session.afterUpdate.isEmpty { return .runNow }
-        guard let ticket = session.afterUpdate.append(callback, needsFlush: !storeIsIdle) else { return .queued }
+        guard let ticket = session.afterUpdate.append(work, needsFlush: !storeIsIdle) else { return .queued }
         return .requestFlush(ticket: ticket)
     }
 
     /// The cache's flush of `ticket` completed: ``nextDueAfterUpdate()`` hands out what it released, one at a time
-    /// (each may queue more).
+    /// (performing each may queue more, behind the rest).
     mutating func afterUpdateFlushed(_ ticket: Int) {
         session.afterUpdate.flushed(ticket)
     }
 
-    /// The first queued callback, if its flush completed.
-    mutating func nextDueAfterUpdate() -> AfterUpdateCallback? {
+    /// The first queued work, if its flush completed.
+    mutating func nextDueAfterUpdate() -> AfterUpdateWork? {
         session.afterUpdate.popDue()
     }
 
-    /// Registers `callback` to run once every document written by the stubs of the sent calls has its server version
-    /// in the cache. Returns `false` when no such document waits: the callback goes to
-    /// ``runAfterUpdate(_:storeIsIdle:)`` at once instead.
-    mutating func runWhenAllServerDocumentsAreFlushed(_ callback: @escaping AfterUpdateCallback) -> Bool {
-        session.serverDocuments.runWhenAllFlushed(
-            sentMethods: session.methods.sentIDs, sentGeneration: session.methods.sentGeneration, callback)
+    /// Queues `work` to be done once every document written by the stubs of the sent calls has its server version in
+    /// the cache (then it goes through ``runAfterUpdate(_:storeIsIdle:)``, as the released documents' work does:
+    /// ``releaseDocuments(writtenBy:)``); when no such document waits, through ``runAfterUpdate(_:storeIsIdle:)``
+    /// at once.
+    mutating func runWhenAllServerDocumentsAreFlushed(_ work: AfterUpdateWork, storeIsIdle: Bool) -> AfterUpdate {
+        let token = session.serverDocuments.runWhenAllFlushed(
+            sentMethods: session.methods.sentIDs, sentGeneration: session.methods.sentGeneration)
+        guard let token else { return runAfterUpdate(work, storeIsIdle: storeIsIdle) }
+        session.afterUpdate.waitForServerDocuments(token, work)
+        return .queued
     }
 
     /// What a call's `updated` releases.
@@ -47,8 +50,9 @@ extension ClientCore {
         let serverChanges: [(DocumentKey, StoredServerDocument?)]
         /// The documents that no other pending call's stub wrote: the cache takes the server's version of each.
         let replacements: [ServerDocumentBuffer.Replacement]
-        /// Flush waiters those documents held, to run once the replacements are queued for the cache.
-        let flushCallbacks: [AfterUpdateCallback]
+        /// The work that waited for those documents, in order: each goes through ``runAfterUpdate(_:storeIsIdle:)``
+        /// once the replacements are queued for the cache.
+        let flushedWork: [AfterUpdateWork]
     }
 
     /// Call `id`'s `updated` arrived (or, for a call not sent again after a reconnect, quiescence came): the
@@ -57,12 +61,14 @@ extension ClientCore {
         let changes = Self.stored(session.serverDocuments.takeChanges())
         let sent = session.methods.sentIDs
         let wrote = session.serverDocuments.documentsWritten(by: id)
-        let (replacements, callbacks) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
+        let (replacements, flushedWaiters) = session.serverDocuments.methodUpdated(id, isSent: sent.contains)
         if session.stubReplays.isOn {
             let replaced = Set(replacements.map(\.key))
             session.stubReplays.callDone(
                 id, documentsStillKept: wrote.lazy.filter { !replaced.contains($0) }, released: replaced)
         }
-        return ReleasedDocuments(serverChanges: changes, replacements: replacements, flushCallbacks: callbacks)
+        return ReleasedDocuments(
+            serverChanges: changes, replacements: replacements,
+            flushedWork: session.afterUpdate.serverDocumentsFlushed(flushedWaiters))
     }
 }

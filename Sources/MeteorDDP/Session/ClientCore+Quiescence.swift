@@ -73,6 +73,7 @@ extension ClientCore {
         session.quiescence = nil
         if hold.resetting {
             session.serverDocuments.sessionReset()
+            session.afterUpdate.dropServerDocumentWaiters()
             if !session.serverDocuments.isEmpty { session.stubReplays.noteEverythingChanged() }
             session.undeclaredCollections.reset()
         }

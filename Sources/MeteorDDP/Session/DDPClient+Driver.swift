@@ -219,22 +219,25 @@ extension DDPClient {
         }
     }
 
-    /// Runs `block` on the client queue once every document written by stubs of sent methods has been flushed and the
-    /// cache has applied everything queued before, behind every callback queued earlier
+    /// Does `work` on the client queue once every document written by stubs of sent methods has been flushed and the
+    /// cache has applied everything queued before, behind all work queued earlier
     /// (LC `_runWhenAllServerDocsAreFlushed`).
-    func runWhenAllServerDocumentsAreFlushed(_ block: @escaping @Sendable () -> Void) {
+    func runWhenAllServerDocumentsAreFlushed(_ work: AfterUpdateWork) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let waiting = core.runWhenAllServerDocumentsAreFlushed { [weak self] in self?.runAfterUpdate(block) }
-        if !waiting { runAfterUpdate(block) }
+        perform(core.runWhenAllServerDocumentsAreFlushed(work, storeIsIdle: store.isIdle), work)
     }
 
-    /// Runs `block` on the client queue once the cache has applied everything queued before it, after every callback
-    /// queued before it (LC `_afterUpdateCallbacks`): at once when nothing is pending or queued.
-    func runAfterUpdate(_ block: @escaping @Sendable () -> Void) {
+    /// Does `work` on the client queue once the cache has applied everything queued before it, after all work queued
+    /// before it (LC `_afterUpdateCallbacks`): at once when nothing is pending or queued.
+    func runAfterUpdate(_ work: AfterUpdateWork) {
         dispatchPrecondition(condition: .onQueue(queue))
-        switch core.runAfterUpdate(block, storeIsIdle: store.isIdle) {
+        perform(core.runAfterUpdate(work, storeIsIdle: store.isIdle), work)
+    }
+
+    private func perform(_ decision: ClientCore.AfterUpdate, _ work: AfterUpdateWork) {
+        switch decision {
         case .runNow:
-            block()
+            perform(work)
         case .queued:
             break
         case .requestFlush(let ticket):
@@ -247,7 +250,16 @@ extension DDPClient {
 
     private func afterUpdateFlushed(_ ticket: Int) {
         core.afterUpdateFlushed(ticket)
-        while let callback = core.nextDueAfterUpdate() { callback() }
+        while let work = core.nextDueAfterUpdate() { perform(work) }
+    }
+
+    /// Work that waited for the cache, now due.
+    private func perform(_ work: AfterUpdateWork) {
+        switch work {
+        case .methodDataVisible(let id): methodDataBecameVisible(id)
+        case .subscriptionReady(let state): state.update(.ready)
+        case .judgeRestoredCalls: judgeRestoredCallsAwaitingServerData()
+        }
     }
 
     // MARK: - Methods
@@ -262,7 +274,7 @@ extension DDPClient {
         guard core.hasOutstandingMethod(id) else {
             return run([ClientCore.unknownMethod(id, frame: "updated")])
         }
-        runWhenAllServerDocumentsAreFlushed { [weak self] in self?.methodDataBecameVisible(id) }
+        runWhenAllServerDocumentsAreFlushed(.methodDataVisible(id: id))
     }
 
     /// The documents that no other pending method's stub wrote get the server's version.
@@ -283,7 +295,7 @@ extension DDPClient {
         }
         // In the same transaction as the server's versions: those documents no longer hold pending writes.
         store.settle(released.replacements.map(\.key))
-        for callback in released.flushCallbacks { callback() }
+        for work in released.flushedWork { runAfterUpdate(work) }
     }
 
     func methodDataBecameVisible(_ id: String) {

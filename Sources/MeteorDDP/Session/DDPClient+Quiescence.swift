@@ -24,7 +24,7 @@ extension DDPClient {
     func applyQuiescence(_ hold: QuiescenceHold) {
         store.hold(resetting: hold.resetting)
         for id in hold.methodsVisibleAtQuiescence {
-            runAfterUpdate { [weak self] in self?.methodDataBecameVisible(id) }
+            runAfterUpdate(.methodDataVisible(id: id))
         }
         for message in hold.messages { processDataMessage(message) }
         // Methods that are not re-sent get no `updated` from the new session: their documents take the server's

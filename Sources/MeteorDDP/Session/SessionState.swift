@@ -19,7 +19,7 @@ struct SessionState {
     /// While waiting for quiescence: the data messages held back. Confined to the client queue.
     var quiescence: QuiescenceHold?
     /// Work to run once the cache has applied what was queued before it, in order. Confined to the client queue.
-    var afterUpdate = AfterUpdateCallbacks()
+    var afterUpdate = AfterUpdateQueue()
     /// Documents cached for collections the app never declared, bounded. Confined to the client queue.
     var undeclaredCollections: UndeclaredCollections
     /// The login token every new socket resumes first, before the app's hooks and before old methods are re-sent

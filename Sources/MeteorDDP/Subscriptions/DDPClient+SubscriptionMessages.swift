@@ -11,12 +11,9 @@ extension DDPClient {
         }
         // A `ready` before a reconnect may not have taken effect yet (its data never flushed): the status decides.
         for record in ready where record.shared.status != .ready {
-            let shared = record.shared
-            runWhenAllServerDocumentsAreFlushed { shared.update(.ready) }
+            runWhenAllServerDocumentsAreFlushed(.subscriptionReady(record.shared))
         }
-        if core.restoredCallsAwaitServerData {
-            runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
-        }
+        if core.restoredCallsAwaitServerData { runWhenAllServerDocumentsAreFlushed(.judgeRestoredCalls) }
     }
 
     func subscriptionEnded(_ id: String, error: MeteorError?) {
@@ -32,8 +29,6 @@ extension DDPClient {
         } else {
             record.shared.update(.stopped)
         }
-        if core.restoredCallsAwaitServerData {
-            runWhenAllServerDocumentsAreFlushed { [weak self] in self?.judgeRestoredCallsAwaitingServerData() }
-        }
+        if core.restoredCallsAwaitServerData { runWhenAllServerDocumentsAreFlushed(.judgeRestoredCalls) }
     }
 }

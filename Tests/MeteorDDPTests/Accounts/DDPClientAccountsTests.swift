@@ -227,6 +227,10 @@ final class DDPClientAccountsTests: XCTestCase {
         harness.receive(.result(id: "1", result: loginResult, error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
         await fulfillment(of: [resumed], timeout: 5)
+        // The account is set (and its notification posted, on the callback queue) before the login ends on the
+        // client queue, as Meteor's makeClientLoggedIn sets the user before the login's callbacks: what the client
+        // queue was doing when the notification came is done first.
+        harness.settle()
         XCTAssertFalse(harness.client.loggingIn)
         // A reconnect's resume does not show as logging in (Meteor's `_suppressLoggingIn`).
         harness.dropAndReopen()

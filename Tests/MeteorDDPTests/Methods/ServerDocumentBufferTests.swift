@@ -7,8 +7,10 @@ import XCTest
 final class ServerDocumentBufferTests: XCTestCase {
     private func key(_ id: String) -> DocumentKey { DocumentKey(collectionName: "todos", documentID: id) }
 
+    private let waiters = FlushWaiters()
+
     private func flushed(_ buffer: inout ServerDocumentBuffer, _ methodID: String) {
-        for callback in buffer.methodUpdated(methodID, isSent: { _ in true }).callbacks { callback() }
+        waiters.methodUpdated(&buffer, methodID)
     }
 
     /// 2,000 calls sent at once (as calls made offline go out), each stub writing a document; each `updated` registers
@@ -22,12 +24,12 @@ final class ServerDocumentBufferTests: XCTestCase {
         var peak = 0
         for n in 1...calls {
             flushed(&buffer, "\(n)")
-            let waiting = buffer.runWhenAllFlushed(sentMethods: sent, sentGeneration: 1) {
+            let waiting = waiters.register(&buffer, sent: sent, generation: 1) {
                 fired.mutate { $0.append(n) }
             }
             XCTAssertEqual(waiting, n < calls, "after the last flush nothing is left to wait for")
             if n < calls { XCTAssertEqual(fired.value, [], "waiter \(n) ran before the last document was flushed") }
-            peak = max(peak, buffer.flushCallbackCount)
+            peak = max(peak, buffer.flushWaiterCount)
         }
         XCTAssertLessThanOrEqual(peak, calls, "one callback per tracked document, however many waiters")
         XCTAssertEqual(fired.value, Array(1..<calls), "every waiter ran at the last flush, in the order registered")
@@ -39,10 +41,10 @@ final class ServerDocumentBufferTests: XCTestCase {
         buffer.stubWrote(methodID: "2", originals: [(key("b"), nil)])
         let fired = Locked<[String]>([])
         XCTAssertTrue(
-            buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) { fired.mutate { $0.append("first") } })
+            waiters.register(&buffer, sent: ["1"], generation: 1) { fired.mutate { $0.append("first") } })
         // Call 2 goes out (a new generation): its document joins those the next waiter waits for.
         XCTAssertTrue(
-            buffer.runWhenAllFlushed(sentMethods: ["1", "2"], sentGeneration: 2) {
+            waiters.register(&buffer, sent: ["1", "2"], generation: 2) {
                 fired.mutate { $0.append("second") }
             })
         flushed(&buffer, "1")
@@ -56,16 +58,17 @@ final class ServerDocumentBufferTests: XCTestCase {
         buffer.stubWrote(methodID: "1", originals: [(key("a"), nil)])
         let fired = Locked<[String]>([])
         XCTAssertTrue(
-            buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) {
+            waiters.register(&buffer, sent: ["1"], generation: 1) {
                 fired.mutate { $0.append("old session") }
             })
         // The new session's first data: waiting callbacks are dropped (their work is redone for the new session).
         buffer.sessionReset()
         XCTAssertTrue(
-            buffer.runWhenAllFlushed(sentMethods: ["1"], sentGeneration: 1) {
+            waiters.register(&buffer, sent: ["1"], generation: 1) {
                 fired.mutate { $0.append("new session") }
             })
         flushed(&buffer, "1")
         XCTAssertEqual(fired.value, ["new session"])
+        XCTAssertEqual(buffer.waitingFlushWaiters, 0, "the dropped waiter is forgotten too")
     }
 }

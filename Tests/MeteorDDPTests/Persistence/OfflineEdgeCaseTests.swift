@@ -76,19 +76,20 @@ final class OfflineEdgeCaseTests: XCTestCase {
         buffer.stubWrote(
             methodID: "3", originals: [(DocumentKey(collectionName: todo.collectionName, documentID: "third"), nil)])
         let ran = Locked(0)
+        let waiters = FlushWaiters()
         // Calls 1 and 2 are sent (fewer than the three documents: the sent calls' lists are read); 3 is queued.
-        XCTAssertTrue(buffer.runWhenAllFlushed(sentMethods: ["1", "2"], sentGeneration: 1) { ran.mutate { $0 += 1 } })
+        XCTAssertTrue(waiters.register(&buffer, sent: ["1", "2"], generation: 1) { ran.mutate { $0 += 1 } })
         // Every call sent (as many as the documents: every document is looked at).
         XCTAssertTrue(
-            buffer.runWhenAllFlushed(sentMethods: ["1", "2", "3"], sentGeneration: 2) { ran.mutate { $0 += 10 } })
+            waiters.register(&buffer, sent: ["1", "2", "3"], generation: 2) { ran.mutate { $0 += 10 } })
         XCTAssertFalse(
-            buffer.runWhenAllFlushed(sentMethods: ["4"], sentGeneration: 3) { ran.mutate { $0 += 100 } },
+            waiters.register(&buffer, sent: ["4"], generation: 3) { ran.mutate { $0 += 100 } },
             "no document of a sent call")
-        for callback in buffer.methodUpdated("1", isSent: { _ in true }).callbacks { callback() }
+        waiters.methodUpdated(&buffer, "1")
         XCTAssertEqual(ran.value, 0)
-        for callback in buffer.methodUpdated("2", isSent: { _ in true }).callbacks { callback() }
+        waiters.methodUpdated(&buffer, "2")
         XCTAssertEqual(ran.value, 1, "the first waiter counted documents 1 and 2 only")
-        for callback in buffer.methodUpdated("3", isSent: { _ in true }).callbacks { callback() }
+        waiters.methodUpdated(&buffer, "3")
         XCTAssertEqual(ran.value, 11)
     }
 
