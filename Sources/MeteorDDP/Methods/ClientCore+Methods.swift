@@ -86,8 +86,11 @@ extension ClientCore {
 
     /// What a call's progress leads to, in order: the app hears of the result, a kept call's answer is stored, a
     /// completed call leaves the store and completes, the next calls go out. For an id no call has, a protocol
-    /// violation of `frame`.
-    func methodActions(_ progress: MethodProgress, id: String, frame: String) -> [Action] {
+    /// violation of `frame`. Static: called on the result of a mutating call of the core
+    /// (`methodActions(methodDataVisible(id), …)`), an instance method would borrow a copy of the core across that
+    /// mutation, and every collection the mutation then touches would be copied whole (an O(calls in flight) copy per
+    /// `updated`: 10,000 calls queued completed 12× slower).
+    static func methodActions(_ progress: MethodProgress, id: String, frame: String) -> [Action] {
         if progress.unknown { return [Self.unknownMethod(id, frame: frame)] }
         var actions: [Action] = []
         if let invocation = progress.resultArrived { actions.append(.resultArrived(invocation)) }

@@ -143,9 +143,9 @@ extension ClientCore {
             return []
 
         case .resultReceived(let id, let outcome):
-            return methodActions(methodResultReceived(id, outcome), id: id, frame: "result")
+            return Self.methodActions(methodResultReceived(id, outcome), id: id, frame: "result")
         case .methodDataVisible(let id):
-            return methodActions(methodDataVisible(id), id: id, frame: "updated")
+            return Self.methodActions(methodDataVisible(id), id: id, frame: "updated")
         case .callBecameDurable(let id):
             let calls = callBecameDurable(id)
             return calls.isEmpty ? [] : [.sendCalls(calls)]
