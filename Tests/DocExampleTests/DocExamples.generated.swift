@@ -603,7 +603,7 @@ import DocExampleSwiftUI
     }
 }
 
-// Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:12
+// Sources/MeteorDDP/Database/DatabaseChangesSequence.swift:13
 @MainActor func docExample44(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)

@@ -63,6 +63,9 @@ public final class Database: @unchecked Sendable {
     private let writerThread = ManagedAtomic<UInt>(0)
     /// Consumers of ``changes``. Protected by its lock.
     let subscribers = NIOLockedValueBox<[ObjectIdentifier: DatabaseChangesSubscriber]>([:])
+    /// How many change sets were committed: each commit's number, taken before it is published, so a consumer made
+    /// after a read that sees a commit knows to skip that commit's delivery (``DatabaseChangesSubscriber``). Atomic.
+    let changeSetsCommitted = ManagedAtomic<UInt64>(0)
     /// Live queries to update after each commit. Protected by its lock.
     let liveQueries = NIOLockedValueBox<[ObjectIdentifier: any LiveQueryEngine]>([:])
 
@@ -334,6 +337,8 @@ public final class Database: @unchecked Sendable {
             uniqueDetails: DatabaseChanges.droppingUnchanged(
                 transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }),
             metadataChange: metadataChange)
+        // Numbered before it is published: a consumer registered after a read that sees it skips it.
+        let sequence = changes.isEmpty ? 0 : changeSetsCommitted.wrappingIncrementThenLoad(ordering: .releasing)
         let afterCommit = transaction!.afterCommit
         nextArrival = transaction!.nextArrival
         transaction = nil
@@ -352,7 +357,7 @@ public final class Database: @unchecked Sendable {
             commitObserver?(changes)
             // Enqueued under the lock so deliveries keep commit order; delivered without it.
             let committed = changes
-            notificationQueue.async { self.deliver(committed) }
+            notificationQueue.async { self.deliver(committed, sequence: sequence) }
         }
         writeLock.unlock()
         for callback in documentsArrived { callback() }
@@ -370,12 +375,14 @@ public final class Database: @unchecked Sendable {
         return published.exchange(generation, ordering: .acquiringAndReleasing)
     }
 
-    private func deliver(_ changes: DatabaseChanges) {
+    private func deliver(_ changes: DatabaseChanges, sequence: UInt64) {
         observerQueue.async {
             NotificationCenter.default.post(
                 name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
         }
-        for subscriber in subscribers.withLockedValue({ Array($0.values) }) { subscriber.receive(changes) }
+        for subscriber in subscribers.withLockedValue({ Array($0.values) }) {
+            subscriber.receive(changes, sequence: sequence)
+        }
         let snapshot = published.load(ordering: .acquiring).snapshot
         for query in liveQueries.withLockedValue({ Array($0.values) }) {
             query.update(with: changes, snapshot: snapshot)

@@ -1,7 +1,8 @@
 import NIOConcurrencyHelpers
 
 extension Database {
-    /// Every change set from now on, in commit order.
+    /// Every change set from now on, in commit order: each commit a read made before the consumer starts would not
+    /// see (one committed before, whose delivery is still on its way, is not delivered).
     ///
     /// Each iteration is an independent consumer that receives every ``DatabaseChanges``. A consumer that falls behind
     /// does not make memory grow: the change sets it has not taken yet are **merged** into one (losslessly, see
@@ -84,11 +85,12 @@ public struct DatabaseChangesSequence: AsyncSequence, Sendable {
 
 /// Keeps one consumer registered with the database for as long as its iterator exists.
 final class DatabaseChangesRegistration: Sendable {
-    let subscriber = DatabaseChangesSubscriber()
+    let subscriber: DatabaseChangesSubscriber
     private let database: Database
 
     init(database: Database) {
         self.database = database
+        subscriber = DatabaseChangesSubscriber(after: database.changeSetsCommitted.load(ordering: .acquiring))
         let subscriber = self.subscriber
         database.subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
     }
@@ -106,6 +108,9 @@ final class DatabaseChangesRegistration: Sendable {
 
 /// One consumer of ``Database/changes``: at most one pending (merged) change set and at most one waiting task.
 final class DatabaseChangesSubscriber: Sendable {
+    /// The number of the last change set committed when the consumer was made: it receives those after it only
+    /// (an earlier one's delivery may still be on its way).
+    private let after: UInt64
     private struct State {
         /// Protected by `state`'s lock.
         var pending: DatabaseChanges?
@@ -117,8 +122,14 @@ final class DatabaseChangesSubscriber: Sendable {
 
     private let state = NIOLockedValueBox(State())
 
-    /// Delivers a change set: to the waiting task, or merged into the pending one.
-    func receive(_ changes: DatabaseChanges) {
+    init(after: UInt64) {
+        self.after = after
+    }
+
+    /// Delivers change set number `sequence`: to the waiting task, or merged into the pending one (nothing for a
+    /// change set committed before the consumer was made).
+    func receive(_ changes: DatabaseChanges, sequence: UInt64) {
+        guard sequence > after else { return }
         let waiter: CheckedContinuation<DatabaseChanges?, Never>? = state.withLockedValue { state in
             guard !state.finished else { return nil }
             if let waiter = state.waiter {

@@ -22,6 +22,22 @@ final class DatabaseObservationTests: XCTestCase {
         XCTAssertEqual(b2?.affectedDocumentKeys, [key("b")])
     }
 
+    /// A consumer made after a commit does not receive it, even while its delivery is still on its way (the
+    /// notification queue is behind): "from now on" is from the commits a read made now sees. The offline kill test
+    /// met it: a client restored its cache, the probe read it and started watching, and the restore's own change set,
+    /// delivered late on a loaded machine, showed as 20 documents changing.
+    func testAConsumerMadeAfterACommitDoesNotReceiveItsLateDelivery() async {
+        let database = Database()
+        database.notificationQueue.suspend()
+        database.apply(.added(key("a"), ["n": 1]))
+        XCTAssertNotNil(database.document(key("a")), "committed: a read sees it")
+        var iterator = database.changes.makeAsyncIterator()
+        database.apply(.added(key("b"), ["n": 2]))
+        database.notificationQueue.resume()
+        let first = await iterator.next()
+        XCTAssertEqual(first?.affectedDocumentKeys, [key("b")], "only the commit made after the consumer")
+    }
+
     func testASlowConsumerGetsMergedChangeSetsInsteadOfABacklog() async {
         let database = Database()
         var iterator = database.changes.makeAsyncIterator()
