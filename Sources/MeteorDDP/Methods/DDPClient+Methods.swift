@@ -148,7 +148,7 @@ extension DDPClient {
     /// ``PendingStubMode/rebase``.
     private var checksStubsAreReplayable: Bool {
         #if DEBUG
-            core.session.stubReplays.isOn
+            core.rebasesStubs
         #else
             false
         #endif
@@ -179,7 +179,7 @@ extension DDPClient {
         }
         var context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
         var notReplayable: [DocumentKey]?
-        let run = store.runStub(recordingReads: core.session.stubReplays.isOn) {
+        let run = store.runStub(recordingReads: core.rebasesStubs) {
             if checksStubsAreReplayable {
                 let twice = runStubTwice(stub, name, params: params, context: context)
                 context = twice.context
@@ -191,7 +191,7 @@ extension DDPClient {
         let (outcome, originals) = (run.value, run.originals)
         let threw: Bool = if case .failure = outcome { true } else { false }
         if !threw || !options.throwStubExceptions {
-            core.session.stubReplays.callMade(
+            core.stubCallMade(
                 StubReplays.Call(
                     id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub,
                     lastReplayFailed: threw, reads: run.reads))

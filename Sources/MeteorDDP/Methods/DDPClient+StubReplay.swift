@@ -12,7 +12,7 @@ extension DDPClient {
     /// incoming frames and when quiescence is applied.
     func replayPendingStubsIfDue(attempt: Int = 0) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard core.session.stubReplays.isDue else { return }
+        guard core.stubReplayIsDue else { return }
         let stubs = stubs.withLockedValue { $0 }
         var replayed = 0
         /// The runs of the last round, recorded once the transaction has committed (so that its notification does not
@@ -23,12 +23,7 @@ extension DDPClient {
         let applied = store.flushIfFree { [database] in
             var newlyPending: [DocumentKey] = []
             for round in 1... {
-                let methods = core.session.methods
-                guard
-                    let plan = core.session.stubReplays.takePlan(
-                        documents: core.session.serverDocuments, isPending: { methods.name(of: $0) != nil },
-                        stubNamed: { stubs[$0] })
-                else { break }
+                guard let plan = core.takeReplayPlan(stubNamed: { stubs[$0] }) else { break }
                 database.apply(plan.resets.map { DataUpdate.replaced($0.0, $0.1) })
                 var escaped: [DocumentKey] = []
                 var runs: [ReplayRun] = []
@@ -55,8 +50,7 @@ extension DDPClient {
                     break
                 }
                 record(runs, failures: &failures)
-                core.session.stubReplays.noteChanged(escaped)
-                if round >= 2 { core.session.stubReplays.noteEverythingChanged() }
+                core.replayWroteOutsideItsPlan(escaped, round: round)
             }
             // Documents a replay wrote for the first time hold pending writes from now on, as the stubs' others do.
             if !newlyPending.isEmpty { database.setPendingWrites(newlyPending, true) }
@@ -99,11 +93,11 @@ extension DDPClient {
     /// started throwing (`failures`, reported by the caller; a later success in the same replay takes one out).
     private func record(_ runs: [ReplayRun], failures: inout [String: (name: String, error: any Error)]) {
         for replay in runs {
-            core.stubRan(methodID: replay.call.id, originals: replay.run.originals)
             var error: (any Error)?
             if case .failure(let failure) = replay.run.value { error = failure }
-            let started = core.session.stubReplays.replayed(
-                replay.call.id, failed: error != nil, randomSeed: replay.seed, reads: replay.run.reads!)
+            let started = core.stubReplayed(
+                replay.call.id, originals: replay.run.originals, failed: error != nil, randomSeed: replay.seed,
+                reads: replay.run.reads!)
             if let error {
                 if started { failures[replay.call.id] = (replay.call.name, error) }
             } else {

@@ -115,7 +115,7 @@ extension DDPClient {
                 core.callRestored(invocation)
                 // With PendingStubMode.rebase, its stub (the one the app defines by then) is replayed over the new
                 // session's data.
-                core.session.stubReplays.callMade(
+                core.stubCallMade(
                     StubReplays.Call(
                         id: method.id, name: method.name, params: method.params, randomSeed: method.randomSeed,
                         stub: nil))

@@ -35,7 +35,7 @@ extension DDPClient {
             // The restored cache is reconciled in this transaction: its data is no longer only the offline store's.
             store.updateMetadataWithNextFlush { $0.setFromCache(false) }
         }
-        if core.session.stubReplays.isDue {
+        if core.stubReplayIsDue {
             // PendingStubMode.rebase: the release and the replay are applied here, in one transaction (the buffer's
             // queue is not woken to apply the release on its own): the new session's data with the pending stubs
             // over it.
