@@ -26,6 +26,17 @@ extension ClientCore {
         /// The call completed: a kept one leaves the store, then its completion runs.
         case completeCall(MethodCoordinator.Invocation, wasKept: Bool)
 
+        // MARK: Subscriptions and work that waits for the cache
+
+        /// A subscription's handles take `status` (a `nosub`: stopped, or failed with the server's error).
+        case settleSubscription(SubscriptionManager.Record, SubscriptionStatus)
+        /// A `ready` or `nosub` named a subscription the client does not have (logged, as Meteor ignores it).
+        case logUnknownSubscription(frame: String, id: String)
+        /// Work that waited for the cache is due: the client does it now.
+        case performAfterUpdate(AfterUpdateWork)
+        /// Work waits for a new flush of the cache: the client asks for it, and reports it with `ticket` once done.
+        case requestFlush(ticket: Int)
+
         // MARK: Time
 
         case schedule(Timer, after: Duration)

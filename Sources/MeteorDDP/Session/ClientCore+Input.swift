@@ -2,8 +2,9 @@
 /// returns what the client must do (``ClientCore/Action``), performed once the mutation is complete.
 ///
 /// The connection's life goes through here (the app's connection requests, the transport's events, the handshake's
-/// and heartbeat's frames, the timers and the app's reconnect hooks), and a call's answers. (A call's making, data and
-/// subscriptions still enter by their own functions, listed in docs/ARCHITECTURE.md.)
+/// and heartbeat's frames, the timers and the app's reconnect hooks), a call's answers and the server's `ready` and
+/// `nosub`. (A call's making, data and the app's subscribing still enter by their own functions, listed in
+/// docs/ARCHITECTURE.md.)
 import EJSON
 
 extension ClientCore {
@@ -46,6 +47,14 @@ extension ClientCore {
         case methodDataVisible(id: String)
         /// A kept call's record is on disk (the offline store's writer).
         case callBecameDurable(id: String)
+
+        // MARK: Subscriptions
+
+        /// `ready` for `ids`. `storeIsIdle`: whether the cache has applied everything queued for it (work that waits
+        /// for the cache is decided with it).
+        case readyReceived(ids: [String], storeIsIdle: Bool)
+        /// `nosub` for `id`, with the server's error if it failed.
+        case nosubReceived(id: String, error: MeteorError?, storeIsIdle: Bool)
 
         // MARK: Timers and hooks
 

@@ -55,6 +55,43 @@ extension ClientCore {
         session.subscriptions.nosub(id)
     }
 
+    /// `ready` through the funnel: the ids no subscription has are logged, and each subscription it names becomes
+    /// ready for its handles once the data that came before is applied (unless it is already: a revived one, or a
+    /// second `ready`); restored calls waiting for the server's data are judged then too.
+    mutating func subscriptionsReadyActions(_ ids: [String], storeIsIdle: Bool) -> [Action] {
+        let (ready, unknown) = subscriptionsReady(ids)
+        var actions = unknown.map { Action.logUnknownSubscription(frame: "ready", id: $0) }
+        for record in ready where record.shared.status != .ready {
+            actions += afterServerDocumentsFlushed(.subscriptionReady(record.shared), storeIsIdle: storeIsIdle)
+        }
+        if restoredCallsAwaitServerData {
+            actions += afterServerDocumentsFlushed(.judgeRestoredCalls, storeIsIdle: storeIsIdle)
+        }
+        return actions
+    }
+
+    /// `nosub` through the funnel: the subscription it ends is stopped, or failed with the server's error (an id no
+    /// subscription has is logged); restored calls waiting for the server's data are judged once it is applied.
+    mutating func subscriptionEndedActions(_ id: String, error: MeteorError?, storeIsIdle: Bool) -> [Action] {
+        guard let record = subscriptionEnded(id) else { return [.logUnknownSubscription(frame: "nosub", id: id)] }
+        let status: SubscriptionStatus =
+            error.map { .failed(SubscriptionError(name: record.name, meteorError: $0)) } ?? .stopped
+        var actions: [Action] = [.settleSubscription(record, status)]
+        if restoredCallsAwaitServerData {
+            actions += afterServerDocumentsFlushed(.judgeRestoredCalls, storeIsIdle: storeIsIdle)
+        }
+        return actions
+    }
+
+    /// `work`, queued behind the stub-written documents' server versions and the cache's updates, as actions.
+    private mutating func afterServerDocumentsFlushed(_ work: AfterUpdateWork, storeIsIdle: Bool) -> [Action] {
+        switch runWhenAllServerDocumentsAreFlushed(work, storeIsIdle: storeIsIdle) {
+        case .runNow: [.performAfterUpdate(work)]
+        case .queued: []
+        case .requestFlush(let ticket): [.requestFlush(ticket: ticket)]
+        }
+    }
+
     /// A handle let go of subscription `id`: when none uses it any more, the delay after which to unsubscribe and the
     /// generation to hand back with ``unsubscribeIfUnused(_:generation:)``.
     mutating func subscriptionReleased(_ id: String) -> (delay: Duration, generation: Int)? {

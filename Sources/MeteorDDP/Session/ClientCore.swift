@@ -150,6 +150,10 @@ extension ClientCore {
             let calls = callBecameDurable(id)
             return calls.isEmpty ? [] : [.sendCalls(calls)]
 
+        case .readyReceived(let ids, let storeIsIdle): return subscriptionsReadyActions(ids, storeIsIdle: storeIsIdle)
+        case .nosubReceived(let id, let error, let storeIsIdle):
+            return subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle)
+
         case .timerFired(let timer):
             switch timer {
             case .connectTimeout: return machineActions(machine.connectTimeoutElapsed())

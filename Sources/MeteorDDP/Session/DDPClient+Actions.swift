@@ -29,6 +29,17 @@ extension DDPClient {
         case .completeCall(let invocation, let wasKept):
             persistCompletion(invocation.id, wasKept: wasKept)
             complete(invocation)
+        case .settleSubscription(let record, let status):
+            if case .failed(let error) = status {
+                logger.debug(
+                    "subscription failed", metadata: ["name": "\(record.name)", "error": "\(error.meteorError)"])
+            }
+            record.shared.update(status)
+        case .logUnknownSubscription(let frame, let id):
+            guard admitsDebugLine(.unknownSubscription(frame)) else { break }
+            logger.debug("\(frame) for an unknown subscription ignored", metadata: ["id": "\(id)"])
+        case .performAfterUpdate(let work): perform(work)
+        case .requestFlush(let ticket): requestFlush(ticket)
         case .schedule(let timer, let delay): schedule(timer, after: delay)
         case .cancelTimer(let timer): cancelTimer(timer)
         case .waitToRetry(let retryCount, let delay, let reason):

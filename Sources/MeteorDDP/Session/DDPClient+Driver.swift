@@ -178,10 +178,9 @@ extension DDPClient {
             let routing = core.serverRemoved(key)
             guard case .toCache = routing else { return perform(routing, key: key) }
             store.enqueue(.removed(key))
-        case .ready(let ids):
-            subscriptionsBecameReady(ids)
+        case .ready(let ids): run(core.handle(.readyReceived(ids: ids, storeIsIdle: store.isIdle)))
         case .nosub(let id, let error):
-            subscriptionEnded(id, error: error)
+            run(core.handle(.nosubReceived(id: id, error: error, storeIsIdle: store.isIdle)))
         case .updated(let ids):
             for id in ids { methodUpdated(id) }
         case .result, .connected, .failed, .ping, .pong, .error:
@@ -236,15 +235,17 @@ extension DDPClient {
 
     private func perform(_ decision: ClientCore.AfterUpdate, _ work: AfterUpdateWork) {
         switch decision {
-        case .runNow:
-            perform(work)
-        case .queued:
-            break
-        case .requestFlush(let ticket):
-            store.performAfterFlush { [weak self] in
-                guard let self else { return }
-                self.queue.async { self.afterUpdateFlushed(ticket) }
-            }
+        case .runNow: perform(work)
+        case .queued: break
+        case .requestFlush(let ticket): requestFlush(ticket)
+        }
+    }
+
+    /// Asks the cache for a flush; once done, the work waiting for `ticket` is due.
+    func requestFlush(_ ticket: Int) {
+        store.performAfterFlush { [weak self] in
+            guard let self else { return }
+            self.queue.async { self.afterUpdateFlushed(ticket) }
         }
     }
 
@@ -254,7 +255,7 @@ extension DDPClient {
     }
 
     /// Work that waited for the cache, now due.
-    private func perform(_ work: AfterUpdateWork) {
+    func perform(_ work: AfterUpdateWork) {
         switch work {
         case .methodDataVisible(let id): methodDataBecameVisible(id)
         case .subscriptionReady(let state): state.update(.ready)

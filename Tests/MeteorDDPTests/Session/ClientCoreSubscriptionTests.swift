@@ -29,6 +29,49 @@ final class ClientCoreSubscriptionTests: XCTestCase {
         XCTAssertTrue(core.reconnectHooksRan().subscriptions.isEmpty, "each goes out once")
     }
 
+    /// `ready` and `nosub` through the funnel: an unknown id is logged; a subscription becomes ready behind the cache's
+    /// pending updates (a flush asked for) or at once when it is idle, and after the server's versions of documents a
+    /// sent call's stub wrote; a second `ready` changes nothing; `nosub` stops it, or fails it with the server's error.
+    func testReadyAndNosubThroughTheFunnel() {
+        var core = ClientCore.scripted()
+        let todos = subscribe(&core, "todos").record
+        let lists = subscribe(&core, "lists").record
+        let tags = subscribe(&core, "tags").record
+        XCTAssertEqual(
+            describe(core.handle(.readyReceived(ids: ["nope", todos.id], storeIsIdle: false))),
+            ["unknown(ready nope)", "requestFlush(1)"], "behind what the cache has still to apply")
+        XCTAssertEqual(
+            describe(core.handle(.readyReceived(ids: [lists.id], storeIsIdle: true))), [],
+            "idle, but behind the work already waiting")
+        core.afterUpdateFlushed(1)
+        guard case .subscriptionReady(let first)? = core.nextDueAfterUpdate(),
+            case .subscriptionReady(let second)? = core.nextDueAfterUpdate()
+        else { return XCTFail("both ready once the flush is done") }
+        XCTAssertEqual([first.name, second.name], ["todos", "lists"], "in the order the frames came")
+        XCTAssertNil(core.nextDueAfterUpdate())
+        // A sent call's stub wrote a document: a ready waits for its server version.
+        let call = core.call("add")
+        core.stubRan(methodID: call.id, originals: [(DocumentKey(collectionName: "todos", documentID: "a"), nil)])
+        XCTAssertEqual(describe(core.handle(.readyReceived(ids: [tags.id], storeIsIdle: true))), [])
+        XCTAssertEqual(core.releaseDocuments(writtenBy: call.id).flushedWork.count, 1, "due when it is released")
+
+        XCTAssertEqual(
+            describe(core.handle(.nosubReceived(id: todos.id, error: nil, storeIsIdle: true))),
+            ["settle(todos, stopped)"])
+        let refused = MeteorError(error: .number(403), reason: "no")
+        guard
+            case .settleSubscription(let record, .failed(let error))? =
+                core.handle(.nosubReceived(id: lists.id, error: refused, storeIsIdle: true)).first
+        else { return XCTFail("not failed") }
+        XCTAssertEqual(record.name, "lists")
+        XCTAssertEqual(error.meteorError, refused)
+        XCTAssertEqual(
+            describe(core.handle(.nosubReceived(id: todos.id, error: nil, storeIsIdle: true))),
+            ["unknown(nosub \(todos.id))"], "ended already")
+    }
+
+    private func describe(_ actions: [ClientCore.Action]) -> [String] { ClientCore.describe(actions) }
+
     func testSubscribingAgainJoinsTheSubscriptionAndSendsNothing() {
         var core = ClientCore.scripted()
         _ = core.handle(.connectRequested)
