@@ -63,9 +63,13 @@ public final class Database: @unchecked Sendable {
     private let writerThread = ManagedAtomic<UInt>(0)
     /// Consumers of ``changes``. Protected by its lock.
     let subscribers = NIOLockedValueBox<[ObjectIdentifier: DatabaseChangesSubscriber]>([:])
-    /// How many change sets were committed: each commit's number, taken before it is published, so a consumer made
-    /// after a read that sees a commit knows to skip that commit's delivery (``DatabaseChangesSubscriber``). Atomic.
-    let changeSetsCommitted = ManagedAtomic<UInt64>(0)
+    /// How many change sets were committed. Each commit's number is published with its data (the generation carries
+    /// it): a consumer made while a generation is the newest skips the deliveries up to its number, exactly those a read
+    /// then sees (``DatabaseChangesSubscriber``). Protected by `writeLock`.
+    private var changeSetsCommitted: UInt64 = 0
+
+    /// The number of the last change set whose data a read made now sees.
+    var changeSetsVisible: UInt64 { published.load(ordering: .acquiring).changeSetsCommitted }
     /// Live queries to update after each commit. Protected by its lock.
     let liveQueries = NIOLockedValueBox<[ObjectIdentifier: any LiveQueryEngine]>([:])
 
@@ -337,8 +341,9 @@ public final class Database: @unchecked Sendable {
             uniqueDetails: DatabaseChanges.droppingUnchanged(
                 transaction!.changeList, checking: transaction!.unsureChanges.lazy.map { Int($0) }),
             metadataChange: metadataChange)
-        // Numbered before it is published: a consumer registered after a read that sees it skips it.
-        let sequence = changes.isEmpty ? 0 : changeSetsCommitted.wrappingIncrementThenLoad(ordering: .releasing)
+        // Numbered with the generation that publishes it: a consumer registered once a read sees it skips it.
+        if !changes.isEmpty { changeSetsCommitted &+= 1 }
+        let sequence = changeSetsCommitted
         let afterCommit = transaction!.afterCommit
         nextArrival = transaction!.nextArrival
         transaction = nil
@@ -370,7 +375,8 @@ public final class Database: @unchecked Sendable {
     /// Publishes a new generation with the collections of `finished`, the current one keeping what only it can see.
     /// Returns the one it replaced.
     private func publish(_ finished: DatabaseSnapshot, retiring retired: RetiredMemory) -> SnapshotGeneration {
-        let generation = SnapshotGeneration(collections: finished.collections, metadata: finished.metadata)
+        let generation = SnapshotGeneration(
+            collections: finished.collections, metadata: finished.metadata, changeSetsCommitted: changeSetsCommitted)
         published.load(ordering: .acquiring).supersede(by: generation, retiring: retired)
         return published.exchange(generation, ordering: .acquiringAndReleasing)
     }

@@ -90,7 +90,7 @@ final class DatabaseChangesRegistration: Sendable {
 
     init(database: Database) {
         self.database = database
-        subscriber = DatabaseChangesSubscriber(after: database.changeSetsCommitted.load(ordering: .acquiring))
+        subscriber = DatabaseChangesSubscriber(after: database.changeSetsVisible)
         let subscriber = self.subscriber
         database.subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
     }

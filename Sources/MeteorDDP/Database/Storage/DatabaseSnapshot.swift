@@ -82,10 +82,17 @@ final class SnapshotGeneration: AtomicReference, @unchecked Sendable {
     private let state = NIOLockedValueBox(State())
 
     let metadata: CacheMetadata
+    /// How many change sets had been committed when this generation was published (its own included): a consumer of
+    /// ``Database/changes`` made while it is the newest skips the deliveries numbered up to this.
+    let changeSetsCommitted: UInt64
 
-    init(collections: TreeDictionary<String, DocumentTable>, metadata: CacheMetadata = CacheMetadata()) {
+    init(
+        collections: TreeDictionary<String, DocumentTable>, metadata: CacheMetadata = CacheMetadata(),
+        changeSetsCommitted: UInt64 = 0
+    ) {
         self.collections = collections
         self.metadata = metadata
+        self.changeSetsCommitted = changeSetsCommitted
     }
 
     var snapshot: DatabaseSnapshot { DatabaseSnapshot(collections: collections, generation: self, metadata: metadata) }
