@@ -56,7 +56,7 @@ struct MethodCoordinator {
     private(set) var sentIDs: Set<String> = []
     /// Changes whenever a call joins ``sentIDs``: flush waiters registered in the same generation (with no stub write
     /// between) wait for the same documents
-    /// (``ServerDocumentBuffer/runWhenAllFlushed(sentMethods:sentGeneration:_:)``). Confined to the client queue.
+    /// (``ServerDocumentBuffer/runWhenAllFlushed(sentMethods:sentGeneration:)``). Confined to the client queue.
     private(set) var sentGeneration = 0
     /// The next method id (decimal, from "1", per connection object). Confined to the client queue.
     private var nextID = 1

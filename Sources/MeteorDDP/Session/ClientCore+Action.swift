@@ -2,6 +2,8 @@ import EJSON
 
 /// What the client must do, as ``ClientCore/handle(_:)`` decides it: performed in order by ``DDPClient``'s
 /// `run(_:)`, on the client queue, after the core's mutation is complete. Imperatives only: the decisions are made.
+/// One performer hands an input back (``Action/runReconnectHooks(run:hooks:)`` with no hooks): it is always the last
+/// action of its list, so the core's next mutation starts once this list is done.
 extension ClientCore {
     enum Action {
         // MARK: The transport

@@ -1,3 +1,5 @@
+import EJSON
+
 /// What happens to the client, as the client queue hands it to the core: ``ClientCore/handle(_:)`` decides, and
 /// returns what the client must do (``ClientCore/Action``), performed once the mutation is complete.
 ///
@@ -5,8 +7,6 @@
 /// and heartbeat's frames, the timers and the app's reconnect hooks), a call's answers and the server's `ready` and
 /// `nosub`. (A call's making, data and the app's subscribing still enter by their own functions, listed in
 /// docs/ARCHITECTURE.md.)
-import EJSON
-
 extension ClientCore {
     enum Input {
         // MARK: The app

@@ -22,8 +22,11 @@ extension ClientCore {
         durability.socketReset()
         let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)
         session.reconnectHooksRuns += 1
-        session.reconnectHooksRunning = session.reconnectHooksRuns
-        session.reconnectHooksHoldMessages = !hooks.isEmpty
+        session.resetAwaitingResend = session.reconnectHooksRuns
+        // Only hooks hold incoming messages: a drain running meanwhile (a resume's `login` stub brings the cache up to
+        // date first) goes on handling them. (A hold an earlier socket's hooks started is released by this run.)
+        let holds = !hooks.isEmpty || session.reconnectHooksRunning != nil
+        session.reconnectHooksRunning = holds ? session.reconnectHooksRuns : nil
         return SocketReset(
             failedCalls: failed, stoppedSubscriptions: stopped, resumeToken: session.resumeToken,
             userHooks: (session.reconnectHooksRuns, hooks))
@@ -42,36 +45,36 @@ extension ClientCore {
     }
 
     /// The app's hooks ran (or the client stopped waiting for them): the calls set aside and the subscriptions go
-    /// out, then the messages held meanwhile are handled.
-    mutating func resendAfterReconnectHooks() -> [Action] {
+    /// out, then the messages held meanwhile (`held`: there were hooks) are handled.
+    mutating func resendAfterReconnectHooks(held: Bool) -> [Action] {
         let (calls, subscriptions) = reconnectHooksRan()
         var actions: [Action] = calls.isEmpty ? [] : [.sendCalls(calls)]
         for record in subscriptions {
             actions.append(.send(.sub(id: record.id, name: record.name, params: record.params)))
         }
-        if session.reconnectHooksHoldMessages {
-            session.reconnectHooksHoldMessages = false
-            actions.append(.releaseHeldMessages)
-        }
+        if held { actions.append(.releaseHeldMessages) }
         return actions
     }
 
     /// Whether the app's hooks are running (incoming messages wait meanwhile).
     var reconnectHooksAreRunning: Bool { session.reconnectHooksRunning != nil }
 
-    /// The app's hooks of run `run` returned. Returns whether that run was still awaited (a later socket's run, or
-    /// the hold limit, may have moved on): then ``reconnectHooksRan()`` follows.
+    /// The app's hooks of run `run` returned (or there were none). Returns whether that run was still awaited (a
+    /// later socket's run, or the hold limit, may have moved on): then ``resendAfterReconnectHooks(held:)`` follows.
     mutating func reconnectHooksFinished(run: Int) -> Bool {
-        guard session.reconnectHooksRunning == run else { return false }
+        guard session.resetAwaitingResend == run else { return false }
+        session.resetAwaitingResend = nil
         session.reconnectHooksRunning = nil
         return true
     }
 
     /// The messages held while the app's hooks ran reached the limit: the reset goes on without them. Returns whether
-    /// hooks were running (then the client reports it, and ``reconnectHooksRan()`` follows).
+    /// hooks were running (then the client reports it, and ``resendAfterReconnectHooks(held:)`` follows; a reset with
+    /// no hooks holds nothing, so it never reaches the limit).
     mutating func stopWaitingForReconnectHooks() -> Bool {
-        guard session.reconnectHooksRunning != nil, session.reconnectHooksHoldMessages else { return false }
+        guard session.reconnectHooksRunning != nil else { return false }
         session.reconnectHooksRunning = nil
+        session.resetAwaitingResend = nil
         return true
     }
 

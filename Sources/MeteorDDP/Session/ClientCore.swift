@@ -3,12 +3,13 @@
 /// undeclared collections, reconnect hooks and resume token, and the offline store's durability gate and
 /// reconciliation state.
 ///
-/// No clock, no queue, no I/O. The connection's life goes in through one funnel, ``handle(_:)``: an ``Input`` in,
-/// the ``Action``s the client performs out (async-http-client's `HTTPConnectionPool.StateMachine` shape). The
-/// connection and heartbeat machines are the core's own: only ``handle(_:)`` drives them. Calls, data and
-/// subscriptions still enter by `mutating` functions, one family per file (`ClientCore+Methods.swift`, `+Data`,
-/// `+AfterUpdate`, `+Quiescence`, `+Reconnect`, `+Subscriptions`, `+Reconciliation`), returning values that
-/// ``DDPClient`` performs once the mutation is complete. Not `Sendable`: the client queue owns the one instance, in
+/// No clock, no queue, no I/O. The connection's life, a call's answers and the server's `ready`/`nosub` go in through
+/// one funnel, ``handle(_:)``: an ``Input`` in, the ``Action``s the client performs out (async-http-client's
+/// `HTTPConnectionPool.StateMachine` shape). The connection and heartbeat machines are the core's own: only
+/// ``handle(_:)`` drives them. A call's making, data and the app's subscribing still enter by `mutating` functions,
+/// one family per file (`ClientCore+Methods.swift`, `+Data`, `+AfterUpdate`, `+Quiescence`, `+Reconnect`,
+/// `+Subscriptions`, `+StubReplays`, `+Reconciliation`), returning values that ``DDPClient`` performs once the
+/// mutation is complete. Not `Sendable`: the client queue owns the one instance, in
 /// ``DDPClient``. docs/ARCHITECTURE.md lists the inputs and what comes out.
 struct ClientCore {
     /// The connection lifecycle. Driven only by ``handle(_:)``.
@@ -164,14 +165,15 @@ extension ClientCore {
                 return (reconciliationDelayElapsed().map { [.applyQuiescence($0)] } ?? []) + [.persistSessionChanges]
             }
         case .reconnectHooksFinished(let run):
+            let held = reconnectHooksAreRunning
             guard reconnectHooksFinished(run: run) else { return [] }
-            return resendAfterReconnectHooks()
+            return resendAfterReconnectHooks(held: held)
         case .reconnectHooksHoldLimitReached:
             guard stopWaitingForReconnectHooks() else { return [] }
             let report = DDPError.limitReached(
                 "held \(maxMessagesHeldForQuiescence) messages while onReconnect hooks ran; "
                     + "re-sending methods and subscriptions without waiting for the hooks")
-            return [.report(report)] + resendAfterReconnectHooks()
+            return [.report(report)] + resendAfterReconnectHooks(held: true)
         }
     }
 

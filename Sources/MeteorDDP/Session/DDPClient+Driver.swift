@@ -2,11 +2,13 @@ import Dispatch
 import EJSON
 
 // The client's driver for what the server sends: every input from the transport (a batch of frames and transport
-// events from the inbox, a session message, data, a method's result and `updated`, `ready`, `nosub`, a new socket's
-// reset and its hooks, quiescence) goes to the core as an event, and what the event returns is performed here, after
-// the core's mutation has completed. The app's requests drive the core from their own files the same way (a call in
-// Methods/DDPClient+Methods.swift, a subscription in Subscriptions/DDPClient+Subscriptions.swift); the connection's
-// machine, heartbeat, timers and transport from Connection/DDPClient+Connecting.swift; the offline store's writes from
+// events from the inbox, a session message, data, a method's result and `updated`, `ready`, `nosub`, quiescence) goes
+// to the core, through its funnel (`ClientCore.handle(_:)`, performed by `run(_:)` in DDPClient+Actions.swift: the
+// transport's events, the handshake, pings, a call's answers, `ready`, `nosub`) or as an event of its family (data,
+// `updated`'s release, quiescence), and what comes back is performed after the core's mutation has completed. The
+// app's requests drive the core from their own files the same way (a call in Methods/DDPClient+Methods.swift, a
+// subscription in Subscriptions/DDPClient+Subscriptions.swift, the connection in Connection/DDPClient+Connecting.swift,
+// which keeps the transport's and the timers' glue); the offline store's writes from
 // Persistence/DDPClient+Persistence.swift.
 
 extension DDPClient {

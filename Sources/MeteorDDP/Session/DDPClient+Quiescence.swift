@@ -20,7 +20,7 @@ extension DDPClient {
     }
 
     /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
-    /// reconnect), then queues the data-visible callbacks of methods that are not re-sent.
+    /// reconnect), then queues the data-visible work of methods that are not re-sent.
     func applyQuiescence(_ hold: QuiescenceHold) {
         store.hold(resetting: hold.resetting)
         for id in hold.methodsVisibleAtQuiescence {

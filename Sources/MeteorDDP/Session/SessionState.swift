@@ -28,14 +28,14 @@ struct SessionState {
     /// The app's hooks (``DDPClient/onReconnect(_:_:)``), run on the callback queue by name. Confined to the client
     /// queue.
     var userReconnectHooks: [String: @Sendable () -> Void] = [:]
-    /// While the app's hooks run for a new socket: that run's number (incoming messages are held meanwhile).
-    /// Confined to the client queue.
+    /// While the app's hooks run for a new socket: that run's number (incoming messages are held meanwhile; a reset
+    /// with no hooks holds nothing and sets none). Confined to the client queue.
     var reconnectHooksRunning: Int?
     /// Numbers the runs of the app's hooks. Confined to the client queue.
     var reconnectHooksRuns = 0
-    /// Whether incoming messages are held until the running hooks return (there are hooks to run). Confined to the
-    /// client queue.
-    var reconnectHooksHoldMessages = false
+    /// The run of the newest socket's reset while its calls and subscriptions wait to be sent again (until its hooks,
+    /// possibly none, have run: ``ClientCore/Input/reconnectHooksFinished(run:)``). Confined to the client queue.
+    var resetAwaitingResend: Int?
 
     init(maxDocumentsInUndeclaredCollections: Int, rebasesStubs: Bool) {
         stubReplays = StubReplays(isOn: rebasesStubs)

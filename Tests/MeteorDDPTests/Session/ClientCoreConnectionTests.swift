@@ -16,6 +16,8 @@ final class ClientCoreConnectionTests: XCTestCase {
         XCTAssertEqual(
             describe(core.handle(.transportOpened(generation: 1))), ["send(connect)", "runHooks(1, 0 hooks)"],
             "connect first, then the new socket's reset (no hooks: the run is over at once)")
+        XCTAssertFalse(
+            core.reconnectHooksAreRunning, "no hooks: nothing is held (a drain meanwhile, for a stub, goes on)")
         XCTAssertEqual(describe(core.handle(.reconnectHooksFinished(run: 1))), [], "nothing to send again")
         XCTAssertEqual(core.sessionVersion, nil, "not before `connected`")
         XCTAssertEqual(
