@@ -64,8 +64,8 @@ public final class Database: @unchecked Sendable {
     /// Consumers of ``changes``. Protected by its lock.
     let subscribers = NIOLockedValueBox<[ObjectIdentifier: DatabaseChangesSubscriber]>([:])
     /// How many change sets were committed. Each commit's number is published with its data (the generation carries
-    /// it): a consumer made while a generation is the newest skips the deliveries up to its number, exactly those a read
-    /// then sees (``DatabaseChangesSubscriber``). Protected by `writeLock`.
+    /// it): a consumer made while a generation is the newest skips the deliveries up to its number, exactly those a
+    /// read then sees (``DatabaseChangesSubscriber``). Protected by `writeLock`.
     private var changeSetsCommitted: UInt64 = 0
 
     /// The number of the last change set whose data a read made now sees.
