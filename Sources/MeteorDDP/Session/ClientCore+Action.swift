@@ -30,7 +30,8 @@ extension ClientCore {
 
         // MARK: Subscriptions and work that waits for the cache
 
-        /// A subscription's handles take `status` (a `nosub`: stopped, or failed with the server's error).
+        /// A subscription's handles take `status` (a `nosub`: stopped, or failed with the server's error; a new socket
+        /// stops those no handle used any more).
         case settleSubscription(SubscriptionManager.Record, SubscriptionStatus)
         /// A `ready` or `nosub` named a subscription the client does not have (logged, as Meteor ignores it).
         case logUnknownSubscription(frame: String, id: String)
@@ -55,8 +56,6 @@ extension ClientCore {
 
         // MARK: A new socket
 
-        /// Subscriptions a new socket ended (no handle used them any more).
-        case stopSubscriptions([SubscriptionManager.Record])
         /// Sent `noRetry` calls a new socket failed (they complete at quiescence): logged.
         case logCallsFailedByReset([MethodCoordinator.Invocation])
         /// The login resumes with `token`, first on the new socket.

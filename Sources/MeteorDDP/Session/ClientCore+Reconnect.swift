@@ -37,7 +37,7 @@ extension ClientCore {
     mutating func socketResetActions() -> [Action] {
         let reset = socketReset()
         var actions: [Action] = []
-        if !reset.stoppedSubscriptions.isEmpty { actions.append(.stopSubscriptions(reset.stoppedSubscriptions)) }
+        for record in reset.stoppedSubscriptions { actions.append(.settleSubscription(record, .stopped)) }
         if !reset.failedCalls.isEmpty { actions.append(.logCallsFailedByReset(reset.failedCalls)) }
         if let token = reset.resumeToken { actions.append(.resumeLogin(token: token)) }
         actions.append(.runReconnectHooks(run: reset.userHooks.run, hooks: reset.userHooks.hooks))

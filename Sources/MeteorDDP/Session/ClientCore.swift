@@ -131,13 +131,14 @@ extension ClientCore {
             let actions = machineActions(machine.receivedConnected(session: session))
             guard actions.isEmpty else { return actions }
             return [
-                Self.unexpected(
-                    .connected(session: session), "the session is already established or no connect was sent")
+                .report(
+                    Self.unexpected(
+                        .connected(session: session), "the session is already established or no connect was sent"))
             ]
         case .failedReceived(let version):
             let actions = machineActions(machine.receivedFailed(version: version))
             guard actions.isEmpty else { return actions }
-            return [Self.unexpected(.failed(version: version), "no connect is pending")]
+            return [.report(Self.unexpected(.failed(version: version), "no connect is pending"))]
         case .pingReceived(let id):
             // One pong answers the pings of a batch (``takeOwedPong()``).
             if settings.respondsToPings { owedPong = .some(id) }
@@ -187,10 +188,10 @@ extension ClientCore {
         return owedPong
     }
 
-    static func unexpected(_ message: ServerMessage, _ reason: String) -> Action {
-        .report(
-            .protocolViolation(
-                DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
+    /// A message the session did not expect now (reported, as Meteor's client throws it away).
+    static func unexpected(_ message: ServerMessage, _ reason: String) -> DDPError {
+        .protocolViolation(
+            DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue))
     }
 
     /// The connection machine's actions as the client performs them: the core's own parts (the transport's

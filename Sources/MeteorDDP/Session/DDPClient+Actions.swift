@@ -54,7 +54,6 @@ extension DDPClient {
             logger.debug(
                 "connected", metadata: ["session": "\(session)", "version": "\(version)", "reconnect": "\(isReconnect)"]
             )
-        case .stopSubscriptions(let records): for record in records { record.shared.update(.stopped) }
         case .logCallsFailedByReset(let invocations):
             for invocation in invocations {
                 logger.debug(

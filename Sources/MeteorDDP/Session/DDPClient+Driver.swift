@@ -101,7 +101,7 @@ extension DDPClient {
     @inline(__always)
     private func handleSessionData(_ message: consuming IncomingMessage) {
         guard core.sessionVersion != nil else {
-            reportUnexpected(message.serverMessage, "data before the session was established")
+            report(ClientCore.unexpected(message.serverMessage, "data before the session was established"))
             return
         }
         handleSessionMessage(message)
@@ -119,12 +119,6 @@ extension DDPClient {
         case .added, .changed, .removed, .ready, .nosub, .updated, .result:
             handleSessionData(.message(message))
         }
-    }
-
-    func reportUnexpected(_ message: ServerMessage, _ reason: String) {
-        report(
-            .protocolViolation(
-                DDPProtocolViolation(.unexpected(message: message.name, reason: reason), message: message.ejsonValue)))
     }
 
     // MARK: - Data and method messages of the established session

@@ -74,7 +74,6 @@ extension ClientCore {
             case .report(let error): "report(\(error.code))"
             case .logSessionEstablished(let session, _, let isReconnect):
                 "established(\(session), reconnect: \(isReconnect))"
-            case .stopSubscriptions(let records): "stopSubscriptions(\(records.map(\.name).joined(separator: " ")))"
             case .logCallsFailedByReset(let calls): "failedByReset(\(calls.map(\.name).joined(separator: " ")))"
             case .resumeLogin(let token): "resumeLogin(\(token))"
             case .runReconnectHooks(let run, let hooks): "runHooks(\(run), \(hooks.count) hooks)"
