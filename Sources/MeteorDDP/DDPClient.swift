@@ -63,11 +63,14 @@ public final class DDPClient: @unchecked Sendable {
 
     /// The connection, heartbeat and session state (``ClientCore``). Confined to `queue`.
     ///
+    /// Its setter is private to this file, whose only write is ``decide(_:)``: the rest of the client reads the core
+    /// and hands it inputs, and the compiler refuses any other write.
+    ///
     /// Swift's run-time exclusivity checks stay on, in release builds too: a stub (app code on this queue) may call
     /// any API, and a check is what turns a re-entrant modification into a trap instead of corrupt state. Since every
     /// input is one short core event, a frame costs a few checks; an interleaved A/B of the ingest benchmark showed no
     /// difference from exempting the core (`@exclusivity(unchecked)`, which the client had before the core existed).
-    var core: ClientCore
+    private(set) var core: ClientCore
     /// The newest transport connection; events from older ones are ignored. Confined to `queue`.
     var connection: (any TransportConnection)?
     /// Pending timers by purpose, each with the generation that makes late firings harmless. Confined to `queue`.
@@ -211,6 +214,13 @@ public final class DDPClient: @unchecked Sendable {
 
     /// The DDP version negotiated for the current session, if connected.
     public var negotiatedVersion: DDPVersion? { publishedVersion.withLockedValue { $0 } }
+
+    /// The one write of the core: hands it `input` and returns what it decided, for `run(_:)`
+    /// (DDPClient+Actions.swift). On the client queue.
+    @inline(__always)
+    func decide(_ input: consuming ClientCore.Input) -> [ClientCore.Action] {
+        core.handle(input)
+    }
 }
 
 // MARK: - Configuration

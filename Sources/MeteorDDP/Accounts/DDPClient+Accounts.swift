@@ -149,7 +149,7 @@ extension DDPClient {
                 $0.startupResumeInProgress = true
             }
             accountBroadcaster.yield(stored)
-            queue.async { self.core.setResumeToken(stored.token) }
+            queue.async { self.handle(.resumeTokenChanged(stored.token)) }
         } catch {
             logger.debug("stored account unusable; starting logged out", metadata: ["error": "\(error)"])
             try? store.save(nil)
@@ -167,7 +167,7 @@ extension DDPClient {
         // As the result arrives (Meteor's onResultReceived): a reconnect before `updated` resumes with this token.
         options.onResultReceivedOnClientQueue = { [weak self] result in
             guard let self, case .success(let value) = result, let token = value?["token"]?.stringValue else { return }
-            self.core.setResumeToken(token)
+            self.handle(.resumeTokenChanged(token))
         }
         do {
             try call(method, params: arguments, options: options) { [weak self] result in
@@ -194,7 +194,7 @@ extension DDPClient {
         case .success(let value):
             do {
                 let account = try Account(loginResult: value)
-                core.setResumeToken(account.token)
+                handle(.resumeTokenChanged(account.token))
                 // Meteor's makeClientLoggedIn: the account is set (and stored) now; the login completes once its
                 // user's document is in the cache (Meteor waits for `Meteor.user()` before its callbacks).
                 setAccount(account, clearingLogoutReason: true)
@@ -260,7 +260,7 @@ extension DDPClient {
     /// now, and leave the store once answered.
     func logOut(_ reason: LogoutReason) {
         dispatchPrecondition(condition: .onQueue(queue))
-        core.stopResumingLogin()
+        handle(.resumeTokenChanged(nil))
         guard let userID = account?.userID else { return }
         accountState.withLockedValue { $0.logoutReason = reason }
         setAccount(nil)

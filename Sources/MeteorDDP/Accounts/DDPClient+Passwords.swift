@@ -102,7 +102,7 @@ extension DDPClient {
                 return
             }
             guard account.userID == current.userID else { return }
-            self.core.setResumeToken(account.token)
+            self.handle(.resumeTokenChanged(account.token))
             self.setAccount(account)
         }
         let removed = OneShot<EJSONValue?>()

@@ -221,7 +221,7 @@ extension DDPClient {
             return generations[name] ?? .string
         }
         defineCollectionStubs(name)
-        queue.async { self.core.collectionDeclared(name) }
+        queue.async { self.handle(.collectionDeclared(name)) }
         return DDPCollection(name: name, client: self, idGeneration: generation)
     }
 

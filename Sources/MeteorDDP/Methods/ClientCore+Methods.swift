@@ -29,9 +29,16 @@ extension ClientCore {
         session.methods.invocations[id] != nil
     }
 
-    /// The id of the next call (decimal, from "1").
-    mutating func nextMethodID() -> String {
-        session.methods.makeMethodID()
+    /// The id the next call takes (decimal, from "1"): a new call's ``Input/stubRan(_:)`` takes it.
+    var nextMethodID: String { session.methods.nextMethodID }
+
+    /// A new call's stub ran (or it has none, or it threw and nothing is sent): the call takes its id, its stub is
+    /// kept for replays, and the server's versions of what it wrote are kept aside until its `updated`.
+    mutating func stubRanActions(_ run: StubRun) -> [Action] {
+        session.methods.takeMethodID(run.id)
+        if let call = run.replay { stubCallMade(call) }
+        if let originals = run.originals { stubRan(methodID: run.id, originals: originals) }
+        return []
     }
 
     /// The stub of call `id` ran (or threw) having written `originals`' documents: the server's versions of those

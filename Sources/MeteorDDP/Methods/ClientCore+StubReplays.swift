@@ -39,4 +39,18 @@ extension ClientCore {
         stubRan(methodID: id, originals: originals)
         return session.stubReplays.replayed(id, failed: failed, randomSeed: randomSeed, reads: reads)
     }
+
+    /// A replay round's stubs ran: each is recorded (the calls whose replay started throwing are handed out, to be
+    /// reported once the transaction committed), and documents written outside the round's plan (`escaped`) make the
+    /// calls they concern run again.
+    mutating func replayRoundRanActions(_ runs: [ReplayedStub], escaped: [DocumentKey], round: Int) -> [Action] {
+        var actions: [Action] = []
+        for run in runs {
+            let started = stubReplayed(
+                run.id, originals: run.originals, failed: run.failed, randomSeed: run.randomSeed, reads: run.reads)
+            if started { actions.append(.replayStartedFailing(id: run.id)) }
+        }
+        if !escaped.isEmpty { replayWroteOutsideItsPlan(escaped, round: round) }
+        return actions
+    }
 }

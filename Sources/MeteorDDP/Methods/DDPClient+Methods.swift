@@ -172,8 +172,9 @@ extension DDPClient {
         _ stub: MethodStub?, _ name: String, params: [EJSONValue], options: MethodOptions,
         stubOutcome: (@Sendable (Result<EJSONValue?, any Error>) -> Void)?
     ) throws -> StubRun {
-        let id = core.nextMethodID()
         guard let stub else {
+            let id = core.nextMethodID
+            handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: nil)))
             stubOutcome?(.success(nil))
             return StubRun(id: id, value: nil, randomSeed: nil, originals: [])
         }
@@ -189,23 +190,28 @@ extension DDPClient {
             return try MethodInvocationContext.$current.withValue(context) { try stub(context) }
         }
         let (outcome, originals) = (run.value, run.originals)
+        // The call takes its id once its stub ran (a stub's own calls take none: they only run their stubs).
+        let id = core.nextMethodID
         let threw: Bool = if case .failure = outcome { true } else { false }
-        if !threw || !options.throwStubExceptions {
-            core.stubCallMade(
-                StubReplays.Call(
-                    id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub,
-                    lastReplayFailed: threw, reads: run.reads))
-        }
+        let sent = !threw || !options.throwStubExceptions
+        handle(
+            .stubRan(
+                ClientCore.StubRun(
+                    id: id,
+                    replay: sent
+                        ? StubReplays.Call(
+                            id: id, name: name, params: params, randomSeed: context.randomSeedIfUsed, stub: stub,
+                            lastReplayFailed: threw, reads: run.reads) : nil,
+                    originals: sent ? originals : nil)))
         switch outcome {
         case .success(let value):
-            core.stubRan(methodID: id, originals: originals)
             stubOutcome?(.success(value))
             return StubRun(
                 id: id, value: value, randomSeed: context.randomSeedIfUsed, originals: originals,
                 notReplayable: notReplayable)
         case .failure(let error):
             stubOutcome?(.failure(error))
-            if options.throwStubExceptions {
+            if !sent {
                 // Nothing is sent, so nothing would ever restore what the stub wrote before throwing: it is undone now
                 // (Meteor leaves it in the cache).
                 store.revert(
@@ -216,7 +222,6 @@ extension DDPClient {
             }
             // The call goes out anyway: what the stub wrote before throwing is kept aside like any stub's writes, and
             // the server's versions replace it at `updated` (Meteor's _retrieveAndStoreOriginals).
-            core.stubRan(methodID: id, originals: originals)
             return StubRun(
                 id: id, value: nil, randomSeed: context.randomSeedIfUsed, originals: originals, stubError: error,
                 notReplayable: notReplayable)
@@ -238,7 +243,7 @@ extension DDPClient {
         invocation.completesInline = completesInline
         let kept = persistCall(
             invocation, randomSeed: stubRun.randomSeed, params: params, stubOriginals: stubRun.originals)
-        send(calls: core.callMade(invocation, kept: kept))
+        handle(.callMade(invocation, kept: kept))
         return options.returnStubValue ? stubRun.value : nil
     }
 

@@ -23,7 +23,10 @@ extension DDPClient {
         let applied = store.flushIfFree { [database] in
             var newlyPending: [DocumentKey] = []
             for round in 1... {
-                guard let plan = core.takeReplayPlan(stubNamed: { stubs[$0] }) else { break }
+                guard case .replayRound(let plan)? = decide(.replayRoundRequested(stubNamed: { stubs[$0] })).first
+                else {
+                    break
+                }
                 database.apply(plan.resets.map { DataUpdate.replaced($0.0, $0.1) })
                 var escaped: [DocumentKey] = []
                 var runs: [ReplayRun] = []
@@ -49,8 +52,7 @@ extension DDPClient {
                     lastRuns = runs
                     break
                 }
-                record(runs, failures: &failures)
-                core.replayWroteOutsideItsPlan(escaped, round: round)
+                record(runs, failures: &failures, escaped: escaped, round: round)
             }
             // Documents a replay wrote for the first time hold pending writes from now on, as the stubs' others do.
             if !newlyPending.isEmpty { database.setPendingWrites(newlyPending, true) }
@@ -88,21 +90,32 @@ extension DDPClient {
         let seed: String?
     }
 
-    /// Records replays: the documents they wrote are kept aside from now on (their versions from before are the
-    /// server's: the cache holds the server's version of every document no stub wrote), what they read, and which
+    /// Records a round's replays: the documents they wrote are kept aside from now on (their versions from before are
+    /// the server's: the cache holds the server's version of every document no stub wrote), what they read, and which
     /// started throwing (`failures`, reported by the caller; a later success in the same replay takes one out).
-    private func record(_ runs: [ReplayRun], failures: inout [String: (name: String, error: any Error)]) {
-        for replay in runs {
-            var error: (any Error)?
-            if case .failure(let failure) = replay.run.value { error = failure }
-            let started = core.stubReplayed(
-                replay.call.id, originals: replay.run.originals, failed: error != nil, randomSeed: replay.seed,
-                reads: replay.run.reads!)
-            if let error {
-                if started { failures[replay.call.id] = (replay.call.name, error) }
+    /// `escaped`: documents the round wrote outside its plan (the calls they concern run again).
+    private func record(
+        _ runs: [ReplayRun], failures: inout [String: (name: String, error: any Error)], escaped: [DocumentKey] = [],
+        round: Int = 0
+    ) {
+        var errors: [String: (name: String, error: any Error)] = [:]
+        let replayed = runs.map { replay in
+            var failed = false
+            if case .failure(let error) = replay.run.value {
+                errors[replay.call.id] = (replay.call.name, error)
+                failed = true
             } else {
                 failures[replay.call.id] = nil
             }
+            return ClientCore.ReplayedStub(
+                id: replay.call.id, originals: replay.run.originals, failed: failed, randomSeed: replay.seed,
+                reads: replay.run.reads!)
+        }
+        for action in decide(.replayRoundRan(replayed, escaped: escaped, round: round)) {
+            guard case .replayStartedFailing(let id) = action else {
+                preconditionFailure("Internal inconsistency: a replay round's record leads to its failures only")
+            }
+            failures[id] = errors[id]
         }
     }
 

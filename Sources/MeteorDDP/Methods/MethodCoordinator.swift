@@ -69,6 +69,16 @@ struct MethodCoordinator {
         return String(nextID)
     }
 
+    /// The id ``makeMethodID()`` would make next.
+    var nextMethodID: String { String(nextID) }
+
+    /// A call took `id`, read from ``nextMethodID`` (nothing took an id in between: the client queue made no other
+    /// call meanwhile).
+    mutating func takeMethodID(_ id: String) {
+        assert(id == String(nextID), "call id \(id) taken while \(nextID) was next")
+        nextID = max(nextID, (Int(id) ?? nextID) + 1)
+    }
+
     // MARK: - Calling
 
     /// Queues a call; returns the invocations to send now (empty unless it landed in the first block).

@@ -145,4 +145,57 @@ extension ClientCore {
             (id: $0.key, effects: $0.value)
         }
     }
+
+    /// What changed in the session for the offline store, as an action (none without a store, or when nothing did).
+    mutating func sessionChangesActions() -> [Action] {
+        guard persists else { return [] }
+        let changes = takeServerDocumentChanges()
+        let subscriptions = subscriptionsToStore()
+        guard !changes.isEmpty || subscriptions != nil else { return [] }
+        return [.storeSessionChanges(changes, subscriptions: subscriptions)]
+    }
+
+    /// The store was read at launch (``Input/storeRestored(_:)``): the server's versions of what the restored calls'
+    /// stubs wrote, the calls in order (each replayed with ``PendingStubMode/rebase`` by the stub the app defines by
+    /// then), the subscriptions to wait for. Server versions no restored call claims were dropped: the store forgets
+    /// them too.
+    mutating func storeRestoredActions(_ state: RestoredState) -> [Action] {
+        restoreServerDocuments(state.serverDocuments, methods: state.methods)
+        for (method, invocation) in state.calls {
+            callRestored(invocation)
+            stubCallMade(
+                StubReplays.Call(
+                    id: method.id, name: method.name, params: method.params, randomSeed: method.randomSeed, stub: nil))
+        }
+        restored(subscriptions: state.subscriptions, stubEffects: state.stubEffects, hasState: state.hasState)
+        let changes = takeServerDocumentChanges()
+        return changes.isEmpty ? [] : [.storeSessionChanges(changes, subscriptions: nil)]
+    }
+
+    /// Call `id` completed: a restored one is judged against the server's data, a kept one leaves the store (the
+    /// server versions noted so far handed over first, to go with the documents held for it).
+    mutating func callCompletedActions(_ id: String, wasKept: Bool) -> [Action] {
+        var actions: [Action] = []
+        if let effects = restoredCallCompleted(id) {
+            actions.append(.judgeRestoredCall(id: id, effects, waited: false))
+        }
+        guard wasKept else { return actions }
+        let changes = takeServerDocumentChanges()
+        if !changes.isEmpty { actions.append(.storeSessionChanges(changes, subscriptions: nil)) }
+        actions.append(.removeStoredCall(id: id))
+        return actions
+    }
+
+    /// A restored call's judgement found a document its stub left present missing: it waits for the subscriptions'
+    /// data when some is on its way, else it is final (the server does not show the stub's effect).
+    mutating func restoredCallMissesDataActions(_ id: String, _ effects: [StoredStubEffect]) -> [Action] {
+        judgeWhenServerDataArrives(id, effects)
+            ? [.restoredCallAwaitsServerData(id: id)] : [.restoredCallJudged(id: id, matchStub: false)]
+    }
+
+    /// A resetting hold was applied: a restored cache is reconciled (the delay's timer cancelled, the store told).
+    mutating func sessionResetAppliedActions() -> [Action] {
+        guard reconciliationApplied() else { return [] }
+        return [.cancelTimer(.reconciliation)] + sessionChangesActions()
+    }
 }

@@ -83,8 +83,8 @@ extension DDPClient {
             self?.report(DDPError(.persistenceFailed, problem.description, persistenceError: problem))
         }
         queue.sync {
-            core.restoreServerDocuments(state.serverDocuments, methods: state.methods)
             let calls = persistence.restoredCalls
+            var restored: [(method: StoredMethod, invocation: MethodCoordinator.Invocation)] = []
             for method in state.methods {
                 guard let call = persistence.restoredByID[method.id] else { continue }
                 var options = MethodOptions()
@@ -112,19 +112,15 @@ extension DDPClient {
                     invocation.result = .failure(MethodError.invocationFailed(method.name))
                 case nil: break
                 }
-                core.callRestored(invocation)
-                // With PendingStubMode.rebase, its stub (the one the app defines by then) is replayed over the new
-                // session's data.
-                core.stubCallMade(
-                    StubReplays.Call(
-                        id: method.id, name: method.name, params: method.params, randomSeed: method.randomSeed,
-                        stub: nil))
+                restored.append((method, invocation))
             }
-            core.restored(
-                subscriptions: state.subscriptions, stubEffects: Self.restoredStubEffects(state),
-                hasState: !state.documents.isEmpty || !state.subscriptions.isEmpty || !state.methods.isEmpty)
-            // Server versions no restored call claims were dropped: the store forgets them too.
-            persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
+            handle(
+                .storeRestored(
+                    ClientCore.RestoredState(
+                        serverDocuments: state.serverDocuments, methods: state.methods, calls: restored,
+                        subscriptions: state.subscriptions, stubEffects: Self.restoredStubEffects(state),
+                        hasState: !state.documents.isEmpty || !state.subscriptions.isEmpty
+                            || !state.methods.isEmpty)))
             // The restored stubs' documents hold pending writes, and the data is the store's until reconciled.
             let pending = core.session.serverDocuments.keys
             let fromCache = !state.documents.isEmpty && core.offline.pendingReconciliation
@@ -225,7 +221,7 @@ extension DDPClient {
         }
         let id = invocation.id
         // The stub's server versions first: they are in the same batch as the call, or an earlier one.
-        persistSessionChanges()
+        handle(.sessionChangesRequested)
         let effects = stubOriginals.map { key, before in
             StoredStubEffect(key: key, before: before, after: database.document(key)?.fields)
         }
@@ -258,28 +254,16 @@ extension DDPClient {
         }
     }
 
-    /// A call completed: if restored, whether the server already had its effect is noted first; if kept, it leaves
-    /// the store, and the documents held for it are written at their current state in the same batch (the server
-    /// versions noted so far are handed over first, to go with them).
-    func persistCompletion(_ id: String, wasKept: Bool) {
-        noteRestoredCallServerVersions(id)
-        guard let persistence, wasKept else { return }
-        persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
-        persistence.writer.methodRemoved(id)
-    }
-
-    /// A restored call completes (its data is visible: the cache has the server's versions of what its stub
-    /// wrote): notes whether the server has what the stub wrote (see
-    /// ``RestoredCallOutcome/Result/alreadyApplied(_:)``). When a document the stub left present is not in the cache
-    /// while a subscription is still on its way (one the app made after connecting: the reconciliation did not wait
-    /// for it), the judgement waits until every subscription is ready.
-    private func noteRestoredCallServerVersions(_ id: String) {
-        guard let persistence, let stub = core.restoredCallCompleted(id) else { return }
-        let (match, missing) = judge(stub)
-        if !match, missing, core.judgeWhenServerDataArrives(id, stub) {
-            persistence.restoredCalls.awaitServerData(for: id)
-            return
-        }
+    /// Judges whether the server has what restored call `id`'s stub did
+    /// (``RestoredCallOutcome/Result/alreadyApplied(_:)``): at its completion, the cache has the server's versions of
+    /// what its stub wrote; when a document the stub left present is missing while a subscription is still on its way
+    /// (one the app made after connecting: the reconciliation did not wait for it), the judgement waits for every
+    /// subscription's data (`waited`: it did).
+    func judgeRestoredCall(_ id: String, _ effects: [StoredStubEffect], waited: Bool) {
+        guard let persistence else { return }
+        let (match, missing) = judge(effects)
+        if waited { return persistence.restoredCalls.judged(id, matchStub: match) }
+        if !match, missing { return handle(.restoredCallMissesData(id: id, effects)) }
         persistence.restoredCalls.noteServerVersions(of: id, matchStub: match)
     }
 
@@ -297,32 +281,6 @@ extension DDPClient {
             }, uniquingKeysWith: { first, _ in first })
         let missing = stub.contains { effect in effect.set != nil && (server[effect.key] ?? nil) == nil }
         return (RestoredCalls.serverHasStubEffect(stub: stub, server: server), missing)
-    }
-
-    /// Subscriptions became ready or ended (their data flushed): restored calls that waited for the server's data
-    /// are judged once none is pending (`force`: now, the client is closing).
-    func judgeRestoredCallsAwaitingServerData(force: Bool = false) {
-        guard let persistence else { return }
-        for (id, effects) in core.restoredCallsToJudge(force: force) {
-            persistence.restoredCalls.judged(id, matchStub: judge(effects).match)
-        }
-    }
-
-    /// Hands the store what changed in the session: server versions of stub-written documents and the active
-    /// subscriptions (with those still awaited from the last run).
-    func persistSessionChanges() {
-        guard let persistence else { return }
-        persistence.writer.serverDocumentsChanged(core.takeServerDocumentChanges())
-        if let subscriptions = core.subscriptionsToStore() { persistence.writer.subscriptionsChanged(subscriptions) }
-    }
-
-    // MARK: - Reconciliation
-
-    /// The reset at quiescence was applied: a restored cache is reconciled.
-    func reconciliationApplied() {
-        guard core.reconciliationApplied() else { return }
-        cancelTimer(.reconciliation)
-        persistSessionChanges()
     }
 
     /// Logging out: the store forgets the cache (unless ``Persistence/keepsCacheOnLogout``) and the calls, but the
@@ -343,8 +301,7 @@ extension DDPClient {
         persistence.writer.clear(
             keepingDocuments: persistence.settings.keepsCacheOnLogout,
             keepingCalls: keepingUnansweredCalls ? core.durability.kept : [])
-        core.storedSubscriptionsErased()
-        persistSessionChanges()
+        handle(.storedSubscriptionsErased)
         persistence.writer.whenWritten(erased)
     }
 

@@ -25,8 +25,51 @@ extension ClientCore {
         /// A kept call has its result but not its data: the result is stored (after a restart it completes at
         /// reconciliation instead of running again).
         case storeResult(MethodCoordinator.Invocation)
-        /// The call completed: a kept one leaves the store, then its completion runs.
+        /// The call completed: a kept one leaves the store (``Input/callCompleted(id:wasKept:)``), then its
+        /// completion runs.
         case completeCall(MethodCoordinator.Invocation, wasKept: Bool)
+
+        // MARK: The cache
+
+        /// A server message goes to the cache.
+        case applyToCache(CacheUpdate)
+        /// A document message did not go to the cache (kept aside for a pending stub, or dropped: an undeclared
+        /// collection at its limit): logged or reported.
+        case dataNotCached(DataRouting, DocumentKey)
+        /// A call's `updated` released the documents only its stub held: the cache takes their server versions (and
+        /// the offline store the versions noted before).
+        case releaseDocuments(ReleasedDocuments)
+        /// Hands the cache what the burst queued for it.
+        case pushCacheUpdates
+        /// Holds the cache's updates (``QuiescenceHold``) then applies the held messages, in order.
+        case applyQuiescence(QuiescenceHold)
+        /// Work that waited for the cache is due, one of a run: ``Input/afterUpdatePerformed`` follows it (always the
+        /// last action of its list).
+        case performDueAfterUpdate(AfterUpdateWork)
+
+        // MARK: Stub replays
+
+        /// Replays the pending stubs (a replay is due).
+        case replayPendingStubs
+        /// The round of the replay the client asked for (``Input/replayRoundRequested(stubNamed:)``).
+        case replayRound(StubReplays.Plan)
+        /// Call `id`'s replay started throwing (the app is told once the transaction committed).
+        case replayStartedFailing(id: String)
+
+        // MARK: The offline store
+
+        /// Hands the store the server versions of stub-written documents that changed, and the subscriptions when
+        /// they did.
+        case storeSessionChanges([(DocumentKey, StoredServerDocument?)], subscriptions: [StoredSubscription]?)
+        /// A kept call leaves the store.
+        case removeStoredCall(id: String)
+        /// Judges whether the server has what a restored call's stub did (`waited`: it waited for the subscriptions'
+        /// data).
+        case judgeRestoredCall(id: String, [StoredStubEffect], waited: Bool)
+        /// A restored call's judgement waits for the subscriptions' data.
+        case restoredCallAwaitsServerData(id: String)
+        /// A restored call's judgement is final: the server does not show its stub's effect.
+        case restoredCallJudged(id: String, matchStub: Bool)
 
         // MARK: Subscriptions and work that waits for the cache
 
@@ -37,6 +80,11 @@ extension ClientCore {
         case logUnknownSubscription(frame: String, id: String)
         /// Work that waited for the cache is due: the client does it now.
         case performAfterUpdate(AfterUpdateWork)
+        /// The app's subscription was made or joined: a handle made inside a transaction follows its state (`state`),
+        /// and the first action of ``Input/subscribeRequested(_:)`` hands the record to the caller.
+        case subscribed(SubscriptionManager.Record, isNew: Bool, state: SubscriptionState?)
+        /// A subscription no handle used for its `notInUseTimeout` is let go (`unsub` follows).
+        case logUnsubscribed(SubscriptionManager.Record)
         /// Work waits for a new flush of the cache: the client asks for it, and reports it with `ticket` once done.
         case requestFlush(ticket: Int)
 
@@ -65,13 +113,6 @@ extension ClientCore {
         case runReconnectHooks(run: Int, hooks: [@Sendable () -> Void])
         /// The messages held while the hooks ran are handled now.
         case releaseHeldMessages
-
-        // MARK: The session's data
-
-        /// Applies the messages held until quiescence (``QuiescenceHold``).
-        case applyQuiescence(QuiescenceHold)
-        /// Hands the offline store what changed in the session.
-        case persistSessionChanges
 
         // MARK: Closing
 

@@ -21,15 +21,10 @@ extension ClientCore {
         return .requestFlush(ticket: ticket)
     }
 
-    /// The cache's flush of `ticket` completed: ``nextDueAfterUpdate()`` hands out what it released, one at a time
-    /// (performing each may queue more, behind the rest).
+    /// The cache's flush of `ticket` completed: ``dueAfterUpdateActions()`` hands out what it released, one at a
+    /// time (performing each may queue more, behind the rest).
     mutating func afterUpdateFlushed(_ ticket: Int) {
         session.afterUpdate.flushed(ticket)
-    }
-
-    /// The first queued work, if its flush completed.
-    mutating func nextDueAfterUpdate() -> AfterUpdateWork? {
-        session.afterUpdate.popDue()
     }
 
     /// Queues `work` to be done once every document written by the stubs of the sent calls has its server version in
@@ -70,5 +65,64 @@ extension ClientCore {
         return ReleasedDocuments(
             serverChanges: changes, replacements: replacements,
             flushedWork: session.afterUpdate.serverDocumentsFlushed(flushedWaiters))
+    }
+
+    /// `updated` for `ids` (``Input/updatedReceived(ids:storeIsIdle:held:)``): held while the session waits for
+    /// quiescence, else, per call (LC `_process_updated`): the documents only its stub still held get the server's
+    /// version, and its data is visible once those and every sent call's stub-written documents are applied. An id no
+    /// call has is reported at once, as Meteor's client throws ("No callback invoker"): waiting for the flush first
+    /// would let a call made meanwhile take the id, and this `updated` would count as its own.
+    mutating func updatedActions(_ ids: [String], storeIsIdle: Bool, held: Bool) -> [Action] {
+        if !held, session.quiescence != nil { return holdActions(.message(.updated(methodIDs: ids))) }
+        var idle = storeIsIdle
+        var actions: [Action] = []
+        for id in ids {
+            actions += releaseActions(writtenBy: id, storeIsIdle: &idle)
+            methodUpdated(id)
+            guard hasOutstandingMethod(id) else {
+                actions.append(Self.unknownMethod(id, frame: "updated"))
+                continue
+            }
+            actions += afterUpdateActions(.methodDataVisible(id: id), afterServerDocuments: true, storeIsIdle: idle)
+        }
+        return actions
+    }
+
+    /// The documents only call `id`'s stub still held get the server's version (``releaseDocuments(writtenBy:)``),
+    /// then the work that waited for them is queued behind. `storeIsIdle` turns false when something is queued for
+    /// the cache.
+    mutating func releaseActions(writtenBy id: String, storeIsIdle: inout Bool) -> [Action] {
+        let released = releaseDocuments(writtenBy: id)
+        var actions: [Action] = []
+        if !released.replacements.isEmpty || !released.serverChanges.isEmpty {
+            actions.append(.releaseDocuments(released))
+            if !released.replacements.isEmpty { storeIsIdle = false }
+        }
+        for work in released.flushedWork {
+            actions += afterUpdateActions(work, afterServerDocuments: false, storeIsIdle: storeIsIdle)
+        }
+        return actions
+    }
+
+    /// `work` queued behind the cache's updates (and, `afterServerDocuments`, behind the sent calls' stub-written
+    /// documents' server versions), as actions: done now, queued, or a flush asked for.
+    mutating func afterUpdateActions(_ work: AfterUpdateWork, afterServerDocuments: Bool, storeIsIdle: Bool)
+        -> [Action]
+    {
+        let decision =
+            afterServerDocuments
+            ? runWhenAllServerDocumentsAreFlushed(work, storeIsIdle: storeIsIdle)
+            : runAfterUpdate(work, storeIsIdle: storeIsIdle)
+        switch decision {
+        case .runNow: return [.performAfterUpdate(work)]
+        case .queued: return []
+        case .requestFlush(let ticket): return [.requestFlush(ticket: ticket)]
+        }
+    }
+
+    /// The next queued work whose flush completed, handed out one at a time: performing it may queue more, behind
+    /// the rest (``Input/afterUpdatePerformed`` asks for the next).
+    mutating func dueAfterUpdateActions() -> [Action] {
+        session.afterUpdate.popDue().map { [.performDueAfterUpdate($0)] } ?? []
     }
 }

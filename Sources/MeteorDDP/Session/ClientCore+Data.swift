@@ -58,6 +58,62 @@ extension ClientCore {
     mutating func collectionDeclared(_ collection: String) {
         session.undeclaredCollections.declare(collection)
     }
+
+    /// `added`, `changed` or `removed` (``Input/dataReceived(_:held:)``): held while the session waits for quiescence
+    /// (unless quiescence released it), else routed: to the cache, or not (kept aside, dropped).
+    @inline(__always)
+    mutating func dataActions(_ message: consuming IncomingMessage, held: Bool) -> [Action] {
+        if !held, session.quiescence != nil { return holdActions(message) }
+        switch consume message {
+        case .document(let document): return documentActions(document)
+        case .message(.added(let collection, let id, let fields)):
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
+            let document = Document(id: key.documentID, fields: fields)
+            return documentActions(DocumentMessage(kind: .added, key: key, wireID: id, fields: document, cleared: []))
+        case .message(.changed(let collection, let id, let fields, let cleared)):
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
+            let document = Document(id: key.documentID, fields: fields)
+            return documentActions(
+                DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
+        case .message(.removed(let collection, let id)):
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
+            let routing = serverRemoved(key)
+            guard case .toCache = routing else { return [.dataNotCached(routing, key)] }
+            return [.applyToCache(.removed(key))]
+        case .message(let other):
+            preconditionFailure("Internal inconsistency: \(other.name) is not a document message")
+        }
+    }
+
+    /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.
+    @inline(__always)
+    private mutating func documentActions(_ message: consuming DocumentMessage) -> [Action] {
+        let routing =
+            switch message.kind {
+            case .added: serverAdded(message.key, fields: message.fields.fields)
+            case .changed: serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
+            }
+        guard case .toCache = routing else { return [.dataNotCached(routing, message.key)] }
+        // The message's key, fields and cleared names move on into the update (no copy of them per frame).
+        return [.applyToCache(CacheUpdate(message))]
+    }
+
+    /// Holds a data message until quiescence: the limit reported when reached, the held messages applied when
+    /// quiescence comes.
+    mutating func holdActions(_ message: consuming IncomingMessage) -> [Action] {
+        let outcome = holdUntilQuiescence(message)
+        var actions: [Action] = []
+        if let (subscriptions, methods) = outcome.limitReached {
+            actions.append(
+                .report(
+                    .limitReached(
+                        "held \(maxMessagesHeldForQuiescence) data messages waiting for quiescence "
+                            + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); "
+                            + "applying them now")))
+        }
+        if let hold = outcome.quiescent { actions.append(.applyQuiescence(hold)) }
+        return actions
+    }
 }
 
 extension ClientCore.DataRouting {

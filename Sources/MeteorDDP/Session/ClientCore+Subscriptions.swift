@@ -55,46 +55,88 @@ extension ClientCore {
         session.subscriptions.nosub(id)
     }
 
-    /// `ready` through the funnel: the ids no subscription has are logged, and each subscription it names becomes
-    /// ready for its handles once the data that came before is applied (unless it is already: a revived one, or a
-    /// second `ready`); restored calls waiting for the server's data are judged then too.
-    mutating func subscriptionsReadyActions(_ ids: [String], storeIsIdle: Bool) -> [Action] {
+    /// `ready` through the funnel (held while the session waits for quiescence): the ids no subscription has are
+    /// logged, and each subscription it names becomes ready for its handles once the data that came before is applied
+    /// (unless it is already: a revived one, or a second `ready`); restored calls waiting for the server's data are
+    /// judged then too.
+    mutating func subscriptionsReadyActions(_ ids: [String], storeIsIdle: Bool, held: Bool) -> [Action] {
+        if !held, session.quiescence != nil { return holdActions(.message(.ready(subscriptionIDs: ids))) }
         let (ready, unknown) = subscriptionsReady(ids)
         var actions = unknown.map { Action.logUnknownSubscription(frame: "ready", id: $0) }
         for record in ready where record.shared.status != .ready {
-            actions += afterServerDocumentsFlushed(.subscriptionReady(record.shared), storeIsIdle: storeIsIdle)
+            actions += afterUpdateActions(
+                .subscriptionReady(record.shared), afterServerDocuments: true, storeIsIdle: storeIsIdle)
         }
         if restoredCallsAwaitServerData {
-            actions += afterServerDocumentsFlushed(.judgeRestoredCalls, storeIsIdle: storeIsIdle)
+            actions += afterUpdateActions(.judgeRestoredCalls, afterServerDocuments: true, storeIsIdle: storeIsIdle)
         }
         return actions
     }
 
-    /// `nosub` through the funnel: the subscription it ends is stopped, or failed with the server's error (an id no
-    /// subscription has is logged); restored calls waiting for the server's data are judged once it is applied.
-    mutating func subscriptionEndedActions(_ id: String, error: MeteorError?, storeIsIdle: Bool) -> [Action] {
+    /// `nosub` through the funnel (held while the session waits for quiescence): the subscription it ends is stopped,
+    /// or failed with the server's error (an id no subscription has is logged); restored calls waiting for the
+    /// server's data are judged once it is applied.
+    mutating func subscriptionEndedActions(_ id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool) -> [Action]
+    {
+        if !held, session.quiescence != nil { return holdActions(.message(.nosub(id: id, error: error))) }
         guard let record = subscriptionEnded(id) else { return [.logUnknownSubscription(frame: "nosub", id: id)] }
         let status: SubscriptionStatus =
             error.map { .failed(SubscriptionError(name: record.name, meteorError: $0)) } ?? .stopped
         var actions: [Action] = [.settleSubscription(record, status)]
         if restoredCallsAwaitServerData {
-            actions += afterServerDocumentsFlushed(.judgeRestoredCalls, storeIsIdle: storeIsIdle)
+            actions += afterUpdateActions(.judgeRestoredCalls, afterServerDocuments: true, storeIsIdle: storeIsIdle)
         }
         return actions
-    }
-
-    /// `work`, queued behind the stub-written documents' server versions and the cache's updates, as actions.
-    private mutating func afterServerDocumentsFlushed(_ work: AfterUpdateWork, storeIsIdle: Bool) -> [Action] {
-        switch runWhenAllServerDocumentsAreFlushed(work, storeIsIdle: storeIsIdle) {
-        case .runNow: [.performAfterUpdate(work)]
-        case .queued: []
-        case .requestFlush(let ticket): [.requestFlush(ticket: ticket)]
-        }
     }
 
     /// A handle let go of subscription `id`: when none uses it any more, the delay after which to unsubscribe and the
     /// generation to hand back with ``unsubscribeIfUnused(_:generation:)``.
     mutating func subscriptionReleased(_ id: String) -> (delay: Duration, generation: Int)? {
         session.subscriptions.release(id)
+    }
+
+    /// The app subscribes (``Input/subscribeRequested(_:)``): the record first (for the caller's handle), then its
+    /// `sub` when it goes out now and the store's list. A closed client subscribes to nothing: the subscription is
+    /// stopped at once, as `close()` stopped the others.
+    mutating func subscribeActions(_ request: SubscribeRequest) -> [Action] {
+        let subscribed = subscribe(
+            name: request.name, params: request.params, notInUseTimeout: request.notInUseTimeout,
+            userCode: request.userCode, state: request.state, makeID: request.makeID)
+        let record = subscribed.record
+        if isClosed {
+            _ = subscriptionEnded(record.id)
+            return [.subscribed(record, isNew: false, state: request.state), .settleSubscription(record, .stopped)]
+        }
+        var actions: [Action] = [.subscribed(record, isNew: subscribed.isNew, state: request.state)]
+        if subscribed.sendNow { actions.append(.send(.sub(id: record.id, name: request.name, params: request.params))) }
+        return actions + sessionChangesActions()
+    }
+
+    /// A handle let go of subscription `id`: when none uses it any more, it is let go after its `notInUseTimeout`
+    /// (at once when zero).
+    mutating func subscriptionReleasedActions(_ id: String) -> [Action] {
+        guard let (delay, generation) = subscriptionReleased(id) else { return [] }
+        guard delay > .zero else { return unsubscribeActions(id, generation: generation) }
+        return [.schedule(.unsubscribe(id: id, generation: generation), after: delay)]
+    }
+
+    /// Subscription `id`'s `notInUseTimeout` elapsed: unless a handle took it up again, it stops and `unsub` goes out
+    /// (the held data applied when quiescence waited for it).
+    mutating func unsubscribeActions(_ id: String, generation: Int) -> [Action] {
+        guard let (record, quiescent) = unsubscribeIfUnused(id, generation: generation) else { return [] }
+        var actions: [Action] = [.logUnsubscribed(record), .settleSubscription(record, .stopped), .send(.unsub(id: id))]
+        if let quiescent { actions.append(.applyQuiescence(quiescent)) }
+        return actions + sessionChangesActions()
+    }
+
+    /// A `ready` or `nosub` for `id` that did not parse: the subscription fails with the violation (none has the id:
+    /// ignored, the violation was reported).
+    mutating func subscriptionFrameUnreadableActions(_ id: String, _ violation: DDPProtocolViolation) -> [Action] {
+        guard let record = subscriptionEnded(id) else { return [] }
+        let error = MeteorError(error: .string("protocol-violation"), reason: violation.description)
+        return [
+            .settleSubscription(
+                record, .failed(SubscriptionError(name: record.name, meteorError: error, violation: violation)))
+        ]
     }
 }

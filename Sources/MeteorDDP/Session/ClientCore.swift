@@ -36,6 +36,9 @@ struct ClientCore {
     /// The most data messages held while waiting for quiescence
     /// (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
     let maxMessagesHeldForQuiescence: Int
+    /// Whether the client has an offline store (``DDPClient/Configuration/persistence``): the session's changes are
+    /// handed to it.
+    let persists: Bool
 
     init(configuration: DDPClient.Configuration) {
         machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
@@ -43,6 +46,7 @@ struct ClientCore {
             maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections,
             rebasesStubs: configuration.pendingStubMode == .rebase)
         maxMessagesHeldForQuiescence = configuration.maxMessagesHeldForQuiescence
+        persists = configuration.persistence != nil
         settings = ConnectionSettings(configuration)
     }
 
@@ -89,8 +93,8 @@ extension ClientCore {
 extension ClientCore {
     /// Decides what `input` leads to: the core's state moves on, and the actions returned, in order, are what the
     /// client performs (none of them has been performed; the core holds no closure of the client's).
-    mutating func handle(_ input: Input) -> [Action] {
-        switch input {
+    mutating func handle(_ input: consuming Input) -> [Action] {
+        switch consume input {
         case .connectRequested: return isClosed ? [] : machineActions(machine.connectRequested())
         case .disconnectRequested: return isClosed ? [] : machineActions(machine.disconnectRequested())
         case .reconnectRequested: return isClosed ? [] : machineActions(machine.reconnectRequested())
@@ -144,6 +148,12 @@ extension ClientCore {
             if settings.respondsToPings { owedPong = .some(id) }
             return []
 
+        case .stubRan(let run): return stubRanActions(run)
+        case .callMade(let invocation, let kept):
+            let calls = callMade(invocation, kept: kept)
+            return calls.isEmpty ? [] : [.sendCalls(calls)]
+        case .updatedReceived(let ids, let storeIsIdle, let held):
+            return updatedActions(ids, storeIsIdle: storeIsIdle, held: held)
         case .resultReceived(let id, let outcome):
             return Self.methodActions(methodResultReceived(id, outcome), id: id, frame: "result")
         case .methodDataVisible(let id):
@@ -152,9 +162,56 @@ extension ClientCore {
             let calls = callBecameDurable(id)
             return calls.isEmpty ? [] : [.sendCalls(calls)]
 
-        case .readyReceived(let ids, let storeIsIdle): return subscriptionsReadyActions(ids, storeIsIdle: storeIsIdle)
-        case .nosubReceived(let id, let error, let storeIsIdle):
-            return subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle)
+        case .subscribeRequested(let request): return subscribeActions(request)
+        case .subscriptionReleased(let id): return subscriptionReleasedActions(id)
+        case .subscriptionFrameUnreadable(let id, let violation):
+            return subscriptionFrameUnreadableActions(id, violation)
+        case .readyReceived(let ids, let storeIsIdle, let held):
+            return subscriptionsReadyActions(ids, storeIsIdle: storeIsIdle, held: held)
+        case .nosubReceived(let id, let error, let storeIsIdle, let held):
+            return subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle, held: held)
+
+        case .dataReceived(let message, let held): return dataActions(message, held: held)
+        case .callSettledAtQuiescence(let id, let storeIsIdle):
+            var idle = storeIsIdle
+            return releaseActions(writtenBy: id, storeIsIdle: &idle)
+        case .sessionResetApplied: return sessionResetAppliedActions()
+        case .afterUpdateRequested(let work, let afterServerDocuments, let storeIsIdle):
+            return afterUpdateActions(work, afterServerDocuments: afterServerDocuments, storeIsIdle: storeIsIdle)
+        case .flushCompleted(let ticket):
+            afterUpdateFlushed(ticket)
+            return dueAfterUpdateActions()
+        case .afterUpdatePerformed: return dueAfterUpdateActions()
+        case .burstHandled:
+            // One pong answers the burst's pings (``takeOwedPong()``); the stubs a change concerns are replayed over
+            // it; the cache gets the burst's updates; the store what changed.
+            var actions: [Action] = []
+            if let id = takeOwedPong() { actions.append(.send(.pong(id: id))) }
+            if stubReplayIsDue { actions.append(.replayPendingStubs) }
+            actions.append(.pushCacheUpdates)
+            return actions + sessionChangesActions()
+
+        case .replayRoundRequested(let stubNamed):
+            return takeReplayPlan(stubNamed: stubNamed).map { [.replayRound($0)] } ?? []
+        case .replayRoundRan(let runs, let escaped, let round):
+            return replayRoundRanActions(runs, escaped: escaped, round: round)
+
+        case .resumeTokenChanged(let token):
+            session.resumeToken = token
+            return []
+        case .collectionDeclared(let name):
+            collectionDeclared(name)
+            return []
+
+        case .storeRestored(let state): return storeRestoredActions(state)
+        case .sessionChangesRequested: return sessionChangesActions()
+        case .storedSubscriptionsErased:
+            storedSubscriptionsErased()
+            return sessionChangesActions()
+        case .callCompleted(let id, let wasKept): return callCompletedActions(id, wasKept: wasKept)
+        case .restoredCallMissesData(let id, let effects): return restoredCallMissesDataActions(id, effects)
+        case .restoredCallsJudgementDue(let force):
+            return restoredCallsToJudge(force: force).map { .judgeRestoredCall(id: $0.id, $0.effects, waited: true) }
 
         case .timerFired(let timer):
             switch timer {
@@ -163,7 +220,9 @@ extension ClientCore {
             case .heartbeatInterval: return heartbeatActions(heartbeat.intervalElapsed())
             case .heartbeatTimeout: return heartbeatActions(heartbeat.timeoutElapsed())
             case .reconciliation:
-                return (reconciliationDelayElapsed().map { [.applyQuiescence($0)] } ?? []) + [.persistSessionChanges]
+                // (Applying the hold hands the store what it changed too.)
+                return (reconciliationDelayElapsed().map { [.applyQuiescence($0)] } ?? []) + sessionChangesActions()
+            case .unsubscribe(let id, let generation): return unsubscribeActions(id, generation: generation)
             }
         case .reconnectHooksFinished(let run):
             let held = reconnectHooksAreRunning
@@ -178,12 +237,12 @@ extension ClientCore {
         }
     }
 
-    /// The pong owed for the batch just handled, if any (then none is owed). Pings of one batch are answered by one
-    /// pong, with the last one's id: Meteor's client answers each, and a server pinging faster than the client drains
-    /// (a flood: 100,000 pings cost 100,000 socket writes) gets one answer per batch instead. Meteor's server reads any
-    /// message as a sign of life and never checks a pong's id; at Meteor's rate (a ping after 15 s of silence) every
-    /// ping is still answered.
-    mutating func takeOwedPong() -> String?? {
+    /// The pong owed for the batch just handled, if any (then none is owed; ``Input/burstHandled``). Pings of one
+    /// batch are answered by one pong, with the last one's id: Meteor's client answers each, and a server pinging
+    /// faster than the client drains (a flood: 100,000 pings cost 100,000 socket writes) gets one answer per batch
+    /// instead. Meteor's server reads any message as a sign of life and never checks a pong's id; at Meteor's rate (a
+    /// ping after 15 s of silence) every ping is still answered.
+    private mutating func takeOwedPong() -> String?? {
         defer { owedPong = nil }
         return owedPong
     }

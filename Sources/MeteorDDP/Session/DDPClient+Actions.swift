@@ -8,7 +8,7 @@ extension DDPClient {
     /// Hands `input` to the core and performs what it decides.
     func handle(_ input: ClientCore.Input) {
         dispatchPrecondition(condition: .onQueue(queue))
-        run(core.handle(input))
+        run(decide(input))
     }
 
     func run(_ actions: [ClientCore.Action]) {
@@ -27,8 +27,33 @@ extension DDPClient {
         case .resultArrived(let invocation): notifyResultReceived(invocation)
         case .storeResult(let invocation): persistResult(invocation)
         case .completeCall(let invocation, let wasKept):
-            persistCompletion(invocation.id, wasKept: wasKept)
+            run(decide(.callCompleted(id: invocation.id, wasKept: wasKept)))
             complete(invocation)
+        case .applyToCache(let update): store.enqueue(update)
+        case .dataNotCached(let routing, let key): perform(routing, key: key)
+        case .releaseDocuments(let released): apply(released)
+        case .pushCacheUpdates: store.push()
+        case .applyQuiescence(let hold): applyQuiescence(hold)
+        case .performDueAfterUpdate(let work):
+            perform(work)
+            handle(.afterUpdatePerformed)
+        case .replayPendingStubs: replayPendingStubsIfDue()
+        case .replayRound, .replayStartedFailing:
+            preconditionFailure("Internal inconsistency: a replay's actions are taken by the replay")
+        case .storeSessionChanges(let changes, let subscriptions):
+            guard let persistence else { break }
+            persistence.writer.serverDocumentsChanged(changes)
+            if let subscriptions { persistence.writer.subscriptionsChanged(subscriptions) }
+        case .removeStoredCall(let id): persistence?.writer.methodRemoved(id)
+        case .judgeRestoredCall(let id, let effects, let waited): judgeRestoredCall(id, effects, waited: waited)
+        case .restoredCallAwaitsServerData(let id): persistence?.restoredCalls.awaitServerData(for: id)
+        case .restoredCallJudged(let id, let match):
+            persistence?.restoredCalls.noteServerVersions(of: id, matchStub: match)
+        case .subscribed(let record, _, let state):
+            // A handle made inside a transaction that joined another's subscription follows its state.
+            if let state, record.shared !== state { state.follow(record.shared) }
+        case .logUnsubscribed(let record):
+            logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(record.id)"])
         case .settleSubscription(let record, let status):
             if case .failed(let error) = status {
                 logger.debug(
@@ -65,8 +90,6 @@ extension DDPClient {
         case .releaseHeldMessages:
             inbox.release()
             drainInbox()
-        case .applyQuiescence(let hold): applyQuiescence(hold)
-        case .persistSessionChanges: persistSessionChanges()
         case .closed(let closing): closed(closing)
         }
     }
@@ -95,7 +118,7 @@ extension DDPClient {
             userCode.run { completion(.failure(failure)) }
         }
         for record in closing.stoppedSubscriptions { record.shared.update(.stopped) }
-        judgeRestoredCallsAwaitingServerData(force: true)
+        run(decide(.restoredCallsJudgementDue(force: true)))
         persistence?.restoredCalls.clientClosed()
         statusBroadcaster.finish()
         errorBroadcaster.finish()

@@ -43,10 +43,7 @@ extension DDPClient {
             }
         }
         inbox.recycle(consume items)
-        if let id = core.takeOwedPong() { send(.pong(id: id)) }
-        replayPendingStubsIfDue()
-        store.push()
-        persistSessionChanges()
+        run(decide(.burstHandled))
     }
 
     /// Publishes the errors the drain reported so far, in order; `continuing`: the drain goes on collecting (a batch is
@@ -75,7 +72,7 @@ extension DDPClient {
         guard generation == core.connectionGeneration else { return }
         // Any frame proves the connection is alive (heartbeat.js `messageReceived`). (Not `handle(_:)`: its queue
         // check, once per frame, is ``drainInbox()``'s once per batch.)
-        run(core.handle(.frameReceived))
+        run(decide(.frameReceived))
         // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
         switch consume parsed {
         case .failure(let violation):
@@ -123,69 +120,26 @@ extension DDPClient {
 
     // MARK: - Data and method messages of the established session
 
-    /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`). While the
-    /// session waits for quiescence, data messages are held back, in order, before any routing.
+    /// A data or method message of the established session (LC `_livedata_data`, `_livedata_result`): a result goes
+    /// to its call; data is held while the session waits for quiescence (the core decides), else routed (LC
+    /// `_processOneDataMessage`). `held`: quiescence released it.
     @inline(__always)
-    func handleSessionMessage(_ message: consuming IncomingMessage) {
-        if case .message(.result(let id, let result, let error)) = message {
-            methodResultReceived(id, result: result, error: error)
-        } else if core.isHoldingForQuiescence {
-            holdUntilQuiescence(message)
-        } else {
-            processDataMessage(message)
-        }
-    }
-
-    /// Routes one data message: to the cache, or to the server's version of a stub-written document
-    /// (LC `_processOneDataMessage`).
-    @inline(__always)
-    func processDataMessage(_ message: consuming IncomingMessage) {
+    func handleSessionMessage(_ message: consuming IncomingMessage, held: Bool = false) {
         switch consume message {
-        case .document(let document): processDocumentMessage(document)
-        case .message(let message): processDataMessage(message)
-        }
-    }
-
-    /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.
-    private func processDocumentMessage(_ message: consuming DocumentMessage) {
-        let routing =
-            switch message.kind {
-            case .added: core.serverAdded(message.key, fields: message.fields.fields)
-            case .changed: core.serverChanged(message.key, fields: message.fields.fields, cleared: message.cleared)
-            }
-        guard case .toCache = routing else { return perform(routing, key: message.key) }
-        // The message's key, fields and cleared names move on into the update (no copy of them per frame).
-        store.enqueue(CacheUpdate(message))
-    }
-
-    private func processDataMessage(_ message: ServerMessage) {
-        switch message {
-        case .added(let collection, let id, let fields):
-            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
-            let document = Document(id: key.documentID, fields: fields)
-            processDocumentMessage(DocumentMessage(kind: .added, key: key, wireID: id, fields: document, cleared: []))
-        case .changed(let collection, let id, let fields, let cleared):
-            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
-            let document = Document(id: key.documentID, fields: fields)
-            processDocumentMessage(
-                DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
-        case .removed(let collection, let id):
-            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
-            let routing = core.serverRemoved(key)
-            guard case .toCache = routing else { return perform(routing, key: key) }
-            store.enqueue(.removed(key))
-        case .ready(let ids): run(core.handle(.readyReceived(ids: ids, storeIsIdle: store.isIdle)))
-        case .nosub(let id, let error):
-            run(core.handle(.nosubReceived(id: id, error: error, storeIsIdle: store.isIdle)))
-        case .updated(let ids):
-            for id in ids { methodUpdated(id) }
-        case .result, .connected, .failed, .ping, .pong, .error:
-            preconditionFailure("Internal inconsistency: \(message.name) is not a data message")
+        case .document(let document): run(decide(.dataReceived(.document(document), held: held)))
+        case .message(.result(let id, let result, let error)):
+            methodResultReceived(id, outcome: error.map { .failure($0) } ?? .success(result))
+        case .message(.ready(let ids)): run(decide(.readyReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
+        case .message(.nosub(let id, let error)):
+            run(decide(.nosubReceived(id: id, error: error, storeIsIdle: store.isIdle, held: held)))
+        case .message(.updated(let ids)):
+            run(decide(.updatedReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
+        case .message(let message): run(decide(.dataReceived(.message(message), held: held)))
         }
     }
 
     /// A document message that did not go to the cache: logged, or the undeclared collections' limit reported.
-    private func perform(_ routing: ClientCore.DataRouting, key: DocumentKey) {
+    func perform(_ routing: ClientCore.DataRouting, key: DocumentKey) {
         switch routing {
         case .toCache: preconditionFailure("Internal inconsistency: the cache's updates are enqueued by the caller")
         case .keptAside(let anomaly): logKeptAside(anomaly, key: key)
@@ -214,40 +168,18 @@ extension DDPClient {
         }
     }
 
-    /// Does `work` on the client queue once every document written by stubs of sent methods has been flushed and the
-    /// cache has applied everything queued before, behind all work queued earlier
-    /// (LC `_runWhenAllServerDocsAreFlushed`).
-    func runWhenAllServerDocumentsAreFlushed(_ work: AfterUpdateWork) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        perform(core.runWhenAllServerDocumentsAreFlushed(work, storeIsIdle: store.isIdle), work)
-    }
-
     /// Does `work` on the client queue once the cache has applied everything queued before it, after all work queued
     /// before it (LC `_afterUpdateCallbacks`): at once when nothing is pending or queued.
     func runAfterUpdate(_ work: AfterUpdateWork) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        perform(core.runAfterUpdate(work, storeIsIdle: store.isIdle), work)
-    }
-
-    private func perform(_ decision: ClientCore.AfterUpdate, _ work: AfterUpdateWork) {
-        switch decision {
-        case .runNow: perform(work)
-        case .queued: break
-        case .requestFlush(let ticket): requestFlush(ticket)
-        }
+        handle(.afterUpdateRequested(work, afterServerDocuments: false, storeIsIdle: store.isIdle))
     }
 
     /// Asks the cache for a flush; once done, the work waiting for `ticket` is due.
     func requestFlush(_ ticket: Int) {
         store.performAfterFlush { [weak self] in
             guard let self else { return }
-            self.queue.async { self.afterUpdateFlushed(ticket) }
+            self.queue.async { self.handle(.flushCompleted(ticket: ticket)) }
         }
-    }
-
-    private func afterUpdateFlushed(_ ticket: Int) {
-        core.afterUpdateFlushed(ticket)
-        while let work = core.nextDueAfterUpdate() { perform(work) }
     }
 
     /// Work that waited for the cache, now due.
@@ -255,32 +187,17 @@ extension DDPClient {
         switch work {
         case .methodDataVisible(let id): methodDataBecameVisible(id)
         case .subscriptionReady(let state): state.update(.ready)
-        case .judgeRestoredCalls: judgeRestoredCallsAwaitingServerData()
+        case .judgeRestoredCalls: run(decide(.restoredCallsJudgementDue(force: false)))
         }
     }
 
     // MARK: - Methods
 
-    /// `updated` (LC `_process_updated`): the documents only this method's stub still held get the server's version,
-    /// and the method's data is visible once that is applied.
-    private func methodUpdated(_ id: String) {
-        releaseDocumentsWritten(byMethod: id)
-        core.methodUpdated(id)
-        // An id no call has is reported now, as Meteor's client throws at once ("No callback invoker"): waiting for
-        // the flush first would let a call made meanwhile take the id, and this `updated` would count as its own.
-        guard core.hasOutstandingMethod(id) else {
-            return run([ClientCore.unknownMethod(id, frame: "updated")])
-        }
-        runWhenAllServerDocumentsAreFlushed(.methodDataVisible(id: id))
-    }
-
-    /// The documents that no other pending method's stub wrote get the server's version.
-    ///
-    /// With persistence on, the disk keeps those a stored call's stub wrote as they were until that call leaves the
-    /// store (``WriteBehind/hold(_:)``): the server's version may not have arrived yet, and a restart must find the
-    /// stored call's effect. The server versions noted so far are handed over first, so that the disk keeps them too.
-    func releaseDocumentsWritten(byMethod id: String) {
-        let released = core.releaseDocuments(writtenBy: id)
+    /// A call's `updated` released the documents only its stub held: with persistence on, the server versions noted
+    /// so far are handed over first, and the disk keeps the released documents as they were until the call leaves
+    /// the store (``WriteBehind/hold(_:)``: a restart must find a stored call's effect); the cache takes the server's
+    /// versions, in the same transaction as the documents' pending writes are settled.
+    func apply(_ released: ClientCore.ReleasedDocuments) {
         if let persistence {
             persistence.writer.serverDocumentsChanged(released.serverChanges)
             if !released.replacements.isEmpty { persistence.writer.hold(released.replacements.map(\.key)) }
@@ -290,14 +207,12 @@ extension DDPClient {
                 .replaced(
                     replacement.key, replacement.fields.map { Document(id: replacement.key.documentID, fields: $0) }))
         }
-        // In the same transaction as the server's versions: those documents no longer hold pending writes.
         store.settle(released.replacements.map(\.key))
-        for work in released.flushedWork { runAfterUpdate(work) }
     }
 
     func methodDataBecameVisible(_ id: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        run(core.handle(.methodDataVisible(id: id)))
+        run(decide(.methodDataVisible(id: id)))
     }
 
     /// A `result`, `updated`, `ready` or `nosub` that did not parse but names its ids (reported already): a call's
@@ -313,26 +228,14 @@ extension DDPClient {
         case .updated(let ids):
             handleSessionMessage(.message(.updated(methodIDs: ids)))
         case .ready(let ids):
-            for id in ids { subscriptionFailed(id, violation) }
+            for id in ids { handle(.subscriptionFrameUnreadable(id: id, violation)) }
         case .nosub(let id):
-            subscriptionFailed(id, violation)
+            handle(.subscriptionFrameUnreadable(id: id, violation))
         }
     }
 
-    private func subscriptionFailed(_ id: String, _ violation: DDPProtocolViolation) {
-        guard let record = core.subscriptionEnded(id) else { return }
-        logger.debug(
-            "subscription failed: the server's frame for it did not parse", metadata: ["name": "\(record.name)"])
-        let error = MeteorError(error: .string("protocol-violation"), reason: violation.description)
-        record.shared.update(.failed(SubscriptionError(name: record.name, meteorError: error, violation: violation)))
-    }
-
-    private func methodResultReceived(_ id: String, result: EJSONValue?, error: MeteorError?) {
-        methodResultReceived(id, outcome: error.map { .failure($0) } ?? .success(result))
-    }
-
     private func methodResultReceived(_ id: String, outcome: Result<EJSONValue?, any Error>) {
-        run(core.handle(.resultReceived(id: id, outcome)))
+        run(decide(.resultReceived(id: id, outcome)))
     }
 
     func notifyResultReceived(_ invocation: MethodCoordinator.Invocation) {

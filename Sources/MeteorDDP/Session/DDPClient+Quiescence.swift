@@ -2,34 +2,19 @@ import Dispatch
 
 /// Quiescence as the driver applies it (LC `_livedata_data`, `_livedata_connected`): data messages held until every
 /// revived subscription is ready and every blocking method has its `updated`, then applied as one transaction
-/// (`ClientCore+Quiescence.swift` decides; this performs).
+/// (`ClientCore+Quiescence.swift` decides; this performs ``ClientCore/Action/applyQuiescence(_:)``).
 extension DDPClient {
-    /// Holds a data message until quiescence (LC `_livedata_data`); applies the held messages when it comes.
-    func holdUntilQuiescence(_ message: consuming IncomingMessage) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        let outcome = core.holdUntilQuiescence(message)
-        if let (subscriptions, methods) = outcome.limitReached {
-            report(
-                .limitReached(
-                    "held \(configuration.maxMessagesHeldForQuiescence) data messages waiting for quiescence "
-                        + "(subscriptions not ready: \(subscriptions), methods without updated: \(methods)); "
-                        + "applying them now"
-                ))
-        }
-        if let hold = outcome.quiescent { applyQuiescence(hold) }
-    }
-
     /// At quiescence, processes the held messages in order into one cache transaction (replacing the cache after a
     /// reconnect), then queues the data-visible work of methods that are not re-sent.
     func applyQuiescence(_ hold: QuiescenceHold) {
         store.hold(resetting: hold.resetting)
-        for id in hold.methodsVisibleAtQuiescence {
-            runAfterUpdate(.methodDataVisible(id: id))
-        }
-        for message in hold.messages { processDataMessage(message) }
+        for id in hold.methodsVisibleAtQuiescence { runAfterUpdate(.methodDataVisible(id: id)) }
+        for message in hold.messages { handleSessionMessage(message, held: true) }
         // Methods that are not re-sent get no `updated` from the new session: their documents take the server's
         // version now.
-        for id in hold.methodsVisibleAtQuiescence { releaseDocumentsWritten(byMethod: id) }
+        for id in hold.methodsVisibleAtQuiescence {
+            handle(.callSettledAtQuiescence(id: id, storeIsIdle: store.isIdle))
+        }
         let keeping = hold.resetting ? core.session.serverDocuments.keys : []
         if hold.resetting, core.offline.pendingReconciliation {
             // The restored cache is reconciled in this transaction: its data is no longer only the offline store's.
@@ -44,6 +29,6 @@ extension DDPClient {
         } else {
             store.release(keeping: keeping)
         }
-        if hold.resetting { reconciliationApplied() }
+        handle(hold.resetting ? .sessionResetApplied : .sessionChangesRequested)
     }
 }

@@ -63,48 +63,22 @@ extension DDPClient {
         _ name: String, params: [EJSONValue], notInUseTimeout: Duration, handle: Subscription? = nil
     ) -> (SubscriptionManager.Record, isNew: Bool) {
         onClientQueue {
-            let subscribed = core.subscribe(
-                name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode,
-                state: handle?.shared
-            ) {
-                handle?.id ?? randomGenerator.id()
+            let actions = decide(
+                .subscribeRequested(
+                    ClientCore.SubscribeRequest(
+                        name: name, params: params, notInUseTimeout: notInUseTimeout, userCode: userCode,
+                        state: handle?.shared, makeID: { handle?.id ?? self.randomGenerator.id() })))
+            guard case .subscribed(let record, let isNew, _)? = actions.first else {
+                preconditionFailure("Internal inconsistency: a subscription request's first action is its record")
             }
-            let record = subscribed.record
-            if let handle, record.shared !== handle.shared { handle.shared.follow(record.shared) }
-            if core.isClosed {
-                // A closed client subscribes to nothing: the handle is stopped at once, as close() stopped the others.
-                _ = core.subscriptionEnded(record.id)
-                record.shared.update(.stopped)
-                return (record, false)
-            }
-            if subscribed.sendNow { send(.sub(id: record.id, name: name, params: params)) }
-            persistSessionChanges()
-            return (record, subscribed.isNew)
+            run(actions)
+            return (record, isNew)
         }
     }
 
     /// A handle let go of its subscription.
     func release(subscriptionID id: String) {
-        queue.async {
-            guard let (delay, generation) = self.core.subscriptionReleased(id) else { return }
-            if delay <= .zero {
-                self.unsubscribeIfUnused(id, generation: generation)
-            } else {
-                _ = self.scheduler.schedule(after: delay) { [weak self] in
-                    guard let self else { return }
-                    self.queue.async { self.unsubscribeIfUnused(id, generation: generation) }
-                }
-            }
-        }
-    }
-
-    private func unsubscribeIfUnused(_ id: String, generation: Int) {
-        guard let (record, quiescent) = core.unsubscribeIfUnused(id, generation: generation) else { return }
-        logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(id)"])
-        record.shared.update(.stopped)
-        send(.unsub(id: id))
-        if let quiescent { applyQuiescence(quiescent) }
-        persistSessionChanges()
+        queue.async { self.handle(.subscriptionReleased(id: id)) }
     }
 
     /// Runs `body` on the client queue: synchronously from any other thread, directly when already on it.

@@ -29,7 +29,7 @@ final class ClientCoreAfterUpdateTests: XCTestCase {
         XCTAssertEqual(
             core.runWhenAllServerDocumentsAreFlushed(.methodDataVisible(id: second.id), storeIsIdle: true), .queued)
         XCTAssertEqual(core.runWhenAllServerDocumentsAreFlushed(.subscriptionReady(todos), storeIsIdle: true), .queued)
-        XCTAssertNil(core.nextDueAfterUpdate(), "nothing is due before the document is released")
+        XCTAssertNil(core.due(after: .afterUpdatePerformed), "nothing is due before the document is released")
 
         let released = core.releaseDocuments(writtenBy: first.id)
         XCTAssertEqual(released.replacements.map(\.key), [todo])
@@ -39,12 +39,10 @@ final class ClientCoreAfterUpdateTests: XCTestCase {
         // Each then waits behind the cache's updates: the first asks for a flush, the second joins it.
         XCTAssertEqual(core.runAfterUpdate(released.flushedWork[0], storeIsIdle: false), .requestFlush(ticket: 1))
         XCTAssertEqual(core.runAfterUpdate(released.flushedWork[1], storeIsIdle: true), .queued)
-        XCTAssertNil(core.nextDueAfterUpdate())
-        core.afterUpdateFlushed(1)
-        XCTAssertEqual(
-            names([core.nextDueAfterUpdate(), core.nextDueAfterUpdate()].compactMap { $0 }), names(released.flushedWork)
-        )
-        XCTAssertNil(core.nextDueAfterUpdate())
+        XCTAssertNil(core.due(after: .afterUpdatePerformed))
+        let due = [core.due(after: .flushCompleted(ticket: 1)), core.due(after: .afterUpdatePerformed)]
+        XCTAssertEqual(names(due.compactMap { $0 }), names(released.flushedWork))
+        XCTAssertNil(core.due(after: .afterUpdatePerformed))
         XCTAssertEqual(core.runAfterUpdate(.judgeRestoredCalls, storeIsIdle: true), .runNow, "nothing pending: now")
     }
 

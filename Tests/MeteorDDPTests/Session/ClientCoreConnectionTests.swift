@@ -125,17 +125,17 @@ final class ClientCoreConnectionTests: XCTestCase {
         _ = core.handle(.connectRequested)
         XCTAssertEqual(describe(core.handle(.pingReceived(id: "a"))), [])
         _ = core.handle(.pingReceived(id: "b"))
-        XCTAssertEqual(core.takeOwedPong(), .some("b"))
-        XCTAssertEqual(core.takeOwedPong(), nil, "taken")
+        XCTAssertEqual(describe(core.handle(.burstHandled)), ["send(pong b)", "pushCacheUpdates"])
+        XCTAssertEqual(describe(core.handle(.burstHandled)), ["pushCacheUpdates"], "answered")
         _ = core.handle(.pingReceived(id: nil))
         _ = core.handle(.transportClosed(nil, generation: 1))
-        XCTAssertEqual(core.takeOwedPong(), nil)
+        XCTAssertEqual(describe(core.handle(.burstHandled)), ["pushCacheUpdates"])
 
         var configuration = DDPClient.Configuration()
         configuration.respondToPings = false
         var silent = ClientCore(configuration: configuration)
         _ = silent.handle(.pingReceived(id: "a"))
-        XCTAssertEqual(silent.takeOwedPong(), nil, "respondToPings off")
+        XCTAssertEqual(describe(silent.handle(.burstHandled)), ["pushCacheUpdates"], "respondToPings off")
     }
 
     /// Events of a transport the client already let go of change nothing.

@@ -38,35 +38,34 @@ final class ClientCoreSubscriptionTests: XCTestCase {
         let lists = subscribe(&core, "lists").record
         let tags = subscribe(&core, "tags").record
         XCTAssertEqual(
-            describe(core.handle(.readyReceived(ids: ["nope", todos.id], storeIsIdle: false))),
+            describe(core.handle(.readyReceived(ids: ["nope", todos.id], storeIsIdle: false, held: false))),
             ["unknown(ready nope)", "requestFlush(1)"], "behind what the cache has still to apply")
         XCTAssertEqual(
-            describe(core.handle(.readyReceived(ids: [lists.id], storeIsIdle: true))), [],
+            describe(core.handle(.readyReceived(ids: [lists.id], storeIsIdle: true, held: false))), [],
             "idle, but behind the work already waiting")
-        core.afterUpdateFlushed(1)
-        guard case .subscriptionReady(let first)? = core.nextDueAfterUpdate(),
-            case .subscriptionReady(let second)? = core.nextDueAfterUpdate()
+        guard case .subscriptionReady(let first)? = core.due(after: .flushCompleted(ticket: 1)),
+            case .subscriptionReady(let second)? = core.due(after: .afterUpdatePerformed)
         else { return XCTFail("both ready once the flush is done") }
         XCTAssertEqual([first.name, second.name], ["todos", "lists"], "in the order the frames came")
-        XCTAssertNil(core.nextDueAfterUpdate())
+        XCTAssertNil(core.due(after: .afterUpdatePerformed))
         // A sent call's stub wrote a document: a ready waits for its server version.
         let call = core.call("add")
         core.stubRan(methodID: call.id, originals: [(DocumentKey(collectionName: "todos", documentID: "a"), nil)])
-        XCTAssertEqual(describe(core.handle(.readyReceived(ids: [tags.id], storeIsIdle: true))), [])
+        XCTAssertEqual(describe(core.handle(.readyReceived(ids: [tags.id], storeIsIdle: true, held: false))), [])
         XCTAssertEqual(core.releaseDocuments(writtenBy: call.id).flushedWork.count, 1, "due when it is released")
 
         XCTAssertEqual(
-            describe(core.handle(.nosubReceived(id: todos.id, error: nil, storeIsIdle: true))),
+            describe(core.handle(.nosubReceived(id: todos.id, error: nil, storeIsIdle: true, held: false))),
             ["settle(todos, stopped)"])
         let refused = MeteorError(error: .number(403), reason: "no")
         guard
             case .settleSubscription(let record, .failed(let error))? =
-                core.handle(.nosubReceived(id: lists.id, error: refused, storeIsIdle: true)).first
+                core.handle(.nosubReceived(id: lists.id, error: refused, storeIsIdle: true, held: false)).first
         else { return XCTFail("not failed") }
         XCTAssertEqual(record.name, "lists")
         XCTAssertEqual(error.meteorError, refused)
         XCTAssertEqual(
-            describe(core.handle(.nosubReceived(id: todos.id, error: nil, storeIsIdle: true))),
+            describe(core.handle(.nosubReceived(id: todos.id, error: nil, storeIsIdle: true, held: false))),
             ["unknown(nosub \(todos.id))"], "ended already")
     }
 

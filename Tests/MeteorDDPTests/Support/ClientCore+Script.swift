@@ -51,6 +51,12 @@ extension ClientCore {
         return nil
     }
 
+    /// The due work `input` hands out (``Input/flushCompleted(ticket:)``, ``Input/afterUpdatePerformed``), if any.
+    mutating func due(after input: Input) -> AfterUpdateWork? {
+        for case .performDueAfterUpdate(let work) in handle(input) { return work }
+        return nil
+    }
+
     /// Each action as a short line, for scripts to compare.
     static func describe(_ actions: [Action]) -> [String] {
         actions.map { action in
@@ -58,6 +64,7 @@ extension ClientCore {
             case .openTransport(let generation): "openTransport(\(generation))"
             case .closeTransport: "closeTransport"
             case .forgetTransport: "forgetTransport"
+            case .send(.pong(let id)): "send(pong \(id ?? "-"))"
             case .send(let message): "send(\(message.name))"
             case .sendCalls(let calls): "sendCalls(\(calls.map(\.name).joined(separator: " ")))"
             case .resultArrived(let call): "resultArrived(\(call.name))"
@@ -79,7 +86,22 @@ extension ClientCore {
             case .runReconnectHooks(let run, let hooks): "runHooks(\(run), \(hooks.count) hooks)"
             case .releaseHeldMessages: "releaseHeldMessages"
             case .applyQuiescence(let hold): "applyQuiescence(resetting: \(hold.resetting))"
-            case .persistSessionChanges: "persistSessionChanges"
+            case .applyToCache(let update): "applyToCache(\(update))"
+            case .dataNotCached(let routing, let key): "notCached(\(routing), \(key.documentID))"
+            case .releaseDocuments(let released): "release(\(released.replacements.map(\.key.documentID)))"
+            case .pushCacheUpdates: "pushCacheUpdates"
+            case .performDueAfterUpdate(let work): "performDue(\(work))"
+            case .replayPendingStubs: "replayPendingStubs"
+            case .replayRound(let plan): "replayRound(\(plan.calls.map(\.0.name).joined(separator: " ")))"
+            case .replayStartedFailing(let id): "replayStartedFailing(\(id))"
+            case .storeSessionChanges(let changes, let subscriptions):
+                "store(\(changes.count) documents, subscriptions: \(subscriptions.map { "\($0.count)" } ?? "-"))"
+            case .removeStoredCall(let id): "removeStoredCall(\(id))"
+            case .judgeRestoredCall(let id, _, let waited): "judge(\(id)\(waited ? ", waited" : ""))"
+            case .restoredCallAwaitsServerData(let id): "awaitServerData(\(id))"
+            case .restoredCallJudged(let id, let match): "judged(\(id), \(match))"
+            case .subscribed(let record, let isNew, _): "subscribed(\(record.name)\(isNew ? ", new" : ""))"
+            case .logUnsubscribed(let record): "unsubscribed(\(record.name))"
             case .closed(let closing):
                 "closed(calls: \(closing.failedCalls.map(\.name).joined(separator: " ")), subscriptions: "
                     + "\(closing.stoppedSubscriptions.map(\.name).joined(separator: " ")))"
