@@ -77,13 +77,16 @@ extension ClientCore {
         var idle = storeIsIdle
         var actions: [Action] = []
         for id in ids {
-            actions += releaseActions(writtenBy: id, storeIsIdle: &idle)
+            release(writtenBy: id, storeIsIdle: &idle, into: &actions)
             methodUpdated(id)
             guard hasOutstandingMethod(id) else {
                 actions.append(Self.unknownMethod(id, frame: "updated"))
                 continue
             }
-            actions += afterUpdateActions(.methodDataVisible(id: id), afterServerDocuments: true, storeIsIdle: idle)
+            if let action = afterUpdateAction(.methodDataVisible(id: id), afterServerDocuments: true, storeIsIdle: idle)
+            {
+                actions.append(action)
+            }
         }
         return actions
     }
@@ -91,32 +94,32 @@ extension ClientCore {
     /// The documents only call `id`'s stub still held get the server's version (``releaseDocuments(writtenBy:)``),
     /// then the work that waited for them is queued behind. `storeIsIdle` turns false when something is queued for
     /// the cache.
-    mutating func releaseActions(writtenBy id: String, storeIsIdle: inout Bool) -> [Action] {
+    mutating func release(writtenBy id: String, storeIsIdle: inout Bool, into actions: inout [Action]) {
         let released = releaseDocuments(writtenBy: id)
-        var actions: [Action] = []
         if !released.replacements.isEmpty || !released.serverChanges.isEmpty {
             actions.append(.releaseDocuments(released))
             if !released.replacements.isEmpty { storeIsIdle = false }
         }
         for work in released.flushedWork {
-            actions += afterUpdateActions(work, afterServerDocuments: false, storeIsIdle: storeIsIdle)
+            if let action = afterUpdateAction(work, afterServerDocuments: false, storeIsIdle: storeIsIdle) {
+                actions.append(action)
+            }
         }
-        return actions
     }
 
     /// `work` queued behind the cache's updates (and, `afterServerDocuments`, behind the sent calls' stub-written
-    /// documents' server versions), as actions: done now, queued, or a flush asked for.
-    mutating func afterUpdateActions(_ work: AfterUpdateWork, afterServerDocuments: Bool, storeIsIdle: Bool)
-        -> [Action]
+    /// documents' server versions), as an action: done now, or a flush asked for (`nil`: it waits behind other work).
+    mutating func afterUpdateAction(_ work: AfterUpdateWork, afterServerDocuments: Bool, storeIsIdle: Bool)
+        -> Action?
     {
         let decision =
             afterServerDocuments
             ? runWhenAllServerDocumentsAreFlushed(work, storeIsIdle: storeIsIdle)
             : runAfterUpdate(work, storeIsIdle: storeIsIdle)
         switch decision {
-        case .runNow: return [.performAfterUpdate(work)]
-        case .queued: return []
-        case .requestFlush(let ticket): return [.requestFlush(ticket: ticket)]
+        case .runNow: return .performAfterUpdate(work)
+        case .queued: return nil
+        case .requestFlush(let ticket): return .requestFlush(ticket: ticket)
         }
     }
 

@@ -64,11 +64,16 @@ extension ClientCore {
         let (ready, unknown) = subscriptionsReady(ids)
         var actions = unknown.map { Action.logUnknownSubscription(frame: "ready", id: $0) }
         for record in ready where record.shared.status != .ready {
-            actions += afterUpdateActions(
-                .subscriptionReady(record.shared), afterServerDocuments: true, storeIsIdle: storeIsIdle)
+            let work = AfterUpdateWork.subscriptionReady(record.shared)
+            if let action = afterUpdateAction(work, afterServerDocuments: true, storeIsIdle: storeIsIdle) {
+                actions.append(action)
+            }
         }
         if restoredCallsAwaitServerData {
-            actions += afterUpdateActions(.judgeRestoredCalls, afterServerDocuments: true, storeIsIdle: storeIsIdle)
+            if let action = afterUpdateAction(.judgeRestoredCalls, afterServerDocuments: true, storeIsIdle: storeIsIdle)
+            {
+                actions.append(action)
+            }
         }
         return actions
     }
@@ -84,7 +89,10 @@ extension ClientCore {
             error.map { .failed(SubscriptionError(name: record.name, meteorError: $0)) } ?? .stopped
         var actions: [Action] = [.settleSubscription(record, status)]
         if restoredCallsAwaitServerData {
-            actions += afterUpdateActions(.judgeRestoredCalls, afterServerDocuments: true, storeIsIdle: storeIsIdle)
+            if let action = afterUpdateAction(.judgeRestoredCalls, afterServerDocuments: true, storeIsIdle: storeIsIdle)
+            {
+                actions.append(action)
+            }
         }
         return actions
     }

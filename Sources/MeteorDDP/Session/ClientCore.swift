@@ -26,8 +26,8 @@ struct ClientCore {
     /// The offline store's restored state to reconcile and what the store was last given (empty without
     /// persistence).
     var offline = OfflineState()
-    /// Whether `close()` was called: everything asked afterwards is answered at once.
-    private(set) var isClosed = false
+    /// The client's life: open until `close()`, closed for good after (everything asked then is answered at once).
+    private(set) var lifecycle = Lifecycle.open
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -71,6 +71,9 @@ struct ClientCore {
         }
     }
 
+    /// Whether `close()` was called.
+    var isClosed: Bool { lifecycle == .closed }
+
     /// The negotiated DDP version while the session is established.
     var sessionVersion: DDPVersion? { machine.version }
 
@@ -79,6 +82,14 @@ struct ClientCore {
 }
 
 extension ClientCore {
+    /// The client's life as the core sees it.
+    enum Lifecycle: Equatable {
+        /// Connecting, connected or not, as the connection machine says.
+        case open
+        /// `close()` took effect: no connection any more, calls fail and subscriptions stop at once.
+        case closed
+    }
+
     /// What closing leaves to fail and stop.
     struct Closing {
         /// Every pending call, in call order: each fails with ``MethodError/Kind/clientClosed``.
@@ -103,7 +114,7 @@ extension ClientCore {
         case .closeRequested:
             guard !isClosed else { return [] }
             var actions = machineActions(machine.disconnectRequested())
-            isClosed = true
+            lifecycle = .closed
             actions.append(
                 .closed(
                     Closing(
@@ -173,11 +184,14 @@ extension ClientCore {
 
         case .dataReceived(let message, let held): return dataActions(message, held: held)
         case .callSettledAtQuiescence(let id, let storeIsIdle):
-            var idle = storeIsIdle
-            return releaseActions(writtenBy: id, storeIsIdle: &idle)
+            var (idle, actions) = (storeIsIdle, [Action]())
+            release(writtenBy: id, storeIsIdle: &idle, into: &actions)
+            return actions
         case .sessionResetApplied: return sessionResetAppliedActions()
         case .afterUpdateRequested(let work, let afterServerDocuments, let storeIsIdle):
-            return afterUpdateActions(work, afterServerDocuments: afterServerDocuments, storeIsIdle: storeIsIdle)
+            return afterUpdateAction(work, afterServerDocuments: afterServerDocuments, storeIsIdle: storeIsIdle).map {
+                [$0]
+            } ?? []
         case .flushCompleted(let ticket):
             afterUpdateFlushed(ticket)
             return dueAfterUpdateActions()
