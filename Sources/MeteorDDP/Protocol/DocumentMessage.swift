@@ -27,6 +27,22 @@ struct DocumentMessage: Sendable {
         self.cleared = cleared
     }
 
+    /// An `added` or `changed` the general parser read (`nil` for any other message).
+    init?(_ message: ServerMessage) {
+        switch message {
+        case .added(let collection, let id, let fields):
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
+            self.init(
+                kind: .added, key: key, wireID: id, fields: Document(id: key.documentID, fields: fields), cleared: [])
+        case .changed(let collection, let id, let fields, let cleared):
+            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
+            self.init(
+                kind: .changed, key: key, wireID: id, fields: Document(id: key.documentID, fields: fields),
+                cleared: cleared)
+        default: return nil
+        }
+    }
+
     init(kind: Kind, key: DocumentKey, wireID: String, fields: Document, cleared: [String]) {
         self.init(
             kind: kind, key: key, escapedWireID: wireID == key.documentID ? nil : wireID, fields: fields,

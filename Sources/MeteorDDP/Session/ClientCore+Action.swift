@@ -5,6 +5,8 @@ import EJSON
 /// One performer hands an input back (``Action/runReconnectHooks(run:hooks:)`` with no hooks): it is always the last
 /// action of its list, so the core's next mutation starts once this list is done.
 extension ClientCore {
+    /// Large payloads of rare actions are boxed (`indirect`): each action is copied out of its list once, and the
+    /// frequent ones stay small.
     enum Action {
         // MARK: The transport
 
@@ -75,7 +77,7 @@ extension ClientCore {
 
         /// A subscription's handles take `status` (a `nosub`: stopped, or failed with the server's error; a new socket
         /// stops those no handle used any more).
-        case settleSubscription(SubscriptionManager.Record, SubscriptionStatus)
+        indirect case settleSubscription(SubscriptionManager.Record, SubscriptionStatus)
         /// A `ready` or `nosub` named a subscription the client does not have (logged, as Meteor ignores it).
         case logUnknownSubscription(frame: String, id: String)
         /// Work that waited for the cache is due: the client does it now.
@@ -94,12 +96,12 @@ extension ClientCore {
         case cancelTimer(Timer)
         /// Waits `delay` before the next attempt: schedules ``Timer/retry`` and publishes the waiting status with the
         /// time the retry falls due (read on the client's clock).
-        case waitToRetry(retryCount: Int, delay: Duration, reason: DDPError)
+        indirect case waitToRetry(retryCount: Int, delay: Duration, reason: DDPError)
 
         // MARK: What the app sees
 
-        case publishStatus(ConnectionStatus)
-        case report(DDPError)
+        indirect case publishStatus(ConnectionStatus)
+        indirect case report(DDPError)
         case logSessionEstablished(session: String, version: DDPVersion, isReconnect: Bool)
 
         // MARK: A new socket

@@ -59,30 +59,21 @@ extension ClientCore {
         session.undeclaredCollections.declare(collection)
     }
 
-    /// `added`, `changed` or `removed` (``Input/dataReceived(_:held:)``): held while the session waits for quiescence
+    /// `added` or `changed` (``Input/documentReceived(_:held:)``): held while the session waits for quiescence
     /// (unless quiescence released it), else routed: to the cache, or not (kept aside, dropped).
     @inline(__always)
-    mutating func dataActions(_ message: consuming IncomingMessage, held: Bool) -> [Action] {
-        if !held, session.quiescence != nil { return holdActions(message) }
-        switch consume message {
-        case .document(let document): return documentActions(document)
-        case .message(.added(let collection, let id, let fields)):
-            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
-            let document = Document(id: key.documentID, fields: fields)
-            return documentActions(DocumentMessage(kind: .added, key: key, wireID: id, fields: document, cleared: []))
-        case .message(.changed(let collection, let id, let fields, let cleared)):
-            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
-            let document = Document(id: key.documentID, fields: fields)
-            return documentActions(
-                DocumentMessage(kind: .changed, key: key, wireID: id, fields: document, cleared: cleared))
-        case .message(.removed(let collection, let id)):
-            let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
-            let routing = serverRemoved(key)
-            guard case .toCache = routing else { return [.dataNotCached(routing, key)] }
-            return [.applyToCache(.removed(key))]
-        case .message(let other):
-            preconditionFailure("Internal inconsistency: \(other.name) is not a document message")
-        }
+    mutating func documentReceivedActions(_ message: consuming DocumentMessage, held: Bool) -> [Action] {
+        if !held, session.quiescence != nil { return holdActions(.document(message)) }
+        return documentActions(message)
+    }
+
+    /// `removed` (``Input/removedReceived(collection:id:held:)``), as `added` and `changed`.
+    mutating func removedActions(collection: String, id: String, held: Bool) -> [Action] {
+        if !held, session.quiescence != nil { return holdActions(.message(.removed(collection: collection, id: id))) }
+        let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
+        let routing = serverRemoved(key)
+        guard case .toCache = routing else { return [.dataNotCached(routing, key)] }
+        return [.applyToCache(.removed(key))]
     }
 
     /// `added` and `changed`, their fields packed. A stub-written document's server copy gets the fields decoded.

@@ -9,6 +9,8 @@ import EJSON
 /// login's resume token and the offline store's bookkeeping. ``DDPClient`` cannot write the core otherwise: its
 /// `core` has a private setter, and the one function that mutates it hands an input here.
 extension ClientCore {
+    /// Large payloads of rare inputs are boxed (`indirect`): every input is moved at least once, and the frequent ones
+    /// stay small.
     enum Input {
         // MARK: The app
 
@@ -42,10 +44,10 @@ extension ClientCore {
         // MARK: Calls
 
         /// A new call's stub ran (or it has none, or it threw): the call takes the core's next id.
-        case stubRan(StubRun)
+        indirect case stubRan(StubRun)
         /// A call whose stub ran was made; `kept`: its record is on its way to the offline store.
         case callMade(MethodCoordinator.Invocation, kept: Bool)
-        /// `updated` for `ids` (held as a data message; `held` as for ``dataReceived(_:held:)``). `storeIsIdle`:
+        /// `updated` for `ids` (held as a data message; `held` as for ``documentReceived(_:held:)``). `storeIsIdle`:
         /// whether the cache has applied everything queued for it.
         case updatedReceived(ids: [String], storeIsIdle: Bool, held: Bool)
         /// A call's `result` (a result that did not parse: a failure).
@@ -59,23 +61,25 @@ extension ClientCore {
         // MARK: Subscriptions
 
         /// ``DDPClient/subscribe(_:params:notInUseTimeout:)`` (or a handle made inside a transaction, now bound).
-        case subscribeRequested(SubscribeRequest)
+        indirect case subscribeRequested(SubscribeRequest)
         /// A handle let go of subscription `id`.
         case subscriptionReleased(id: String)
         /// A `ready` or `nosub` for `id` that did not parse (reported already): the subscription fails.
-        case subscriptionFrameUnreadable(id: String, DDPProtocolViolation)
-        /// `ready` for `ids` (held as a data message; `held` as for ``dataReceived(_:held:)``). `storeIsIdle`: whether
-        /// the cache has applied everything queued for it (work that waits for the cache is decided with it).
+        indirect case subscriptionFrameUnreadable(id: String, DDPProtocolViolation)
+        /// `ready` for `ids` (held as a data message; `held` as for ``documentReceived(_:held:)``). `storeIsIdle`:
+        /// whether the cache has applied everything queued for it (work that waits for the cache is decided with it).
         case readyReceived(ids: [String], storeIsIdle: Bool, held: Bool)
         /// `nosub` for `id`, with the server's error if it failed.
-        case nosubReceived(id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool)
+        indirect case nosubReceived(id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool)
 
         // MARK: The cache
 
-        /// `added`, `changed` or `removed` of the established session: held while the session waits for quiescence,
-        /// else routed (`held`: quiescence came, and it is one of the messages it held: routed now, whatever holds
-        /// since). The flood path: nothing is asked of the cache.
-        case dataReceived(IncomingMessage, held: Bool)
+        /// `added` or `changed` of the established session (its fields packed): held while the session waits for
+        /// quiescence, else routed (`held`: quiescence came, and it is one of the messages it held: routed now,
+        /// whatever holds since). The flood path: nothing is asked of the cache.
+        case documentReceived(DocumentMessage, held: Bool)
+        /// `removed` of the established session (`held` as for ``documentReceived(_:held:)``).
+        case removedReceived(collection: String, id: String, held: Bool)
         /// Quiescence came for a call that is not sent again: the documents only its stub still held get the server's
         /// version.
         case callSettledAtQuiescence(id: String, storeIsIdle: Bool)
@@ -108,7 +112,7 @@ extension ClientCore {
         // MARK: The offline store
 
         /// The store was read at launch.
-        case storeRestored(RestoredState)
+        indirect case storeRestored(RestoredState)
         /// The client hands the store what changed in the session.
         case sessionChangesRequested
         /// Logging out erased the store's subscriptions.

@@ -3,14 +3,13 @@
 /// undeclared collections, reconnect hooks and resume token, and the offline store's durability gate and
 /// reconciliation state.
 ///
-/// No clock, no queue, no I/O. The connection's life, a call's answers and the server's `ready`/`nosub` go in through
-/// one funnel, ``handle(_:)``: an ``Input`` in, the ``Action``s the client performs out (async-http-client's
-/// `HTTPConnectionPool.StateMachine` shape). The connection and heartbeat machines are the core's own: only
-/// ``handle(_:)`` drives them. A call's making, data and the app's subscribing still enter by `mutating` functions,
-/// one family per file (`ClientCore+Methods.swift`, `+Data`, `+AfterUpdate`, `+Quiescence`, `+Reconnect`,
-/// `+Subscriptions`, `+StubReplays`, `+Reconciliation`), returning values that ``DDPClient`` performs once the
-/// mutation is complete. Not `Sendable`: the client queue owns the one instance, in
-/// ``DDPClient``. docs/ARCHITECTURE.md lists the inputs and what comes out.
+/// No clock, no queue, no I/O. Everything that changes it goes in through one funnel, ``handle(_:)``: an ``Input``
+/// in, the ``Action``s the client performs out (async-http-client's `HTTPConnectionPool.StateMachine` shape).
+/// ``DDPClient`` cannot write it otherwise (its `core` has a private setter; the one write hands an input here). The
+/// machines and the lifecycle are the core's own: only ``handle(_:)`` drives them; each family's decisions live in its
+/// concept folder as an extension (`ClientCore+Methods.swift`, `+Data`, `+AfterUpdate`, `+Quiescence`, `+Reconnect`,
+/// `+Subscriptions`, `+StubReplays`, `+Reconciliation`), called from ``handle(_:)``. Not `Sendable`: the client queue
+/// owns the one instance, in ``DDPClient``. docs/ARCHITECTURE.md lists the inputs and what comes out.
 struct ClientCore {
     /// The connection lifecycle. Driven only by ``handle(_:)``.
     private(set) var machine: ConnectionStateMachine
@@ -182,7 +181,9 @@ extension ClientCore {
         case .nosubReceived(let id, let error, let storeIsIdle, let held):
             return subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle, held: held)
 
-        case .dataReceived(let message, let held): return dataActions(message, held: held)
+        case .documentReceived(let message, let held): return documentReceivedActions(message, held: held)
+        case .removedReceived(let collection, let id, let held):
+            return removedActions(collection: collection, id: id, held: held)
         case .callSettledAtQuiescence(let id, let storeIsIdle):
             var (idle, actions) = (storeIsIdle, [Action]())
             release(writtenBy: id, storeIsIdle: &idle, into: &actions)

@@ -2,14 +2,12 @@ import Dispatch
 import EJSON
 
 // The client's driver for what the server sends: every input from the transport (a batch of frames and transport
-// events from the inbox, a session message, data, a method's result and `updated`, `ready`, `nosub`, quiescence) goes
-// to the core, through its funnel (`ClientCore.handle(_:)`, performed by `run(_:)` in DDPClient+Actions.swift: the
-// transport's events, the handshake, pings, a call's answers, `ready`, `nosub`) or as an event of its family (data,
-// `updated`'s release, quiescence), and what comes back is performed after the core's mutation has completed. The
-// app's requests drive the core from their own files the same way (a call in Methods/DDPClient+Methods.swift, a
-// subscription in Subscriptions/DDPClient+Subscriptions.swift, the connection in Connection/DDPClient+Connecting.swift,
-// which keeps the transport's and the timers' glue); the offline store's writes from
-// Persistence/DDPClient+Persistence.swift.
+// events from the inbox, a session message, data, a method's result and `updated`, `ready`, `nosub`) goes to the core
+// through its funnel (`ClientCore.handle(_:)`, via `decide(_:)`), and what comes back is performed by `run(_:)`
+// (DDPClient+Actions.swift) after the core's mutation has completed. The app's requests hand the core their inputs
+// from their own files the same way (a call and its stub in Methods/DDPClient+Methods.swift, a subscription in
+// Subscriptions/DDPClient+Subscriptions.swift, the connection in Connection/DDPClient+Connecting.swift, which keeps the
+// transport's and the timers' glue); the offline store's from Persistence/DDPClient+Persistence.swift.
 
 extension DDPClient {
     // MARK: - Inputs
@@ -126,22 +124,29 @@ extension DDPClient {
     @inline(__always)
     func handleSessionMessage(_ message: consuming IncomingMessage, held: Bool = false) {
         switch consume message {
-        case .document(let document): run(decide(.dataReceived(.document(document), held: held)))
+        case .document(let document): run(decide(.documentReceived(document, held: held)))
         case .message(.result(let id, let result, let error)):
             methodResultReceived(id, outcome: error.map { .failure($0) } ?? .success(result))
+        case .message(.removed(let collection, let id)):
+            run(decide(.removedReceived(collection: collection, id: id, held: held)))
         case .message(.ready(let ids)): run(decide(.readyReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
         case .message(.nosub(let id, let error)):
             run(decide(.nosubReceived(id: id, error: error, storeIsIdle: store.isIdle, held: held)))
         case .message(.updated(let ids)):
             run(decide(.updatedReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
-        case .message(let message): run(decide(.dataReceived(.message(message), held: held)))
+        case .message(let message):
+            // `added` or `changed` the packed decoder declined: the same message once its fields are packed.
+            guard let document = DocumentMessage(message) else {
+                preconditionFailure("Internal inconsistency: \(message.name) is not a data message")
+            }
+            run(decide(.documentReceived(document, held: held)))
         }
     }
 
     /// A document message that did not go to the cache: logged, or the undeclared collections' limit reported.
     func perform(_ routing: ClientCore.DataRouting, key: DocumentKey) {
         switch routing {
-        case .toCache: preconditionFailure("Internal inconsistency: the cache's updates are enqueued by the caller")
+        case .toCache: preconditionFailure("Internal inconsistency: the cache's updates come as applyToCache")
         case .keptAside(let anomaly): logKeptAside(anomaly, key: key)
         case .dropped(report: false): break
         case .dropped(report: true):

@@ -42,8 +42,8 @@ final class ClientCoreCallScriptTests: XCTestCase {
         return (invocation, describe(ran), describe(made))
     }
 
-    private func added(_ key: DocumentKey, _ fields: EJSONObject = ["title": "milk"]) -> IncomingMessage {
-        .message(.added(collection: key.collectionName, id: key.documentID, fields: fields))
+    private func added(_ key: DocumentKey, _ fields: EJSONObject = ["title": "milk"]) -> DocumentMessage {
+        DocumentMessage(.added(collection: key.collectionName, id: key.documentID, fields: fields))!
     }
 
     /// A call with a stub, from its run to its completion: the stub's write keeps the server's `added` aside, the
@@ -58,7 +58,7 @@ final class ClientCoreCallScriptTests: XCTestCase {
         XCTAssertEqual(made, ["sendCalls(todos.add)"])
 
         XCTAssertEqual(
-            describe(core.handle(.dataReceived(added(todo), held: false))), ["notCached(keptAside(nil), t1)"],
+            describe(core.handle(.documentReceived(added(todo), held: false))), ["notCached(keptAside(nil), t1)"],
             "the stub wrote it: the server's version is kept aside")
         XCTAssertEqual(
             describe(core.handle(.resultReceived(id: add.id, .success(.string("t1"))))), ["resultArrived(todos.add)"])
@@ -72,7 +72,7 @@ final class ClientCoreCallScriptTests: XCTestCase {
         XCTAssertEqual(describe(core.handle(.methodDataVisible(id: id))), ["complete(todos.add)"])
         XCTAssertNil(core.due(after: .afterUpdatePerformed), "nothing else waited")
         XCTAssertEqual(
-            describe(core.handle(.dataReceived(.message(.removed(collection: "todos", id: "t1")), held: false))),
+            describe(core.handle(.removedReceived(collection: "todos", id: "t1", held: false))),
             ["applyToCache(removed t1)"],
             "no stub holds it any more: straight to the cache")
     }
@@ -98,7 +98,7 @@ final class ClientCoreCallScriptTests: XCTestCase {
         let connected = describe(core.handle(.connectedReceived(session: "s2")))
         XCTAssertFalse(connected.contains("applyQuiescence(resetting: true)"), "the subscription is not ready yet")
 
-        XCTAssertEqual(describe(core.handle(.dataReceived(added(todo), held: false))), [], "held")
+        XCTAssertEqual(describe(core.handle(.documentReceived(added(todo), held: false))), [], "held")
         XCTAssertEqual(
             describe(core.handle(.readyReceived(ids: [todos], storeIsIdle: true, held: false))), [],
             "held too: the call sent again on this socket has no `updated` yet")
@@ -111,7 +111,7 @@ final class ClientCoreCallScriptTests: XCTestCase {
         XCTAssertFalse(core.isHoldingForQuiescence)
 
         // The client applies the hold: its messages come back in order, routed now, then the reset is applied.
-        XCTAssertEqual(describe(core.handle(.dataReceived(added(todo), held: true))), ["applyToCache(added t1)"])
+        XCTAssertEqual(describe(core.handle(.documentReceived(added(todo), held: true))), ["applyToCache(added t1)"])
         XCTAssertEqual(
             describe(core.handle(.readyReceived(ids: [todos], storeIsIdle: false, held: true))), ["requestFlush(1)"],
             "the handle is ready once the new session's data is applied")
@@ -139,12 +139,12 @@ final class ClientCoreCallScriptTests: XCTestCase {
         XCTAssertEqual(loginMade, ["sendCalls(login)"])
         let (next, _, nextMade) = call(&core, "todos.add")
         XCTAssertEqual(nextMade, [], "behind the wait call")
-        XCTAssertEqual(describe(core.handle(.dataReceived(added(todo), held: false))), [], "held behind the login")
+        XCTAssertEqual(describe(core.handle(.documentReceived(added(todo), held: false))), [], "held behind the login")
         XCTAssertEqual(describe(core.handle(.resultReceived(id: login.id, .success(nil)))), ["resultArrived(login)"])
         XCTAssertEqual(
             describe(core.handle(.updatedReceived(ids: [login.id], storeIsIdle: true, held: false))),
             ["applyQuiescence(resetting: false)"], "its updated ends the hold")
-        XCTAssertEqual(describe(core.handle(.dataReceived(added(todo), held: true))), ["applyToCache(added t1)"])
+        XCTAssertEqual(describe(core.handle(.documentReceived(added(todo), held: true))), ["applyToCache(added t1)"])
         XCTAssertEqual(
             describe(core.handle(.updatedReceived(ids: [login.id], storeIsIdle: false, held: true))),
             ["requestFlush(1)"], "visible once the held data is applied")
@@ -166,7 +166,7 @@ final class ClientCoreCallScriptTests: XCTestCase {
         let (add, _, _) = call(&core, "todos.add", writes: [todo], replay: true)
         XCTAssertEqual(describe(core.handle(.burstHandled)), ["pushCacheUpdates"], "nothing changed: no replay")
         XCTAssertEqual(
-            describe(core.handle(.dataReceived(added(todo), held: false))), ["notCached(keptAside(nil), t1)"])
+            describe(core.handle(.documentReceived(added(todo), held: false))), ["notCached(keptAside(nil), t1)"])
         XCTAssertEqual(describe(core.handle(.burstHandled)), ["replayPendingStubs", "pushCacheUpdates"])
         XCTAssertEqual(
             describe(core.handle(.replayRoundRequested(stubNamed: { _ in nil }))), ["replayRound(todos.add)"])
