@@ -11,12 +11,26 @@ extension DDPClient {
         run(decide(input))
     }
 
-    func run(_ actions: [ClientCore.Action]) {
-        for action in actions { run(action) }
+    func run(_ actions: consuming [ClientCore.Action]) {
+        switch actions.count {
+        case 0: return
+        case 1: run(actions.removeLast())
+        default:
+            // Each action moved out (a trivial one left in its place) and consumed: its payload (a cache update's key
+            // and fields above all) is never copied on the way.
+            for index in actions.indices {
+                let action = actions.withUnsafeMutableBufferPointer { buffer in
+                    let slot = buffer.baseAddress! + index
+                    defer { slot.initialize(to: .pushCacheUpdates) }
+                    return slot.move()
+                }
+                run(action)
+            }
+        }
     }
 
-    private func run(_ action: ClientCore.Action) {
-        switch action {
+    private func run(_ action: consuming ClientCore.Action) {
+        switch consume action {
         case .openTransport(let generation): openTransport(generation: generation)
         case .closeTransport:
             connection?.close()

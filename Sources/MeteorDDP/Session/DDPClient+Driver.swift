@@ -123,18 +123,24 @@ extension DDPClient {
     /// `_processOneDataMessage`). `held`: quiescence released it.
     @inline(__always)
     func handleSessionMessage(_ message: consuming IncomingMessage, held: Bool = false) {
+        // Two levels: a nested pattern over the consumed message would copy it (retaining its fields) per frame.
         switch consume message {
         case .document(let document): run(decide(.documentReceived(document, held: held)))
-        case .message(.result(let id, let result, let error)):
+        case .message(let message): handleSessionMessage(message, held: held)
+        }
+    }
+
+    private func handleSessionMessage(_ message: ServerMessage, held: Bool) {
+        switch message {
+        case .result(let id, let result, let error):
             methodResultReceived(id, outcome: error.map { .failure($0) } ?? .success(result))
-        case .message(.removed(let collection, let id)):
+        case .removed(let collection, let id):
             run(decide(.removedReceived(collection: collection, id: id, held: held)))
-        case .message(.ready(let ids)): run(decide(.readyReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
-        case .message(.nosub(let id, let error)):
+        case .ready(let ids): run(decide(.readyReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
+        case .nosub(let id, let error):
             run(decide(.nosubReceived(id: id, error: error, storeIsIdle: store.isIdle, held: held)))
-        case .message(.updated(let ids)):
-            run(decide(.updatedReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
-        case .message(let message):
+        case .updated(let ids): run(decide(.updatedReceived(ids: ids, storeIsIdle: store.isIdle, held: held)))
+        default:
             // `added` or `changed` the packed decoder declined: the same message once its fields are packed.
             guard let document = DocumentMessage(message) else {
                 preconditionFailure("Internal inconsistency: \(message.name) is not a data message")
