@@ -112,73 +112,6 @@ extension DDPClient {
         connection.send(frame)
     }
 
-    /// Whether a `.debug` line of `kind` is logged now: the logger logs at `.debug` and ``LogThrottle`` admits it (one
-    /// a second per kind, the others counted in a summary).
-    func admitsDebugLine(_ kind: LogThrottle.Kind) -> Bool {
-        logger.logLevel <= .debug && logThrottle.admit(kind, budget: LogThrottle.violationsPerSecond, level: .debug)
-    }
-
-    /// Reports an error the client survived: logged at `.debug` (at most one line a second per kind, the others
-    /// counted in a summary: ``LogThrottle``) and published on ``errors`` (every one).
-    func report(_ error: DDPError) {
-        if admitsDebugLine(error.throttleKind) { logger.debug("\(error.description)") }
-        // `reportsOfThisDrain` belongs to the client queue: asked only there (the offline store's writer reports too).
-        guard isOnClientQueue, reportsOfThisDrain != nil else { return errorBroadcaster.yield(error) }
-        reportsOfThisDrain!.append(error)
-        if reportsOfThisDrain!.count >= Self.errorsBufferLimit { publishReportsOfThisDrain(continuing: true) }
-    }
-
-    /// A method's parameters may carry secrets (passwords, resume and reset tokens, custom login handlers' data):
-    /// method frames are logged without them, unless the method is listed in
-    /// ``Configuration/methodsWithLoggableParams``.
-    func loggable(_ frame: String, message: ClientMessage) -> String {
-        guard case .method(let id, let method, _, _) = message,
-            !configuration.methodsWithLoggableParams.contains(method)
-        else {
-            return frame
-        }
-        return EJSON.stringify(["msg": "method", "id": .string(id), "method": .string(method), "params": "<redacted>"])
-    }
-
-    /// A method's result may carry secrets too (a login's or `getNewToken`'s token, whatever an app's method returns):
-    /// received results are logged without it, unless the method is listed in
-    /// ``Configuration/methodsWithLoggableParams``. Other frames are logged as received, cut at 300 characters.
-    func loggable(_ message: ServerMessage) -> String {
-        if case .result(let id, _?, _) = message,
-            !(core.session.methods.name(of: id).map(configuration.methodsWithLoggableParams.contains) ?? false)
-        {
-            return EJSON.stringify(["msg": "result", "id": .string(id), "result": "<redacted>"])
-        }
-        return String(EJSON.stringify(message.ejsonValue).prefix(300))
-    }
-
-    // MARK: - Status
-
-    func publish(_ status: ConnectionStatus) {
-        // The version (derived from the connected state, so it changes only with the status) first: whoever sees the
-        // new status reads the version that goes with it.
-        let version = core.sessionVersion
-        publishedVersion.withLockedValue { $0 = version }
-        let changed: Bool = publishedStatus.withLockedValue { current in
-            guard current != status else { return false }
-            current = status
-            return true
-        }
-        guard changed else { return }
-        if let reason = status.reason {
-            lastConnectionFailure.withLockedValue { $0 = reason }
-        } else if status.isConnected {
-            lastConnectionFailure.withLockedValue { $0 = nil }
-        }
-        logger.debug("status", metadata: ["status": "\(status)"])
-        statusBroadcaster.yield(status)
-        // Observers run on the callback queue, never on the client queue (they may call back into the client).
-        userCode.run {
-            NotificationCenter.default.post(
-                name: .ddpClientStatusDidChange, object: self, userInfo: [DDPClient.statusUserInfoKey: status])
-        }
-    }
-
     /// Opens a transport connection whose events carry `generation` (the core's, for the connection attempt).
     func openTransport(generation: Int) {
         // The connection's events come one at a time: its frames share one decoding scratch.
@@ -246,34 +179,6 @@ extension DDPClient {
             !awaitedCalls.withLockedValue { awaited in ids.contains { awaited.contains($0) } }
         default: false
         }
-    }
-
-    /// Reads a frame: `added` and `changed` straight into packed documents where ``DocumentMessageDecoder`` takes
-    /// them, everything else (and anything it does not take) with the general parser, which reports every error.
-    static func parse(
-        _ frame: String, scratch: DocumentMessageDecoder.Scratch = .init(), options: EJSON.ParseOptions = .init()
-    ) -> Result<IncomingMessage, DDPProtocolViolation> {
-        if let document = DocumentMessageDecoder.decode(frame, scratch: scratch) {
-            return .success(.document(document))
-        }
-        return parseGenerally(frame, options: options).map(IncomingMessage.message)
-    }
-
-    /// Reads a frame with the general parser (EJSON.parse, then ``ServerMessage``). A frame that does not parse
-    /// keeps the ids it names for whoever waits on them (``UnreadableFrame``).
-    static func parseGenerally(_ frame: String, options: EJSON.ParseOptions = .init()) -> Result<
-        ServerMessage, DDPProtocolViolation
-    > {
-        var violation: DDPProtocolViolation
-        do {
-            return .success(try ServerMessage(ejson: try EJSON.parse(frame, options: options)))
-        } catch let error as DDPProtocolViolation {
-            violation = error
-        } catch {
-            violation = DDPProtocolViolation(.malformedJSON("\(error)"), frame: frame)
-        }
-        violation.unreadable = UnreadableFrame(frame: frame)
-        return .failure(violation)
     }
 
     // MARK: - Timers
