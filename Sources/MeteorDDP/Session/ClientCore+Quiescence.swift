@@ -1,7 +1,8 @@
 /// Quiescence as events of the core (LC `_livedata_connected`, `_livedata_data`, `_runAfterUpdateCallbacks`): after a
 /// reconnect, or while a `wait` method runs, data messages are held, in arrival order, until every revived
 /// subscription is ready again and every blocking method has its `updated`; then they are applied as one transaction.
-/// These functions decide, through ``ClientCore/handle(_:)``; ``DDPClient`` applies the hold (`DDPClient+Actions.swift`).
+/// These functions decide, through ``ClientCore/handle(_:)``; ``DDPClient`` applies the hold
+/// (`DDPClient+Actions.swift`).
 extension ClientCore {
     /// What the client does after a data message was held.
     struct QuiescenceOutcome {
