@@ -193,9 +193,9 @@ extension ClientCore {
             ? [.restoredCallAwaitsServerData(id: id)] : [.restoredCallJudged(id: id, matchStub: false)]
     }
 
-    /// A resetting hold was applied: a restored cache is reconciled (the delay's timer cancelled, the store told).
+    /// A resetting hold was applied: a restored cache is reconciled (the delay's timer cancelled; the client tells
+    /// the store next, ``Input/sessionChangesRequested``).
     mutating func sessionResetAppliedActions() -> [Action] {
-        guard reconciliationApplied() else { return [] }
-        return [.cancelTimer(.reconciliation)] + sessionChangesActions()
+        reconciliationApplied() ? [.cancelTimer(.reconciliation)] : []
     }
 }

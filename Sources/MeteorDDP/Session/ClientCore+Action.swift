@@ -45,8 +45,8 @@ extension ClientCore {
         case pushCacheUpdates
         /// Holds the cache's updates (``QuiescenceHold``) then applies the held messages, in order.
         case applyQuiescence(QuiescenceHold)
-        /// Work that waited for the cache is due, one of a run: ``Input/afterUpdatePerformed`` follows it (always the
-        /// last action of its list).
+        /// Work that waited for the cache is due, one of a run (the only action of its list): the client performs it,
+        /// then asks for the next with ``Input/afterUpdatePerformed``, in a loop.
         case performDueAfterUpdate(AfterUpdateWork)
 
         // MARK: Stub replays
@@ -60,6 +60,9 @@ extension ClientCore {
 
         // MARK: The offline store
 
+        /// Hands the store what changed in the session, read when performed: after the actions before it (a hold
+        /// applied, stubs replayed) changed it (``Input/sessionChangesRequested``).
+        case persistSessionChanges
         /// Hands the store the server versions of stub-written documents that changed, and the subscriptions when
         /// they did.
         case storeSessionChanges([(DocumentKey, StoredServerDocument?)], subscriptions: [StoredSubscription]?)

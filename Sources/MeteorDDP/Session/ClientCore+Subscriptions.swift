@@ -134,7 +134,9 @@ extension ClientCore {
         guard let (record, quiescent) = unsubscribeIfUnused(id, generation: generation) else { return [] }
         var actions: [Action] = [.logUnsubscribed(record), .settleSubscription(record, .stopped), .send(.unsub(id: id))]
         if let quiescent { actions.append(.applyQuiescence(quiescent)) }
-        return actions + sessionChangesActions()
+        // The store is told once a hold this released is applied (applying it changes what the store keeps).
+        if persists { actions.append(.persistSessionChanges) }
+        return actions
     }
 
     /// A `ready` or `nosub` for `id` that did not parse: the subscription fails with the violation (none has the id:

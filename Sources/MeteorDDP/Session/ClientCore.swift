@@ -204,7 +204,8 @@ extension ClientCore {
             if let id = takeOwedPong() { actions.append(.send(.pong(id: id))) }
             if stubReplayIsDue { actions.append(.replayPendingStubs) }
             actions.append(.pushCacheUpdates)
-            return actions + sessionChangesActions()
+            if persists { actions.append(.persistSessionChanges) }
+            return actions
 
         case .replayRoundRequested(let stubNamed):
             return takeReplayPlan(stubNamed: stubNamed).map { [.replayRound($0)] } ?? []
@@ -235,8 +236,9 @@ extension ClientCore {
             case .heartbeatInterval: return heartbeatActions(heartbeat.intervalElapsed())
             case .heartbeatTimeout: return heartbeatActions(heartbeat.timeoutElapsed())
             case .reconciliation:
-                // (Applying the hold hands the store what it changed too.)
-                return (reconciliationDelayElapsed().map { [.applyQuiescence($0)] } ?? []) + sessionChangesActions()
+                // The store is told once the hold is applied (applying it changes what the store keeps).
+                let hold = reconciliationDelayElapsed().map { [Action.applyQuiescence($0)] } ?? []
+                return hold + (persists ? [.persistSessionChanges] : [])
             case .unsubscribe(let id, let generation): return unsubscribeActions(id, generation: generation)
             }
         case .reconnectHooksFinished(let run):

@@ -48,9 +48,8 @@ extension DDPClient {
         case .releaseDocuments(let released): apply(released)
         case .pushCacheUpdates: store.push()
         case .applyQuiescence(let hold): applyQuiescence(hold)
-        case .performDueAfterUpdate(let work):
-            perform(work)
-            handle(.afterUpdatePerformed)
+        case .performDueAfterUpdate(let work): perform(work)
+        case .persistSessionChanges: run(decide(.sessionChangesRequested))
         case .replayPendingStubs: replayPendingStubsIfDue()
         case .replayRound, .replayStartedFailing:
             preconditionFailure("Internal inconsistency: a replay's actions are taken by the replay")
@@ -166,6 +165,7 @@ extension DDPClient {
         } else {
             store.release(keeping: keeping)
         }
-        handle(hold.resetting ? .sessionResetApplied : .sessionChangesRequested)
+        if hold.resetting { handle(.sessionResetApplied) }
+        handle(.sessionChangesRequested)
     }
 }

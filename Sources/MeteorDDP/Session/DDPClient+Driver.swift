@@ -189,7 +189,17 @@ extension DDPClient {
     func requestFlush(_ ticket: Int) {
         store.performAfterFlush { [weak self] in
             guard let self else { return }
-            self.queue.async { self.handle(.flushCompleted(ticket: ticket)) }
+            self.queue.async { self.flushCompleted(ticket) }
+        }
+    }
+
+    /// The cache's flush of `ticket` completed: the work it released is done one item at a time, in a loop (doing one
+    /// may queue more, behind the rest; a loop keeps the stack flat however many are due).
+    private func flushCompleted(_ ticket: Int) {
+        var actions = decide(.flushCompleted(ticket: ticket))
+        while !actions.isEmpty {
+            run(actions)
+            actions = decide(.afterUpdatePerformed)
         }
     }
 

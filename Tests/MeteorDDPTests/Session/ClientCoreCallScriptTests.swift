@@ -1,4 +1,5 @@
 import EJSON
+import Foundation
 import XCTest
 
 @testable import MeteorDDP
@@ -181,6 +182,46 @@ final class ClientCoreCallScriptTests: XCTestCase {
                         ], escaped: [], round: 1))), ["replayStartedFailing(1)"], "its replay started throwing")
         XCTAssertEqual(describe(core.handle(.replayRoundRequested(stubNamed: { _ in nil }))), [], "done")
         XCTAssertEqual(describe(core.handle(.burstHandled)), ["pushCacheUpdates"])
+    }
+
+    /// With an offline store, what the store keeps is read after the actions that change it: after the burst's
+    /// replay (the documents a replayed stub wrote for the first time are kept aside from then on), and, when the
+    /// reconciliation delay ends the hold, after the hold is applied (it resets the server versions and the
+    /// subscriptions the store lists). Read when decided, the store got the earlier state last and kept it.
+    func testTheStoreIsToldAfterTheReplayAndAfterTheHoldItFollows() {
+        var configuration = DDPClient.Configuration()
+        configuration.pendingStubMode = .rebase
+        configuration.persistence = .sqlite(at: URL(fileURLWithPath: "/nonexistent/never-opened.sqlite"))
+        var core = ClientCore(configuration: configuration)
+        let restored = StoredSubscription(name: "lists", params: [])
+        XCTAssertEqual(
+            describe(
+                core.handle(
+                    .storeRestored(
+                        ClientCore.RestoredState(
+                            serverDocuments: [], methods: [], calls: [], subscriptions: [restored], stubEffects: [:],
+                            hasState: true)))), [])
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: 1))
+        _ = core.handle(.reconnectHooksFinished(run: 1))
+        XCTAssertTrue(
+            describe(core.handle(.connectedReceived(session: "s1"))).contains("schedule(reconciliation)"),
+            "the restored subscription is awaited until the delay ends")
+        XCTAssertTrue(core.isHoldingForQuiescence)
+        XCTAssertEqual(
+            describe(core.handle(.timerFired(.reconciliation))),
+            ["applyQuiescence(resetting: true)", "persistSessionChanges"],
+            "the store is told once the hold is applied, not before")
+        XCTAssertEqual(describe(core.handle(.sessionResetApplied)), ["cancel(reconciliation)"])
+        XCTAssertEqual(
+            describe(core.handle(.sessionChangesRequested)), ["store(0 documents, subscriptions: 0)"],
+            "reconciled: the restored subscription the app did not make again is no longer listed")
+
+        let (_, _, _) = call(&core, "todos.add", writes: [todo], replay: true)
+        _ = core.handle(.documentReceived(added(todo), held: false))
+        XCTAssertEqual(
+            describe(core.handle(.burstHandled)), ["replayPendingStubs", "pushCacheUpdates", "persistSessionChanges"],
+            "the store is told after the replay")
     }
 
     /// `close()` with calls in flight: they fail, in call order, the subscriptions stop, and a call's late answers

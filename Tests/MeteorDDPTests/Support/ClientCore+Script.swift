@@ -93,6 +93,7 @@ extension ClientCore {
             case .dataNotCached(let routing, let key): "notCached(\(routing), \(key.documentID))"
             case .releaseDocuments(let released): "release(\(released.replacements.map(\.key.documentID)))"
             case .pushCacheUpdates: "pushCacheUpdates"
+            case .persistSessionChanges: "persistSessionChanges"
             case .performDueAfterUpdate(let work): "performDue(\(work))"
             case .replayPendingStubs: "replayPendingStubs"
             case .replayRound(let plan): "replayRound(\(plan.calls.map(\.0.name).joined(separator: " ")))"
