@@ -45,9 +45,6 @@ extension ClientCore {
         case pushCacheUpdates
         /// Holds the cache's updates (``QuiescenceHold``) then applies the held messages, in order.
         case applyQuiescence(QuiescenceHold)
-        /// Work that waited for the cache is due, one of a run (the only action of its list): the client performs it,
-        /// then asks for the next with ``Input/afterUpdatePerformed``, in a loop.
-        case performDueAfterUpdate(AfterUpdateWork)
 
         // MARK: Stub replays
 
@@ -83,7 +80,8 @@ extension ClientCore {
         indirect case settleSubscription(SubscriptionManager.Record, SubscriptionStatus)
         /// A `ready` or `nosub` named a subscription the client does not have (logged, as Meteor ignores it).
         case logUnknownSubscription(frame: String, id: String)
-        /// Work that waited for the cache is due: the client does it now.
+        /// Work that waited for the cache is due: the client does it now. (Handed out after a flush, it is the only
+        /// action of its list: the client then asks for the next with ``Input/afterUpdatePerformed``, in a loop.)
         case performAfterUpdate(AfterUpdateWork)
         /// The app's subscription was made or joined: a handle made inside a transaction follows its state (`state`),
         /// and the first action of ``Input/subscribeRequested(_:)`` hands the record to the caller.

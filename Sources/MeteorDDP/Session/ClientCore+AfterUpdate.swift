@@ -73,7 +73,7 @@ extension ClientCore {
     /// call has is reported at once, as Meteor's client throws ("No callback invoker"): waiting for the flush first
     /// would let a call made meanwhile take the id, and this `updated` would count as its own.
     mutating func updatedActions(_ ids: [String], storeIsIdle: Bool, held: Bool) -> [Action] {
-        if !held, session.quiescence != nil { return holdActions(.message(.updated(methodIDs: ids))) }
+        if !held, isHoldingForQuiescence { return holdActions(.message(.updated(methodIDs: ids))) }
         var idle = storeIsIdle
         var actions: [Action] = []
         for id in ids {
@@ -126,6 +126,6 @@ extension ClientCore {
     /// The next queued work whose flush completed, handed out one at a time: performing it may queue more, behind
     /// the rest (``Input/afterUpdatePerformed`` asks for the next).
     mutating func dueAfterUpdateActions() -> [Action] {
-        session.afterUpdate.popDue().map { [.performDueAfterUpdate($0)] } ?? []
+        session.afterUpdate.popDue().map { [.performAfterUpdate($0)] } ?? []
     }
 }

@@ -63,13 +63,13 @@ extension ClientCore {
     /// (unless quiescence released it), else routed: to the cache, or not (kept aside, dropped).
     @inline(__always)
     mutating func documentReceivedActions(_ message: consuming DocumentMessage, held: Bool) -> [Action] {
-        if !held, session.quiescence != nil { return holdActions(.document(message)) }
+        if !held, isHoldingForQuiescence { return holdActions(.document(message)) }
         return documentActions(message)
     }
 
     /// `removed` (``Input/removedReceived(collection:id:held:)``), as `added` and `changed`.
     mutating func removedActions(collection: String, id: String, held: Bool) -> [Action] {
-        if !held, session.quiescence != nil { return holdActions(.message(.removed(collection: collection, id: id))) }
+        if !held, isHoldingForQuiescence { return holdActions(.message(.removed(collection: collection, id: id))) }
         let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(fromWire: id))
         let routing = serverRemoved(key)
         guard case .toCache = routing else { return [.dataNotCached(routing, key)] }

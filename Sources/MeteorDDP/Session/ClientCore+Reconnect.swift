@@ -88,15 +88,4 @@ extension ClientCore {
         for record in subscriptions { session.subscriptions.markSent(record.id) }
         return (calls, subscriptions)
     }
-
-    /// A login succeeded (or its result arrived): every new socket resumes with this token first (LC `onReconnect`,
-    /// accounts_client.js).
-    mutating func setResumeToken(_ token: String) {
-        session.resumeToken = token
-    }
-
-    /// Logged out: no resume on the next socket.
-    mutating func stopResumingLogin() {
-        session.resumeToken = nil
-    }
 }

@@ -60,7 +60,7 @@ extension ClientCore {
     /// (unless it is already: a revived one, or a second `ready`); restored calls waiting for the server's data are
     /// judged then too.
     mutating func subscriptionsReadyActions(_ ids: [String], storeIsIdle: Bool, held: Bool) -> [Action] {
-        if !held, session.quiescence != nil { return holdActions(.message(.ready(subscriptionIDs: ids))) }
+        if !held, isHoldingForQuiescence { return holdActions(.message(.ready(subscriptionIDs: ids))) }
         let (ready, unknown) = subscriptionsReady(ids)
         var actions = unknown.map { Action.logUnknownSubscription(frame: "ready", id: $0) }
         for record in ready where record.shared.status != .ready {
@@ -83,7 +83,7 @@ extension ClientCore {
     /// server's data are judged once it is applied.
     mutating func subscriptionEndedActions(_ id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool) -> [Action]
     {
-        if !held, session.quiescence != nil { return holdActions(.message(.nosub(id: id, error: error))) }
+        if !held, isHoldingForQuiescence { return holdActions(.message(.nosub(id: id, error: error))) }
         guard let record = subscriptionEnded(id) else { return [.logUnknownSubscription(frame: "nosub", id: id)] }
         let status: SubscriptionStatus =
             error.map { .failed(SubscriptionError(name: record.name, meteorError: $0)) } ?? .stopped

@@ -48,7 +48,6 @@ extension DDPClient {
         case .releaseDocuments(let released): apply(released)
         case .pushCacheUpdates: store.push()
         case .applyQuiescence(let hold): applyQuiescence(hold)
-        case .performDueAfterUpdate(let work): perform(work)
         case .persistSessionChanges: run(decide(.sessionChangesRequested))
         case .replayPendingStubs: replayPendingStubsIfDue()
         case .replayRound, .replayStartedFailing:

@@ -72,7 +72,7 @@ final class ClientCoreConnectionTests: XCTestCase {
     /// limit the reset goes on without them, and their late return changes nothing.
     func testANewSocketResumesTheLoginThenRunsTheHooksAndTheHoldLimitStopsWaiting() {
         var core = ClientCore.scripted()
-        core.setResumeToken("tok")
+        _ = core.handle(.resumeTokenChanged("tok"))
         XCTAssertEqual(describe(core.handle(.reconnectHookSet(name: "app", hook: {}))), [])
         core.call("todos.add")
         _ = core.handle(.connectRequested)

@@ -10,7 +10,7 @@ final class ClientCoreReconnectTests: XCTestCase {
         var core = ClientCore.scripted()
         core.subscribe("todos")
         let old = core.call("todos.add")
-        core.setResumeToken("tok")
+        _ = core.handle(.resumeTokenChanged("tok"))
         core.session.userReconnectHooks["b"] = {}
         core.session.userReconnectHooks["a"] = {}
 
@@ -67,10 +67,10 @@ final class ClientCoreReconnectTests: XCTestCase {
 
     func testALogoutStopsTheResume() {
         var core = ClientCore.scripted()
-        core.setResumeToken("tok1")
-        core.setResumeToken("tok2")
+        _ = core.handle(.resumeTokenChanged("tok1"))
+        _ = core.handle(.resumeTokenChanged("tok2"))
         XCTAssertEqual(core.socketReset().resumeToken, "tok2", "the newest token")
-        core.stopResumingLogin()
+        _ = core.handle(.resumeTokenChanged(nil))
         XCTAssertNil(core.socketReset().resumeToken)
     }
 }

@@ -53,7 +53,7 @@ extension ClientCore {
 
     /// The due work `input` hands out (``Input/flushCompleted(ticket:)``, ``Input/afterUpdatePerformed``), if any.
     mutating func due(after input: Input) -> AfterUpdateWork? {
-        for case .performDueAfterUpdate(let work) in handle(input) { return work }
+        for case .performAfterUpdate(let work) in handle(input) { return work }
         return nil
     }
 
@@ -94,7 +94,6 @@ extension ClientCore {
             case .releaseDocuments(let released): "release(\(released.replacements.map(\.key.documentID)))"
             case .pushCacheUpdates: "pushCacheUpdates"
             case .persistSessionChanges: "persistSessionChanges"
-            case .performDueAfterUpdate(let work): "performDue(\(work))"
             case .replayPendingStubs: "replayPendingStubs"
             case .replayRound(let plan): "replayRound(\(plan.calls.map(\.0.name).joined(separator: " ")))"
             case .replayStartedFailing(let id): "replayStartedFailing(\(id))"
