@@ -115,8 +115,9 @@ public final class DDPClient: @unchecked Sendable {
     /// removed when it completes. Read on the transport's thread: a `result` or `updated` for none of them completes
     /// nothing, so it is batched like data instead of handed over at once (a server flooding them cost the client a
     /// queue hop per frame). Protected by its lock.
-    let awaitedCalls = NIOLockedValueBox<Set<String>>([])
-    /// While a transport thread drains the inbox synchronously: completions of awaited calls, resumed by that thread
+    /// Each with the task awaiting it, if one does (``CallWaiter``).
+    let awaitedCalls = NIOLockedValueBox<[String: CallWaiter?]>([:])
+    /// While a task drains the inbox for its call (``CallWaiter``): completions of awaited calls, resumed by that task
     /// once it has left the client queue (a resumed caller that calls again at once then finds the queue free).
     /// Confined to the client queue.
     var deferredCompletions: [@Sendable () -> Void]?

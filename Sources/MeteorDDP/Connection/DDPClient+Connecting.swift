@@ -117,20 +117,19 @@ extension DDPClient {
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
         let parseOptions = EJSON.ParseOptions(refusesUnregisteredTypes: configuration.refusesUnregisteredEJSONTypes)
-        let burst = CallbackBurst()
         connection = transport.connect { [weak self] event in
             guard let self else { return }
             // Parse on the transport's thread, then hand over in order, in batches.
             let item: IncomingInbox.Item
-            var waitedOn = true
+            var waiter = FrameWaiter.client
             if case .text(let frame) = event {
                 let parsed = DDPClient.parse(frame, scratch: scratch, options: parseOptions)
-                waitedOn = !self.nobodyWaits(on: parsed)
+                waiter = self.waiter(of: parsed)
                 item = .message(parsed, generation: generation)
             } else {
                 item = .transport(event, generation: generation)
             }
-            switch self.inbox.append(consume item, waitedOn: waitedOn) {
+            switch self.inbox.append(consume item, waitedOn: waiter.waitsOnFrame) {
             case .none: return
             case .holdLimitReached: return self.queue.async { self.handle(.reconnectHooksHoldLimitReached) }
             case .drainSoon:
@@ -144,40 +143,63 @@ extension DDPClient {
                     if self.isOnClientQueue { self.drainInbox() } else { self.queue.async { self.drainInbox() } }
                 }
                 return
+            case .handOver:
+                // Something waits on this frame (with everything before it): handed to the client queue now, with the
+                // frames that arrive before it runs. The transport's thread (an event loop) runs none of the client's
+                // work and reads on. A task awaiting the call drains them itself: one thread wake-up, not two.
+                if case .task(let waiter) = waiter, waiter.requestDrain() { return }
+                return self.queue.async { self.drainInbox() }
             case .drainNow where self.isOnClientQueue:
                 // Delivered from the client queue itself (a transport closing as the client closes it): later.
                 return self.queue.async { self.drainInbox() }
             case .drainNow:
                 break
             }
-            // Something waits on this frame (with everything before it), or the backlog is at its bound: handled
-            // before the transport's thread goes on. On an idle client queue this runs right here, with no thread
-            // wake-up between the frame's arrival and its effect.
-            // On an event loop (a WebSocket's frames), the callbacks this frame completes wait for the end of the
-            // loop's current work, so a burst of frames read at once wakes the callback queue once.
-            burst.holdCallbacks(of: self.userCode)
-            // `sync` returning nothing: the overlay's generic, throwing form costs ~1,000 instructions a frame more.
-            var completions: [@Sendable () -> Void] = []
-            self.queue.sync {
-                self.deferredCompletions = []
-                self.drainInbox()
-                completions = self.deferredCompletions ?? []
-                self.deferredCompletions = nil
-            }
-            for completion in completions { completion() }
+            // The backlog is at its bound: the transport's thread reads no more until the client queue has handled it
+            // (backpressure on a server sending faster than the client applies), and runs none of it: the drain is
+            // the client queue's, and the empty `sync` behind it only waits for it (a serial queue runs the work
+            // queued before a `sync` on its own thread).
+            self.queue.async { self.drainInbox() }
+            self.queue.sync {}
         }
     }
 
-    /// Whether a parsed frame is one that no caller waits on: data (`added`, `changed`, `removed`), the server's
-    /// pings (their pongs go out with the batch, a moment later: the server's heartbeat allows seconds), and a
-    /// `result` or `updated` for no call awaiting one (``awaitedCalls``: reported with the batch).
-    private func nobodyWaits(on parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> Bool {
+    /// Who waits on a parsed frame.
+    enum FrameWaiter {
+        /// Nobody: data (`added`, `changed`, `removed`), the server's pings (their pongs go out with the batch, a
+        /// moment later: the server's heartbeat allows seconds), and a `result` or `updated` for no call awaiting one
+        /// (``awaitedCalls``: reported with the batch).
+        case nobody
+        /// The client: a call with a completion handler, a subscription's `ready`, a connection event, …
+        case client
+        /// A task awaiting a call (``CallWaiter``).
+        case task(CallWaiter)
+
+        var waitsOnFrame: Bool {
+            if case .nobody = self { return false }
+            return true
+        }
+    }
+
+    private func waiter(of parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> FrameWaiter {
         switch parsed {
-        case .success(.document), .success(.message(.removed)), .success(.message(.ping)): true
-        case .success(.message(.result(let id, _, _))): !awaitedCalls.withLockedValue { $0.contains(id) }
+        case .success(.document), .success(.message(.removed)), .success(.message(.ping)): .nobody
+        case .success(.message(.result(let id, _, _))):
+            awaitedCalls.withLockedValue { awaited in
+                guard let entry = awaited[id] else { return .nobody }
+                return entry.map { .task($0) } ?? .client
+            }
         case .success(.message(.updated(let ids))):
-            !awaitedCalls.withLockedValue { awaited in ids.contains { awaited.contains($0) } }
-        default: false
+            awaitedCalls.withLockedValue { awaited in
+                var found = FrameWaiter.nobody
+                for id in ids {
+                    guard let entry = awaited[id] else { continue }
+                    if let waiter = entry { return .task(waiter) }
+                    found = .client
+                }
+                return found
+            }
+        default: .client
         }
     }
 

@@ -16,8 +16,12 @@ final class IncomingInbox: @unchecked Sendable {
 
     /// What the thread that appended an item must do.
     enum AppendOutcome: Equatable {
-        /// Drain on the client queue before going on (waiting for it): the item is one something waits on (a
-        /// method's result, a subscription's `ready`, a transport event), or `backlogLimit` items wait.
+        /// Hand the items over to the client queue now, without waiting for it: the item is one something waits on (a
+        /// method's result, a subscription's `ready`, a transport event). Returned once until the next
+        /// ``takeAll()``: items appended meanwhile go with it.
+        case handOver
+        /// Drain on the client queue before going on (waiting for it): `backlogLimit` items wait (the transport's
+        /// thread reads no more until the client caught up).
         case drainNow
         /// Schedule a drain a moment later (``dataBatchingDelay``), for whatever arrives meanwhile too.
         case drainSoon
@@ -32,6 +36,9 @@ final class IncomingInbox: @unchecked Sendable {
         var items: [Item] = []
         /// Whether a drain is already scheduled on the client queue. Protected by `state`'s lock.
         var drainScheduled = false
+        /// Whether a hand-over (``AppendOutcome/handOver``) is on its way to the client queue. Protected by `state`'s
+        /// lock.
+        var handOverScheduled = false
         /// Whether items are held until ``release()``. Protected by `state`'s lock.
         var held = false
         /// Whether this hold reported reaching its limit. Protected by `state`'s lock.
@@ -77,7 +84,12 @@ final class IncomingInbox: @unchecked Sendable {
                 state.holdLimitReported = true
                 return .holdLimitReached
             }
-            if waitedOn || state.items.count >= backlogLimit { return .drainNow }
+            if state.items.count >= backlogLimit { return .drainNow }
+            if waitedOn {
+                if state.handOverScheduled { return .none }
+                state.handOverScheduled = true
+                return .handOver
+            }
             if state.drainScheduled { return .none }
             state.drainScheduled = true
             return .drainSoon
@@ -90,6 +102,7 @@ final class IncomingInbox: @unchecked Sendable {
         state.withLockedValue { state in
             guard !state.held else { return [] }
             state.drainScheduled = false
+            state.handOverScheduled = false
             var taken: [Item] = []
             swap(&taken, &state.spare)
             swap(&taken, &state.items)
@@ -122,10 +135,14 @@ final class IncomingInbox: @unchecked Sendable {
     }
 
     /// Puts back items taken but not handled (the drain that took them started a hold), ahead of the others.
-    /// Called on the client queue.
-    func putBack(_ unhandled: ArraySlice<Item>) {
+    /// Returns whether the hold just reached its limit with them (as ``append(_:waitedOn:)`` would say: once per
+    /// hold): a batch handed over at once may carry more than the limit. Called on the client queue.
+    func putBack(_ unhandled: ArraySlice<Item>) -> Bool {
         state.withLockedValue { state in
             state.items.insert(contentsOf: unhandled, at: 0)
+            guard state.held, !state.holdLimitReported, state.items.count >= holdLimit else { return false }
+            state.holdLimitReported = true
+            return true
         }
     }
 

@@ -35,9 +35,21 @@ extension DDPClient {
         if let enclosing = MethodInvocationContext.current {
             return try runNestedStub(name, params: params, enclosing: enclosing)
         }
-        return try await withCancellableContinuation {
-            (resume: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void) in
-            _ = try call(name, params: params, options: options, completesInline: true) { resume($0.mapError { $0 }) }
+        let waiter = CallWaiter()
+        defer { if waiter.finish() { queue.async { self.drainInbox() } } }
+        return try await withTaskCancellationHandler {
+            _ = try call(name, params: params, options: options, completesInline: true, waiter: waiter) {
+                waiter.complete($0.mapError { $0 })
+            }
+            while true {
+                switch await waiter.next() {
+                case .drain: drainHandedOver()
+                case .completed(let outcome): return try outcome.get()
+                case .cancelled: throw CancellationError()
+                }
+            }
+        } onCancel: {
+            waiter.cancel()
         }
     }
 
@@ -66,6 +78,7 @@ extension DDPClient {
         params: [EJSONValue],
         options: MethodOptions,
         completesInline: Bool,
+        waiter: CallWaiter? = nil,
         stubOutcome: (@Sendable (Result<EJSONValue?, any Error>) -> Void)? = nil,
         completion: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void
     ) throws -> EJSONValue? {
@@ -95,7 +108,7 @@ extension DDPClient {
             database.afterCurrentTransaction { [self] in
                 do {
                     _ = try call(
-                        name, params: params, options: options, completesInline: completesInline,
+                        name, params: params, options: options, completesInline: completesInline, waiter: waiter,
                         stubOutcome: stubOutcome, completion: completion)
                 } catch {
                     completion(.failure(MethodError.stubFailed(name, error)))
@@ -127,7 +140,7 @@ extension DDPClient {
             let stubRun = try runStub(stub, name, params: params, options: options, stubOutcome: stubOutcome)
             reportStubRun(stubRun, name)
             return send(
-                stubRun, name, params: params, options: options, completesInline: completesInline,
+                stubRun, name, params: params, options: options, completesInline: completesInline, waiter: waiter,
                 completion: completion)
         }
     }
@@ -231,7 +244,7 @@ extension DDPClient {
     /// Records a call whose stub ran and sends it (or queues it behind a wait method or the disk).
     private func send(
         _ stubRun: StubRun, _ name: String, params: [EJSONValue], options: MethodOptions, completesInline: Bool,
-        completion: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void
+        waiter: CallWaiter? = nil, completion: @escaping @Sendable (Result<EJSONValue?, any Error>) -> Void
     ) -> EJSONValue? {
         let invocation = MethodCoordinator.Invocation(
             id: stubRun.id,
@@ -241,6 +254,7 @@ extension DDPClient {
             completion: completion
         )
         invocation.completesInline = completesInline
+        invocation.waiter = waiter
         let kept = persistCall(
             invocation, randomSeed: stubRun.randomSeed, params: params, stubOriginals: stubRun.originals)
         handle(.callMade(invocation, kept: kept))

@@ -21,6 +21,8 @@ struct MethodCoordinator {
         let completion: Completion
         /// Whether `completion` only resumes a task (the async API), so it may run on the client queue.
         var completesInline = false
+        /// The task awaiting the call, if one does: it drains the frames that complete it (``CallWaiter``).
+        var waiter: CallWaiter?
         /// The result, once received.
         var result: Result<EJSONValue?, any Error>?
         /// Whether `updated` arrived and the data was flushed.

@@ -1,3 +1,4 @@
+import Dispatch
 import EJSON
 import XCTest
 
@@ -15,15 +16,23 @@ final class DDPClientConnectingTests: XCTestCase {
             harness.transport.sentFrames, [#"{"msg":"connect","version":"1","support":["1","pre2","pre1"]}"#])
     }
 
-    func testAFrameFromTheTransportsThreadIsHandledBeforeItsCallbackReturns() {
-        // No hop between a frame's arrival and its effect (the latency of every method call depends on it).
+    /// A frame something waits on is handed to the client queue at once (no batching delay: the manual clock does not
+    /// move), and the transport's thread neither runs it nor waits for it: with the client queue busy, the frame's
+    /// delivery returns, and the frame takes effect once the queue is free.
+    func testAFrameSomethingWaitsOnIsHandedToTheClientQueueAtOnceWithoutWaitingForIt() {
         let harness = ClientHarness()
         harness.client.connect()
         harness.settle()
         harness.transport.open()
         harness.settle()
+        let busy = DispatchSemaphore(value: 0)
+        harness.client.queue.async { busy.wait() }
         harness.transport.receive(.connected(session: "s"))
-        // Read without going through the client queue (which would wait for queued work and hide a hop).
+        // Read without going through the client queue.
+        XCTAssertEqual(harness.status, .connecting, "not handled on the transport's thread")
+        busy.signal()
+        // Waits for the work queued on the client queue, without draining the inbox itself (as `settle` would).
+        harness.client.queue.sync {}
         XCTAssertEqual(harness.status, .connected)
     }
 
@@ -257,9 +266,12 @@ final class DDPClientConnectingTests: XCTestCase {
         harness.transport.receive(.result(id: "9", result: 1, error: nil))
         harness.transport.receive(.updated(methodIDs: ["9"]))
         XCTAssertTrue(harness.client.inbox.summary.hasPrefix("2 items"), harness.client.inbox.summary)
+        // `queue.sync {}` waits for what was handed over without draining the inbox itself (as `settle` would).
         harness.transport.receive(.result(id: "1", result: 1, error: nil))
+        harness.client.queue.sync {}
         XCTAssertTrue(harness.client.inbox.summary.hasPrefix("0 items"), "handed over at once, with what came before")
         harness.transport.receive(.updated(methodIDs: ["8", "1"]))
+        harness.client.queue.sync {}
         XCTAssertTrue(harness.client.inbox.summary.hasPrefix("0 items"), "handed over at once")
         harness.flushData()
         wait(for: [completed], timeout: 10)

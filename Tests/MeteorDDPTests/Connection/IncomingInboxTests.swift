@@ -35,12 +35,16 @@ final class IncomingInboxTests: XCTestCase {
         XCTAssertEqual(inbox.append(data("4"), waitedOn: false), .drainSoon)
     }
 
-    func testAFrameSomethingWaitsOnIsDrainedNowWithTheDataBeforeIt() {
+    /// A frame something waits on is handed over at once, with the data before it and whatever arrives until the
+    /// client queue takes it: one hand-over per batch, and the transport's thread never waits for it.
+    func testAFrameSomethingWaitsOnIsHandedOverNowWithTheDataBeforeAndAfterIt() {
         let inbox = IncomingInbox()
         XCTAssertEqual(inbox.append(data("1"), waitedOn: false), .drainSoon)
-        XCTAssertEqual(inbox.append(ready, waitedOn: true), .drainNow)
-        XCTAssertEqual(names(inbox.takeAll()), ["1", "ready"])
-        XCTAssertEqual(inbox.append(ready, waitedOn: true), .drainNow, "with nothing scheduled too")
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .handOver)
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .none, "the hand-over on its way takes it too")
+        XCTAssertEqual(inbox.append(data("2"), waitedOn: false), .none)
+        XCTAssertEqual(names(inbox.takeAll()), ["1", "ready", "ready", "2"])
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .handOver, "with nothing scheduled too")
     }
 
     func testTheBacklogOfAScheduledDrainIsBounded() {
@@ -49,6 +53,24 @@ final class IncomingInboxTests: XCTestCase {
         XCTAssertEqual(inbox.append(data("2"), waitedOn: false), .none)
         XCTAssertEqual(inbox.append(data("3"), waitedOn: false), .drainNow, "the transport's thread catches up")
         XCTAssertEqual(names(inbox.takeAll()), ["1", "2", "3"])
+    }
+
+    /// A batch handed over at once may carry more than a hold keeps: the drain that starts the hold puts the rest
+    /// back, and that reaches the limit (reported once, as an append would).
+    func testItemsPutBackByTheDrainThatStartedAHoldReachItsLimit() {
+        let inbox = IncomingInbox(holdLimit: 2)
+        XCTAssertEqual(inbox.append(ready, waitedOn: true), .handOver)
+        for id in ["1", "2", "3"] {
+            XCTAssertEqual(inbox.append(data(id), waitedOn: false), id == "1" ? .drainSoon : .none)
+        }
+        let batch = inbox.takeAll()
+        inbox.hold()
+        XCTAssertTrue(inbox.putBack(batch[1...]), "three items held, two kept: the limit is reached")
+        XCTAssertEqual(inbox.append(data("4"), waitedOn: false), .none, "reported once")
+        inbox.release()
+        XCTAssertEqual(names(inbox.takeAll()), ["1", "2", "3", "4"], "nothing lost, in order")
+        inbox.hold()
+        XCTAssertFalse(inbox.putBack([]), "under the limit")
     }
 
     func testAHoldKeepsEverythingInOrderAndReportsItsLimitOnce() {
