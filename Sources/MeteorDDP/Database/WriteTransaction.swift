@@ -160,44 +160,43 @@ extension WriteTransaction {
     /// tolerates. Calls out to nothing: the database logs the anomalies once the transaction has committed.
     mutating func apply(takingCacheUpdates updates: inout [CacheUpdate], anomalies: inout ApplyAnomalies) {
         changeList.reserveCapacity(changeList.count + updates.count)
-        updates.withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            /// The update at `index`, moved out (a trivial one left in its place for the array to destroy).
-            func take(_ index: Int) -> CacheUpdate {
-                let slot = base + index
-                defer { slot.initialize(to: .vacated) }
-                return slot.move()
-            }
-            let updates = UnsafeBufferPointer(buffer)
-            guard VersionPreparation.isWorthwhile(for: updates) else {
+        /// The update at `index` of `buffer`, moved out (a trivial one left in its place to be destroyed).
+        func take(_ index: Int, of buffer: UnsafeMutableBufferPointer<CacheUpdate>) -> CacheUpdate {
+            let slot = buffer.baseAddress! + index
+            defer { slot.initialize(to: .vacated) }
+            return slot.move()
+        }
+        guard updates.withUnsafeBufferPointer({ VersionPreparation.isWorthwhile(for: $0) }) else {
+            updates.withUnsafeMutableBufferPointer { buffer in
                 for index in buffer.indices {
-                    apply(take(index), prepared: nil, anomalies: &anomalies)
+                    apply(take(index, of: buffer), prepared: nil, anomalies: &anomalies)
                 }
-                return
             }
-            // A large batch: new versions are made on a second thread while this one installs them. A chunk the helper
-            // may still be reading is read in place, never moved out.
-            let preparation = VersionPreparation(updates: updates, snapshot: pending)
-            defer { preparation.finish() }
-            for chunk in 0..<preparation.chunkCount {
-                switch preparation.claimForWriter(chunk) {
-                case .writers:
-                    for index in preparation.indices(ofChunk: chunk) {
-                        apply(take(index), prepared: nil, anomalies: &anomalies)
-                    }
-                case .prepared:
-                    for index in preparation.indices(ofChunk: chunk) {
-                        apply(
-                            take(index), prepared: preparation.version(at: index), anomalies: &anomalies)
-                    }
-                case .helperStillMaking:
-                    for index in preparation.indices(ofChunk: chunk) {
-                        apply(updates[index], prepared: nil, anomalies: &anomalies)
-                    }
+            updates.removeAll()
+            return
+        }
+        // A large batch: new versions are made on a second thread while this one installs them. A chunk the helper may
+        // still be reading is read in place, never moved out; the batch outlives whichever of the two finishes first.
+        let batch = CacheUpdateBatch(moving: &updates)
+        let buffer = batch.updates
+        let preparation = VersionPreparation(batch: batch, snapshot: pending)
+        defer { preparation.finish() }
+        for chunk in 0..<preparation.chunkCount {
+            switch preparation.claimForWriter(chunk) {
+            case .writers:
+                for index in preparation.indices(ofChunk: chunk) {
+                    apply(take(index, of: buffer), prepared: nil, anomalies: &anomalies)
+                }
+            case .prepared:
+                for index in preparation.indices(ofChunk: chunk) {
+                    apply(take(index, of: buffer), prepared: preparation.version(at: index), anomalies: &anomalies)
+                }
+            case .helperStillMaking:
+                for index in preparation.indices(ofChunk: chunk) {
+                    apply(buffer[index], prepared: nil, anomalies: &anomalies)
                 }
             }
         }
-        updates.removeAll()
     }
 
     /// Applies one update; `prepared`, a version made ahead on another thread, is used if it was made from the

@@ -103,14 +103,14 @@ final class VersionPreparationTests: XCTestCase {
     func testTheHelperMakesEachVersionFromTheSnapshotAndTheWriterTakesOnlyMatchingOnes() {
         let database = seeded()
         let snapshotBefore = database.collection("items").document(id: "item1")!
-        let updates: [CacheUpdate] = (0..<(3 * VersionPreparation.chunkSize)).map { n in
+        var updates: [CacheUpdate] = (0..<(3 * VersionPreparation.chunkSize)).map { n in
             CacheUpdate(
                 n == 0
                     ? .added(key(1000), ["fresh": true])
                     : .changed(key(n % 200), ["n": .number(Double(n))], cleared: []))
         }
-        updates.withUnsafeBufferPointer { buffer in
-            let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
+        do {
+            let preparation = VersionPreparation(batch: CacheUpdateBatch(moving: &updates), snapshot: database.snapshot)
             preparation.waitForHelper()
             for chunk in 0..<3 { XCTAssertEqual(preparation.claimForWriter(chunk), .prepared) }
             // A new document's update carries the document itself: nothing is made for it.
@@ -126,13 +126,13 @@ final class VersionPreparationTests: XCTestCase {
 
     func testEveryChunkGrantedToTheWriterHasItsVersionsAndFinishingReturns() {
         let database = seeded()
-        let updates = (0..<VersionPreparation.minimumBatch).map {
+        var updates = (0..<VersionPreparation.minimumBatch).map {
             CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: []))
         }
-        updates.withUnsafeBufferPointer { buffer in
-            let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot)
+        do {
+            let preparation = VersionPreparation(batch: CacheUpdateBatch(moving: &updates), snapshot: database.snapshot)
             // Racing the helper: whichever chunks it finished first are granted, complete; the others are the writer's.
-            for chunk in 0..<(buffer.count / VersionPreparation.chunkSize)
+            for chunk in 0..<preparation.chunkCount
             where preparation.claimForWriter(chunk) == .prepared {
                 let start = chunk * VersionPreparation.chunkSize
                 for index in start..<(start + VersionPreparation.chunkSize) {
@@ -144,25 +144,35 @@ final class VersionPreparationTests: XCTestCase {
         }
     }
 
-    func testTheWriterStopsWaitingForAStalledHelperAndMakesTheChunkItself() {
+    /// The writer gives up on a chunk the helper holds too long, and finishing returns at once while the helper is
+    /// still inside that chunk: the helper keeps the batch alive (before, `finish()` waited on a semaphore for it).
+    func testTheWriterStopsWaitingForAStalledHelperAndFinishesWithoutWaitingForIt() {
         let database = seeded()
-        let updates = (0..<VersionPreparation.minimumBatch).map {
+        var updates = (0..<VersionPreparation.minimumBatch).map {
             CacheUpdate(.changed(key($0 % 200), ["n": 1], cleared: []))
         }
         let claimedFirst = DispatchSemaphore(value: 0)
         let resume = DispatchSemaphore(value: 0)
-        updates.withUnsafeBufferPointer { buffer in
-            let preparation = VersionPreparation(updates: buffer, snapshot: database.snapshot) { chunk in
-                guard chunk == 0 else { return }
-                claimedFirst.signal()
-                resume.wait()
-            }
-            // The helper holds chunk 0 and does not get on with it: the writer gives up on it, then takes the rest.
-            XCTAssertEqual(claimedFirst.wait(timeout: .now() + 10), .success)
-            XCTAssertEqual(preparation.claimForWriter(0), .helperStillMaking)
-            XCTAssertEqual(preparation.claimForWriter(1), .writers, "unclaimed: the writer's own")
-            resume.signal()
-            preparation.finish()
+        var batch: CacheUpdateBatch? = CacheUpdateBatch(moving: &updates)
+        weak var weakBatch = batch
+        var preparation: VersionPreparation? = VersionPreparation(batch: batch!, snapshot: database.snapshot) { chunk in
+            guard chunk == 0 else { return }
+            claimedFirst.signal()
+            resume.wait()
         }
+        batch = nil
+        // The helper holds chunk 0 and does not get on with it: the writer gives up on it, then takes the rest.
+        XCTAssertEqual(claimedFirst.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(preparation?.claimForWriter(0), .helperStillMaking)
+        XCTAssertEqual(preparation?.claimForWriter(1), .writers, "unclaimed: the writer's own")
+        let finished = expectation(description: "finish() returned with the helper still inside chunk 0")
+        DispatchQueue.global().async { [preparation] in
+            preparation?.finish()
+            finished.fulfill()
+        }
+        wait(for: [finished], timeout: 10)
+        preparation = nil
+        XCTAssertNotNil(weakBatch, "the writer let go: the helper, still reading, keeps the batch alive")
+        resume.signal()
     }
 }

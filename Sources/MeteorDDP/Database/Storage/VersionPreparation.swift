@@ -15,8 +15,9 @@ import Foundation
 /// it reaches if the helper has not (and makes its versions itself, as without a helper); a chunk the helper claimed
 /// the writer waits for, briefly (installing made versions is cheaper than making them, so the writer soon catches
 /// up with the helper, and from then on both threads are busy all the time). If the helper is slow to finish (the
-/// thread was descheduled, say), the writer stops waiting and makes the chunk itself. ``finish()`` waits for a helper
-/// still inside a chunk (at most one chunk's work), since the helper reads the batch's memory.
+/// thread was descheduled, say), the writer stops waiting and makes the chunk itself. ``finish()`` never waits: the
+/// batch lives in memory of its own (``CacheUpdateBatch``) that the helper keeps alive while it reads it, and whoever
+/// lets go of it last frees it.
 final class VersionPreparation: @unchecked Sendable {
     // @unchecked because: the helper reads `updates` only in chunks it claimed, before setting their `done` flag
     // (releasing); the writer moves updates out of its own chunks and of chunks it saw `done` (acquiring); claims go
@@ -60,7 +61,9 @@ final class VersionPreparation: @unchecked Sendable {
         return false
     }
 
-    private let updates: UnsafeBufferPointer<CacheUpdate>
+    /// The batch, kept alive (with the updates still in it) until the helper and the writer both let go of it.
+    private let batch: CacheUpdateBatch
+    private var updates: UnsafeMutableBufferPointer<CacheUpdate> { batch.updates }
     private let snapshot: DatabaseSnapshot
     private let prepared: UnsafeMutableBufferPointer<PreparedVersion?>
     private let done: [ManagedAtomic<Bool>]
@@ -70,8 +73,8 @@ final class VersionPreparation: @unchecked Sendable {
     private let nextUnclaimed = ManagedAtomic<Int>(0)
     /// The helper's state: `notStarted`, `running`, `finished`.
     private let helperState = ManagedAtomic<Int>(HelperState.notStarted)
-    /// Signalled once by a helper that started, when it stops.
-    private let helperStopped = DispatchSemaphore(value: 0)
+    /// Entered until the helper's work item has returned (for tests: ``waitForHelper()``).
+    private let helperRunning = DispatchGroup()
 
     private enum HelperState {
         static let notStarted = 0
@@ -87,20 +90,25 @@ final class VersionPreparation: @unchecked Sendable {
         chunk * Self.chunkSize..<min((chunk + 1) * Self.chunkSize, updates.count)
     }
 
-    /// Starts preparing `updates` against `snapshot` on a global queue. `updates` must stay valid until
-    /// ``finish()`` returns.
+    /// Starts preparing `batch` against `snapshot` on a global queue.
     init(
-        updates: UnsafeBufferPointer<CacheUpdate>, snapshot: DatabaseSnapshot,
+        batch: CacheUpdateBatch, snapshot: DatabaseSnapshot,
         helperClaimed: (@Sendable (Int) -> Void)? = nil
     ) {
-        self.updates = updates
+        self.batch = batch
         self.snapshot = snapshot
         self.helperClaimed = helperClaimed
-        prepared = .allocate(capacity: updates.count)
+        let count = batch.updates.count
+        prepared = .allocate(capacity: count)
         prepared.initialize(repeating: nil)
-        let chunkCount = (updates.count + Self.chunkSize - 1) / Self.chunkSize
+        let chunkCount = (count + Self.chunkSize - 1) / Self.chunkSize
         done = (0..<chunkCount).map { _ in ManagedAtomic(false) }
-        DispatchQueue.global(qos: .userInitiated).async { [self] in prepareChunks() }
+        helperRunning.enter()
+        // The work item keeps `self`, and so the batch, alive until the helper has stopped reading it.
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            defer { helperRunning.leave() }
+            prepareChunks()
+        }
     }
 
     deinit {
@@ -146,18 +154,17 @@ final class VersionPreparation: @unchecked Sendable {
     /// The version prepared for the update at `index`, in a chunk ``claimForWriter(_:)`` found `.prepared`.
     func version(at index: Int) -> PreparedVersion? { prepared[index] }
 
-    /// Stops the helper and returns once it no longer reads the batch (at once if it never started).
+    /// Stops the helper: it claims no more chunks (one it is making, it finishes), and one that has not started never
+    /// starts. Returns at once: the helper keeps the batch alive while it reads it.
     func finish() {
         nextUnclaimed.store(chunkCount, ordering: .relaxed)
-        let (cancelled, _) = helperState.compareExchange(
+        _ = helperState.compareExchange(
             expected: HelperState.notStarted, desired: HelperState.finished, ordering: .acquiringAndReleasing)
-        if !cancelled { helperStopped.wait() }
     }
 
-    /// Waits until the helper has stopped on its own (it stops when no chunk is left). For tests.
+    /// Waits until the helper's work item has returned. For tests.
     func waitForHelper() {
-        helperStopped.wait()
-        helperStopped.signal()
+        helperRunning.wait()
     }
 
     // MARK: - Helper
@@ -166,10 +173,7 @@ final class VersionPreparation: @unchecked Sendable {
         let (started, _) = helperState.compareExchange(
             expected: HelperState.notStarted, desired: HelperState.running, ordering: .acquiringAndReleasing)
         guard started else { return }
-        defer {
-            helperState.store(HelperState.finished, ordering: .releasing)
-            helperStopped.signal()
-        }
+        defer { helperState.store(HelperState.finished, ordering: .releasing) }
         // The table last looked in: a batch is mostly one collection's (the snapshot keeps the table's memory alive).
         var table: (name: String, table: DocumentTable)?
         while true {
@@ -202,5 +206,29 @@ final class VersionPreparation: @unchecked Sendable {
         case .replaced, .removed:
             return nil
         }
+    }
+}
+
+/// A batch of cache updates in memory of its own, shared by the writer that applies it and the helper that prepares
+/// versions for it (``VersionPreparation``): freed, with whatever updates are still in it, by whichever of the two
+/// lets go of it last, so the writer never waits for the helper to stop reading it.
+final class CacheUpdateBatch: @unchecked Sendable {
+    // @unchecked because: the writer and the helper share `updates` under VersionPreparation's chunk claims.
+    let updates: UnsafeMutableBufferPointer<CacheUpdate>
+
+    /// Moves the updates out of `array` (which is left empty).
+    init(moving array: inout [CacheUpdate]) {
+        updates = .allocate(capacity: array.count)
+        array.withUnsafeMutableBufferPointer { source in
+            _ = updates.moveInitialize(fromContentsOf: source)
+            // The array still counts its elements: trivial placeholders for it to destroy.
+            source.initialize(repeating: .vacated)
+        }
+        array.removeAll()
+    }
+
+    deinit {
+        updates.deinitialize()
+        updates.deallocate()
     }
 }
