@@ -98,8 +98,11 @@ public final class DDPClient: @unchecked Sendable {
     var callbackQueue: DispatchQueue { userCode.queue }
     /// Makes subscription ids (Meteor's `Random.id()`), cryptographically secure.
     let randomGenerator = SecureRandomGenerator()
-    /// The account and login progress, readable from any thread. Protected by its lock.
-    let accountState = NIOLockedValueBox(AccountState())
+    /// The core's login state as other threads read it (``account``, ``loggingIn``, ``logoutReason``): copied by
+    /// ``decide(_:)`` whenever a decision changed it. Protected by its lock.
+    let publishedLogin = NIOLockedValueBox(LoginState.Published())
+    /// The ``LoginState/version`` last copied into ``publishedLogin``. Confined to the client queue.
+    var publishedLoginVersion = 0
     let accountBroadcaster = Broadcaster<Account?>(bufferLimit: 16, current: nil)
     let loginEventBroadcaster = Broadcaster<LoginEvent>(bufferLimit: 64)
     /// The offline store at work (``Configuration/persistence``), if any.
@@ -220,7 +223,14 @@ public final class DDPClient: @unchecked Sendable {
     /// (DDPClient+Actions.swift). On the client queue.
     @inline(__always)
     func decide(_ input: consuming ClientCore.Input) -> [ClientCore.Action] {
-        core.handle(input)
+        let actions = core.handle(input)
+        if core.login.version != publishedLoginVersion {
+            // Before the actions run: a notification of the new account finds it published.
+            publishedLoginVersion = core.login.version
+            let published = core.login.published
+            publishedLogin.withLockedValue { $0 = published }
+        }
+        return actions
     }
 }
 

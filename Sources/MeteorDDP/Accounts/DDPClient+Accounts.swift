@@ -14,11 +14,11 @@ extension DDPClient {
     public static let accountUserInfoKey = "account"
 
     /// The logged-in account, if any.
-    public var account: Account? { accountState.withLockedValue { $0.account } }
+    public var account: Account? { publishedLogin.withLockedValue { $0.account } }
 
     /// Whether a login is in progress: a login method called here, or the resume of an account restored from the
     /// ``Configuration/accountStore`` at start-up (Meteor's `loggingIn()`); a reconnect's resume does not count.
-    public var loggingIn: Bool { accountState.withLockedValue { $0.loggingIn } }
+    public var loggingIn: Bool { publishedLogin.withLockedValue { $0.loggingIn } }
 
     /// The account now and every change after it (a consumer that falls behind keeps the newest 16).
     /// ``loginEvents`` says why it changed.
@@ -35,7 +35,7 @@ extension DDPClient {
     /// Why the client is logged out, when it was logged in before: after ``logout()``, a refused resume, an expired
     /// token (also one found expired in the ``Configuration/accountStore`` at start-up, never sent). `nil` while
     /// logged in, and when the client was never logged in.
-    public var logoutReason: LogoutReason? { accountState.withLockedValue { $0.logoutReason } }
+    public var logoutReason: LogoutReason? { publishedLogin.withLockedValue { $0.logoutReason } }
 
     /// Logs in with an email address and password. The password leaves the process only as Meteor's SHA-256 digest.
     ///
@@ -141,15 +141,11 @@ extension DDPClient {
             if stored.expiresSoon(now: scheduler.now) {
                 logger.info("the stored login token has expired or expires within the hour; starting logged out")
                 try store.save(nil)
-                accountState.withLockedValue { $0.logoutReason = .tokenExpired(nil) }
+                queue.sync { handle(.storedAccountExpired) }
                 return
             }
-            accountState.withLockedValue {
-                $0.account = stored
-                $0.startupResumeInProgress = true
-            }
+            queue.sync { handle(.storedAccountRestored(stored)) }
             accountBroadcaster.yield(stored)
-            queue.async { self.handle(.resumeTokenChanged(stored.token)) }
         } catch {
             logger.debug("stored account unusable; starting logged out", metadata: ["error": "\(error)"])
             try? store.save(nil)
@@ -161,7 +157,7 @@ extension DDPClient {
         completion: @escaping @Sendable (Result<Account, any Error>) -> Void
     ) {
         dispatchPrecondition(condition: .onQueue(queue))
-        if !resuming { accountState.withLockedValue { $0.loginsInProgress += 1 } }
+        if !resuming { handle(.loginStarted) }
         // Never written to the offline store, whatever the method's name: its parameters are credentials.
         var options = MethodOptions.credentials(wait: true)
         // As the result arrives (Meteor's onResultReceived): a reconnect before `updated` resumes with this token.
@@ -175,7 +171,7 @@ extension DDPClient {
                 self.queue.async { self.loginCompleted(result, resuming: resuming, completion: completion) }
             }
         } catch {
-            accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
+            handle(.loginEnded(resuming: resuming))
             completion(.failure(error))
         }
     }
@@ -189,7 +185,7 @@ extension DDPClient {
         switch result {
         case .success where core.isClosed:
             // Closed between the answer and now: no account is set (or stored) any more, and nothing waits for it.
-            accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
+            handle(.loginEnded(resuming: resuming))
             completion(.failure(DDPError.clientClosed()))
         case .success(let value):
             do {
@@ -201,7 +197,7 @@ extension DDPClient {
                 let type = value?["type"]?.stringValue.map(LoginType.init(rawValue:)) ?? .unknown
                 awaitUserDocument(of: account) { [weak self] outcome in
                     guard let self else { return }
-                    self.accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
+                    self.handle(.loginEnded(resuming: resuming))
                     switch outcome {
                     case .success:
                         self.loginEventBroadcaster.yield(.loggedIn(account, type: type))
@@ -212,14 +208,14 @@ extension DDPClient {
                     }
                 }
             } catch {
-                accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
+                handle(.loginEnded(resuming: resuming))
                 logger.debug("login result unusable; logged out", metadata: ["error": "\(error)"])
                 loginEventBroadcaster.yield(.loginFailed(error, isResume: resuming))
                 logOut(.loginFailed(error))
                 completion(.failure(error))
             }
         case .failure(let error):
-            accountState.withLockedValue { $0.loginEnded(resuming: resuming) }
+            handle(.loginEnded(resuming: resuming))
             // Closing the client fails the resume without the server having refused the token: the account stays
             // (and stays stored, for the next start).
             guard (error as? MethodError)?.kind != .clientClosed else {
@@ -241,7 +237,7 @@ extension DDPClient {
         dispatchPrecondition(condition: .onQueue(queue))
         let current = account
         if let current, current.expiresSoon(now: scheduler.now) {
-            accountState.withLockedValue { $0.loginEnded(resuming: true) }
+            handle(.loginEnded(resuming: true))
             logger.info("the login token has expired or expires within the hour; logged out instead of resuming")
             logOut(.tokenExpired(nil))
             return
@@ -260,10 +256,12 @@ extension DDPClient {
     /// now, and leave the store once answered.
     func logOut(_ reason: LogoutReason) {
         dispatchPrecondition(condition: .onQueue(queue))
-        handle(.resumeTokenChanged(nil))
-        guard let userID = account?.userID else { return }
-        accountState.withLockedValue { $0.logoutReason = reason }
-        setAccount(nil)
+        handle(.logoutRequired(reason))
+    }
+
+    /// Performs ``ClientCore/Action/loggedOut(userID:reason:)``: the offline store forgets the user as `reason` says,
+    /// and the event is broadcast.
+    func loggedOut(userID: String, reason: LogoutReason) {
         logger.info("logged out", metadata: ["reason": "\(reason)"])
         switch reason {
         case .app: break // logout() erases and waits for it itself
@@ -273,19 +271,15 @@ extension DDPClient {
         loginEventBroadcaster.yield(.loggedOut(userID: userID, reason: reason))
     }
 
-    /// Publishes `account` (stored, broadcast, notified) when it differs from the current one; a successful login
-    /// also clears ``DDPClient/logoutReason`` in the same locked step.
+    /// Sets the account (a successful login also clears ``DDPClient/logoutReason``, in the same decision).
     func setAccount(_ account: Account?, clearingLogoutReason: Bool = false) {
-        let changed: Bool = accountState.withLockedValue { state in
-            defer {
-                state.account = account
-                if clearingLogoutReason { state.logoutReason = nil }
-            }
-            return state.account != account
-        }
-        guard changed else { return }
+        handle(.accountSet(account, clearingLogoutReason: clearingLogoutReason))
+    }
+
+    /// Performs ``ClientCore/Action/accountChanged(_:)``: the new account is stored, broadcast and notified.
+    func accountChanged(_ account: Account?) {
         // A login still waiting for its user's document fails now: the client logged out or in as someone else.
-        if isOnClientQueue { endUserDocumentWaits(superseded: account) }
+        endUserDocumentWaits(superseded: account)
         if let store = configuration.accountStore {
             do { try store.save(account) } catch { logger.debug("account not stored", metadata: ["error": "\(error)"]) }
         }
@@ -296,35 +290,4 @@ extension DDPClient {
             )
         }
     }
-}
-
-/// The account and whether a login is in progress. Protected by `DDPClient.accountState`'s lock.
-struct AccountState {
-    var account: Account?
-    /// Logins the app called that have not completed (their user's document included): they may overlap, since a
-    /// login's method is answered before its user arrives.
-    var loginsInProgress = 0
-    /// Whether the resume of the account restored at start-up has not completed (Meteor's `loggingIn()` covers it; a
-    /// reconnect's resume does not count).
-    var startupResumeInProgress = false
-
-    /// Meteor's `loggingIn()`.
-    var loggingIn: Bool { loginsInProgress > 0 || startupResumeInProgress }
-
-    /// A login ended (completed or failed): the app's counts down; the first resume ends the start-up one.
-    mutating func loginEnded(resuming: Bool) {
-        if resuming {
-            startupResumeInProgress = false
-        } else {
-            loginsInProgress = max(0, loginsInProgress - 1)
-        }
-    }
-
-    /// `close()`: no login goes on.
-    mutating func closed() {
-        loginsInProgress = 0
-        startupResumeInProgress = false
-    }
-    /// Why the client is logged out (``DDPClient/logoutReason``).
-    var logoutReason: LogoutReason?
 }

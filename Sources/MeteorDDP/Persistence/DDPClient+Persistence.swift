@@ -200,7 +200,7 @@ extension DDPClient {
         var accountError: (any Error)?
         do { try configuration.accountStore?.save(nil) } catch { accountError = error }
         // Closed: no stream or notification follows the account any more.
-        accountState.withLockedValue { $0.account = nil }
+        queue.sync { handle(.closedAccountForgotten) }
         if let error = erased ?? accountError { throw error }
     }
 

@@ -111,6 +111,11 @@ extension ClientCore {
         case logCallsFailedByReset([MethodCoordinator.Invocation])
         /// The login resumes with `token`, first on the new socket.
         case resumeLogin(token: String)
+        /// The account changed: stored, broadcast, notified; a login waiting for its user's document fails.
+        case accountChanged(Account?)
+        /// The client logged out of `userID`'s account: the offline store forgets as `reason` says, and the login
+        /// event is broadcast (after ``accountChanged(_:)`` to `nil`).
+        indirect case loggedOut(userID: String, reason: LogoutReason)
         /// Runs the app's reconnect hooks of run `run` (none: the run finishes at once), holding incoming messages
         /// meanwhile; ``Input/reconnectHooksFinished(run:)`` follows.
         case runReconnectHooks(run: Int, hooks: [@Sendable () -> Void])

@@ -106,6 +106,23 @@ extension ClientCore {
 
         /// A login succeeded (or its result arrived): new sockets resume with `token`; `nil`: logged out.
         case resumeTokenChanged(String?)
+        /// An account restored from the ``DDPClient/Configuration/accountStore`` at start-up
+        /// (``LoginState/restored(_:)``).
+        case storedAccountRestored(Account)
+        /// The stored account's token expires within the hour at start-up: the client starts logged out.
+        case storedAccountExpired
+        /// The app called a login method.
+        case loginStarted
+        /// A login ended, completed or failed (`resuming`: a resume, the first of which ends the start-up one).
+        case loginEnded(resuming: Bool)
+        /// A login's account is set (``Action/accountChanged(_:)`` if it differs); a successful login also clears the
+        /// logout reason.
+        case accountSet(Account?, clearingLogoutReason: Bool)
+        /// Meteor's `makeClientLoggedOut`: no resume from now on; an account there was is cleared
+        /// (``Action/loggedOut(userID:reason:)``).
+        case logoutRequired(LogoutReason)
+        /// The closed client's account was cleared with its stores (no stream or notification follows it any more).
+        case closedAccountForgotten
         /// ``DDPClient/collection(_:idGeneration:)``: the collection's data is no longer bounded.
         case collectionDeclared(String)
 

@@ -28,7 +28,7 @@ extension ClientCore {
         let holds = !hooks.isEmpty || session.reconnectHooksRunning != nil
         session.reconnectHooksRunning = holds ? session.reconnectHooksRuns : nil
         return SocketReset(
-            failedCalls: failed, stoppedSubscriptions: stopped, resumeToken: session.resumeToken,
+            failedCalls: failed, stoppedSubscriptions: stopped, resumeToken: login.resumeToken,
             userHooks: (session.reconnectHooksRuns, hooks))
     }
 

@@ -1,7 +1,7 @@
 /// Everything the client queue decides with, in one value: the connection and heartbeat machines, the session's
 /// subscriptions, method blocks, stub-written documents' server copies, quiescence hold, after-update queue,
-/// undeclared collections, reconnect hooks and resume token, and the offline store's durability gate and
-/// reconciliation state.
+/// undeclared collections, reconnect hooks, the login lifecycle (account, logins in progress, logout reason, resume
+/// token), and the offline store's durability gate and reconciliation state.
 ///
 /// No clock, no queue, no I/O. Everything that changes it goes in through one funnel, ``handle(_:)``: an ``Input``
 /// in, the ``Action``s the client performs out (async-http-client's `HTTPConnectionPool.StateMachine` shape).
@@ -27,6 +27,8 @@ struct ClientCore {
     var offline = OfflineState()
     /// The client's life: open until `close()`, closed for good after (everything asked then is answered at once).
     private(set) var lifecycle = Lifecycle.open
+    /// The account, the logins in progress, the logout reason and the resume token. Changed only by ``handle(_:)``.
+    private(set) var login = LoginState()
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -114,6 +116,7 @@ extension ClientCore {
             guard !isClosed else { return [] }
             var actions = machineActions(machine.disconnectRequested())
             lifecycle = .closed
+            login.closed()
             actions.append(
                 .closed(
                     Closing(
@@ -213,7 +216,28 @@ extension ClientCore {
             return replayRoundRanActions(runs, escaped: escaped, round: round)
 
         case .resumeTokenChanged(let token):
-            session.resumeToken = token
+            login.resumeTokenChanged(token)
+            return []
+        case .storedAccountRestored(let account):
+            login.restored(account)
+            return []
+        case .storedAccountExpired:
+            login.restoredAccountExpired()
+            return []
+        case .loginStarted:
+            login.loginStarted()
+            return []
+        case .loginEnded(let resuming):
+            login.loginEnded(resuming: resuming)
+            return []
+        case .accountSet(let account, let clearing):
+            return login.setAccount(account, clearingLogoutReason: clearing) ? [.accountChanged(account)] : []
+        case .logoutRequired(let reason):
+            guard let userID = login.loggedOut(reason) else { return [] }
+            _ = login.setAccount(nil, clearingLogoutReason: false)
+            return [.accountChanged(nil), .loggedOut(userID: userID, reason: reason)]
+        case .closedAccountForgotten:
+            _ = login.setAccount(nil, clearingLogoutReason: false)
             return []
         case .collectionDeclared(let name):
             collectionDeclared(name)

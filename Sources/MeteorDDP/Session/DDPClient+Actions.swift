@@ -98,6 +98,8 @@ extension DDPClient {
                     metadata: ["method": "\(invocation.name)", "id": "\(invocation.id)"])
             }
         case .resumeLogin(let token): resumeLogin(token: token)
+        case .accountChanged(let account): accountChanged(account)
+        case .loggedOut(let userID, let reason): loggedOut(userID: userID, reason: reason)
         case .runReconnectHooks(let run, let hooks): runReconnectHooks(run, hooks)
         case .releaseHeldMessages:
             inbox.release()
@@ -120,8 +122,8 @@ extension DDPClient {
 
     /// `close()` took effect: pending calls fail, subscriptions stop, the streams end.
     private func closed(_ closing: ClientCore.Closing) {
-        // A closed client logs nobody in (a stored account's resume may not even have been sent).
-        accountState.withLockedValue { $0.closed() }
+        // A closed client logs nobody in (the core ended its logins; a stored account's resume may not even have been
+        // sent): a login waiting for its user's document fails.
         endUserDocumentWaits()
         awaitedCalls.withLockedValue { $0.removeAll() }
         for invocation in closing.failedCalls {

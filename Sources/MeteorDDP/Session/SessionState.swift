@@ -22,9 +22,6 @@ struct SessionState {
     var afterUpdate = AfterUpdateQueue()
     /// Documents cached for collections the app never declared, bounded. Confined to the client queue.
     var undeclaredCollections: UndeclaredCollections
-    /// The login token every new socket resumes first, before the app's hooks and before old methods are re-sent
-    /// (accounts-base's `onReconnect`). Confined to the client queue.
-    var resumeToken: String?
     /// The app's hooks (``DDPClient/onReconnect(_:_:)``), run on the callback queue by name. Confined to the client
     /// queue.
     var userReconnectHooks: [String: @Sendable () -> Void] = [:]

@@ -83,6 +83,8 @@ extension ClientCore {
                 "established(\(session), reconnect: \(isReconnect))"
             case .logCallsFailedByReset(let calls): "failedByReset(\(calls.map(\.name).joined(separator: " ")))"
             case .resumeLogin(let token): "resumeLogin(\(token))"
+            case .accountChanged(let account): "accountChanged(\(account?.userID ?? "nil"))"
+            case .loggedOut(let userID, _): "loggedOut(\(userID))"
             case .runReconnectHooks(let run, let hooks): "runHooks(\(run), \(hooks.count) hooks)"
             case .releaseHeldMessages: "releaseHeldMessages"
             case .applyQuiescence(let hold): "applyQuiescence(resetting: \(hold.resetting))"
