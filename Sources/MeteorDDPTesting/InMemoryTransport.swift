@@ -4,7 +4,9 @@ import NIOConcurrencyHelpers
 
 /// A ``Transport`` double for tests: records what the client sends and lets a test inject what the server says.
 ///
-/// Events are delivered synchronously on the calling thread, so a test controls every interleaving.
+/// Events are delivered synchronously on the calling thread, so a test controls every interleaving. The client hands
+/// what it receives to its own queue (the transport's thread never runs the client's work): call
+/// `client.waitUntilIdle()` before asserting what a frame led to.
 /// For example:
 /// ```swift
 /// let transport = InMemoryTransport()

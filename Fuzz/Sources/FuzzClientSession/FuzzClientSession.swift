@@ -27,6 +27,7 @@ func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     client.waitUntilIdle() // `connect()` opens the transport on the client queue
     transport.open()
     transport.receive(#"{"msg":"connected","session":"s"}"#)
+    client.waitUntilIdle() // handed to the client queue, not handled on this thread
     guard client.status.isConnected else { fatalError("the harness did not connect the client") }
     let subscription = client.subscribe("c")
     _ = try? client.call("touch") { _ in }
