@@ -304,6 +304,8 @@ extension DDPClient {
         transport.waitUntilOpenable(client)
         transport.open()
         transport.receive(#"{"msg":"connected","session":"bench"}"#)
+        // The frame is handed to the client queue: connected once the queue has handled it.
+        while !client.status.isConnected { sched_yield() }
         _ = client.collection(BenchDocuments.collection)
         return (client, transport)
     }

@@ -133,6 +133,7 @@ enum OfflineBenchmarks {
         transport.inner.waitUntilOpenable(client)
         transport.inner.open()
         transport.inner.receive(#"{"msg":"connected","session":"bench"}"#)
+        while !client.status.isConnected { sched_yield() }
         let delivered = DispatchSemaphore(value: 0)
         let deliveredAt = NIOLockedValueBox<UInt64>(0)
         let observer = NotificationCenter.default.addObserver(
