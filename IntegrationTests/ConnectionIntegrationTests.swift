@@ -124,7 +124,7 @@ final class ConnectionIntegrationTests: XCTestCase {
         XCTAssertEqual(Array(log.states.prefix(3)), [.connected, .waiting, .connecting])
         XCTAssertEqual(log.states.last, .connected)
         let connects = server.receivedMessages.filter { if case .connect = $0 { true } else { false } }
-        guard case .connect(let session?, _, _) = connects.last else {
+        guard case .connect(let session?, _, _, _) = connects.last else {
             return XCTFail("reconnect carried no session: \(connects)")
         }
         XCTAssertEqual(session.count, 17)

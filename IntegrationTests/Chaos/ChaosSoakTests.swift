@@ -49,6 +49,8 @@ final class ChaosSoakTests: XCTestCase {
         configuration.retryStrategy = RetryStrategy(baseTimeout: 20, exponent: 2, maxTimeout: 300, minTimeout: 10)
         configuration.connectTimeout = .seconds(2)
         configuration.pendingStubMode = mode
+        // Sessions are resumed (the default); a call whose frame a dropped socket lost ends within the soak's wait.
+        configuration.resumedCallTimeout = .seconds(5)
         if let path = environment["MDDP_CHAOS_TRACE"], let factory = TraceFileLogHandler.factory(path: path) {
             configuration.logger = Logger(label: "MeteorDDP", factory: factory)
         }
@@ -122,6 +124,9 @@ final class ChaosSoakTests: XCTestCase {
         client.database.observerQueue.sync {}
         let verdict = ledger.verdict(collection: collection)
         let figures = proxy.figures
+        let connects = Dictionary(grouping: server.connectOutcomes, by: { "\($0)" }).mapValues(\.count)
+            .sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        let runTwice = server.callsRunMoreThanOnce
         client.close()
         errorTask.cancel()
         statusTask.cancel()
@@ -132,7 +137,8 @@ final class ChaosSoakTests: XCTestCase {
         print(
             """
             chaos soak (\(mode), seed \(seed), \(Int(seconds)) s of faults): \(verdict.calls) calls; \
-            proxy: \(figures); sessions established: \(reconnects.value)
+            proxy: \(figures); sessions established: \(reconnects.value); \
+            server connects: \(connects)
             outcomes: \
             \(verdict.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             documents: server \(onServer.count), cache \(cache.count), differing \(differing.count), \
@@ -149,6 +155,7 @@ final class ChaosSoakTests: XCTestCase {
                     + "server \(onServer[key].map { $0 ?? "?" } ?? "absent")"
             }, [], "cache == server")
         XCTAssertEqual(duplicates, [], "no insert made twice on the server")
+        XCTAssertEqual(runTwice, [], "no call run twice by one session (a resumed session never gets a call again)")
         XCTAssertEqual(
             Array(verdict.wrongNotifications.prefix(10)), [], "\(verdict.wrongNotifications.count) wrong notifications")
         XCTAssertEqual(Array(verdict.unexpectedErrors.prefix(10)), [], "no error the faults did not cause")

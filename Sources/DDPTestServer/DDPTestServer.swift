@@ -42,6 +42,12 @@ public final class DDPTestServer: @unchecked Sendable {
         public var heartbeatInterval: Duration? = .seconds(15)
         /// How long the server waits for an answer to its ping before closing (Meteor: 15 s).
         public var heartbeatTimeout: Duration = .seconds(15)
+        /// How long a session whose socket was lost waits for its client to resume it (Meteor 3.5+'s
+        /// `disconnectGracePeriod`, 15 s); zero ends it with its socket, as servers before 3.5 do.
+        public var disconnectGracePeriod: Duration = .seconds(15)
+        /// The most messages a session in its grace period queues for its client (Meteor's `maxMessageQueueLength`,
+        /// 100): one more and it ends at once.
+        public var maxMessageQueueLength = 100
         /// TLS for `wss`; `nil` serves plain `ws`.
         public var tls: TLSConfiguration?
         /// Largest WebSocket frame accepted, and largest message once inflated.
@@ -73,8 +79,15 @@ public final class DDPTestServer: @unchecked Sendable {
         var serverChannel: (any Channel)?
         /// The bound port (kept across `stop()` so `start()` can rebind it). Protected by `state`'s lock.
         var port: Int?
-        /// Live sessions by id. Protected by `state`'s lock.
-        var sessions: [ObjectIdentifier: ServerSession] = [:]
+        /// Open connections (the WebSocket upgrade done). Protected by `state`'s lock.
+        var connections: [ObjectIdentifier: ServerConnection] = [:]
+        /// How each `connect` ended, in order (``DDPTestServer/connectOutcomes``). Protected by `state`'s lock.
+        var connectOutcomes: [ConnectOutcome] = []
+        /// Sessions that ended because their grace period's queue overflowed. Protected by `state`'s lock.
+        var gracePeriodOverflows = 0
+        /// Runs of each method call, by "session id" (``DDPTestServer/runs(ofCall:inSession:)``). Protected by
+        /// `state`'s lock.
+        var callRuns: [String: Int] = [:]
         /// Whether new connections are closed at once. Protected by `state`'s lock.
         var refusesNewConnections = false
         /// Whether sessions answer client pings. Protected by `state`'s lock.
@@ -122,6 +135,8 @@ public final class DDPTestServer: @unchecked Sendable {
     var heldMethodCalls: [() -> Void] = []
     /// Observers of every document change. Confined to `queue`.
     var documentChangeObservers: [@Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void] = []
+    /// Sessions by id, connected or in their grace period. Confined to `queue`.
+    var liveSessions: [String: ServerSession] = [:]
     /// Users' password hashes and login tokens. Confined to `queue`.
     var accounts = ServerAccounts()
     /// The rate limits (DDPRateLimiter's rules). Confined to `queue`.
@@ -231,7 +246,7 @@ public final class DDPTestServer: @unchecked Sendable {
     func documentChanged(collection: String, id: String, before: EJSONObject?, after: EJSONObject?) {
         dispatchPrecondition(condition: .onQueue(queue))
         for observer in documentChangeObservers { observer(collection, id, after) }
-        for session in state.withLockedValue({ Array($0.sessions.values) }) {
+        for session in liveSessions.values {
             session.collectionChanged(collection: collection, id: id, before: before, after: after)
         }
     }
@@ -305,6 +320,8 @@ public final class DDPTestServer: @unchecked Sendable {
         }
         try await channel?.close()
         dropAllConnections()
+        // A stopped server keeps no session for a client to resume.
+        endSessionsInGracePeriod()
     }
 
     /// The port the server listens on (valid after ``start()``).
@@ -313,57 +330,6 @@ public final class DDPTestServer: @unchecked Sendable {
     /// The WebSocket URL clients connect to: `ws://127.0.0.1:<port>/websocket` (or `wss://`).
     public var url: URL {
         URL(string: "\(configuration.tls == nil ? "ws" : "wss")://\(configuration.host):\(port)/websocket")!
-    }
-
-    // MARK: - Test controls
-
-    /// Closes every open connection now.
-    public func dropAllConnections() {
-        let sessions = state.withLockedValue { Array($0.sessions.values) }
-        for session in sessions { session.close() }
-    }
-
-    /// While `true`, new connections are closed as soon as they are accepted.
-    public var refusesNewConnections: Bool {
-        get { state.withLockedValue { $0.refusesNewConnections } }
-        set { state.withLockedValue { $0.refusesNewConnections = newValue } }
-    }
-
-    /// While `false`, sessions ignore client pings (so a client's heartbeat times out).
-    public var respondsToPings: Bool {
-        get { state.withLockedValue { $0.respondsToPings } }
-        set { state.withLockedValue { $0.respondsToPings = newValue } }
-    }
-
-    /// The number of open sessions (connections that completed the WebSocket upgrade).
-    public var sessionCount: Int { state.withLockedValue { $0.sessions.count } }
-
-    /// How many TCP connections were accepted since the server was created.
-    public var acceptedConnections: Int { state.withLockedValue { $0.acceptedConnections } }
-
-    /// Every client message received so far, over all sessions, in arrival order.
-    public var receivedMessages: [ClientMessage] { state.withLockedValue { $0.receivedMessages } }
-
-    /// Publishes the "bench documents" workload: `publish("bench") ` with `count` documents in collection `bench`.
-    public func publishBenchDocuments(count: Int) {
-        perform {
-            let bench = collection(BenchDocuments.collection)
-            for i in 0..<count where bench.document(BenchDocuments.id(i)) == nil {
-                _ = try? bench.insert(BenchDocuments.fields(i), id: BenchDocuments.id(i))
-            }
-        }
-        publish("bench") { _ in [Cursor(collection: BenchDocuments.collection)] }
-    }
-
-    /// Sends a raw text frame to every open session (for testing how clients survive bad input).
-    public func broadcastRawFrame(_ frame: String) {
-        let sessions = state.withLockedValue { Array($0.sessions.values) }
-        for session in sessions { session.sendRaw(frame) }
-    }
-
-    /// Sends a message to every open session.
-    public func broadcast(_ message: ServerMessage) {
-        broadcastRawFrame(EJSON.stringify(message.ejsonValue))
     }
 
     // MARK: - Pipeline
@@ -389,7 +355,7 @@ public final class DDPTestServer: @unchecked Sendable {
             },
             upgradePipelineHandler: { [weak self] channel, head in
                 guard let self else { return channel.close() }
-                let session = ServerSession(server: self, channel: channel)
+                let connection = ServerConnection(server: self, channel: channel)
                 return channel.pipeline.removeHandler(name: NotFoundResponder.name).flatMapThrowing {
                     if deflates, let agreement = PerMessageDeflateAgreement(requestHeaders: head.headers) {
                         try channel.pipeline.syncOperations.addHandler(
@@ -402,7 +368,7 @@ public final class DDPTestServer: @unchecked Sendable {
                             minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16,
                             maxAccumulatedFrameSize: maxFrameSize)
                     )
-                    try channel.pipeline.syncOperations.addHandler(ServerSessionHandler(session: session))
+                    try channel.pipeline.syncOperations.addHandler(ServerConnectionHandler(connection: connection))
                 }
             }
         )
@@ -419,14 +385,14 @@ public final class DDPTestServer: @unchecked Sendable {
         }
     }
 
-    func register(_ session: ServerSession) {
-        state.withLockedValue { $0.sessions[ObjectIdentifier(session)] = session }
+    func register(_ connection: ServerConnection) {
+        state.withLockedValue { $0.connections[ObjectIdentifier(connection)] = connection }
     }
 
-    func unregister(_ session: ServerSession) {
+    func unregister(_ connection: ServerConnection) {
         let waiters: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
-            state.sessions.removeValue(forKey: ObjectIdentifier(session))
-            guard state.sessions.isEmpty else { return [] }
+            state.connections.removeValue(forKey: ObjectIdentifier(connection))
+            guard state.connections.isEmpty else { return [] }
             defer { state.noSessionWaiters.removeAll() }
             return state.noSessionWaiters
         }
@@ -440,7 +406,7 @@ public final class DDPTestServer: @unchecked Sendable {
     public func waitUntilNoSession() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let none: Bool = state.withLockedValue { state in
-                guard !state.sessions.isEmpty else { return true }
+                guard !state.connections.isEmpty else { return true }
                 state.noSessionWaiters.append(continuation)
                 return false
             }

@@ -213,8 +213,7 @@ extension DDPTestServer {
         let removed = Set(accounts.tokens.filter { shouldRemove($0.value, $0.key) }.keys)
         guard !removed.isEmpty else { return }
         for token in removed { accounts.tokens.removeValue(forKey: token) }
-        let sessions = state.withLockedValue { Array($0.sessions.values) }
-        for session in sessions {
+        for session in Array(liveSessions.values) {
             guard let token = session.loginToken, removed.contains(token) else { continue }
             session.loginToken = nil
             session.close()

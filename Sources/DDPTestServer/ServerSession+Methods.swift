@@ -8,6 +8,7 @@ extension ServerSession {
     /// Runs a method behind the session's write fence: the data messages it causes for this session, then `updated`,
     /// then `result` (or, in the server's result-first mode, `result` before the data).
     func runMethod(id: String, name: String, params: [EJSONValue], seed: String?, server: DDPTestServer) {
+        server.noteRun(ofCall: id, inSession: self.id)
         guard let handler = server.methodHandler(name) else {
             send([
                 .result(

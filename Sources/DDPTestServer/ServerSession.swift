@@ -1,23 +1,34 @@
 import EJSON
 import Foundation
 import MeteorDDP
-import NIOCore
-import NIOWebSocket
 
-/// One client's DDP session on the test server.
+/// One client's DDP session on the test server, carried by a ``ServerConnection`` (or by none, during its grace period:
+/// Meteor 3.5+ keeps a session whose socket was lost for `disconnectGracePeriod`, queueing what it would send, so the
+/// client can resume it on a new socket; ddp-semantics §13).
 ///
-/// Heartbeat bookkeeping is confined to the channel's event loop; everything DDP (handshake, subscriptions, the merge
-/// box, methods) is confined to the server queue. `send`/`close` may be called from anywhere.
+/// Everything DDP (subscriptions, the merge box, methods, what it sent and queued) is confined to the server queue.
 final class ServerSession: @unchecked Sendable {
-    // @unchecked because: heartbeat state is confined to `channel.eventLoop`; DDP state to `server.queue`.
+    // @unchecked because: its state is confined to `server.queue`.
 
     private weak let weakServer: DDPTestServer?
-    let channel: any Channel
+    /// The DDP session id.
+    let id: String
 
     // MARK: - Mutable State (server queue)
 
-    /// The DDP session id once `connect` succeeded. Confined to the server queue.
-    private(set) var sessionID: String?
+    /// The connection carrying the session; `nil` in its grace period. Confined to the server queue.
+    private(set) var connection: ServerConnection?
+    /// Messages written to a connection so far, pings and pongs aside (Meteor's `sentCount`; `connected` is the
+    /// first). A message written into a socket that is dying counts too, though it never arrives: the client's count
+    /// then differs, and it gets a new session. Confined to the server queue.
+    private(set) var sentCount = 0
+    /// In the grace period: what the session would have written, in order, with whether each counts. Confined to the
+    /// server queue.
+    private var queued: [(text: String, counted: Bool)] = []
+    /// In the grace period: its end. Confined to the server queue.
+    private var graceEnd: DispatchWorkItem?
+    /// Whether the client said `disconnect`: the session ends with its socket. Confined to the server queue.
+    private var expectingDisconnect = false
     /// The logged-in user. Confined to the server queue.
     var userID: String?
     /// The resume token of the current login. Confined to the server queue.
@@ -30,66 +41,27 @@ final class ServerSession: @unchecked Sendable {
     var inbox: [ClientMessage] = []
     /// Whether a (slow) method is running. Confined to the server queue.
     var busy = false
-    /// Whether the connection closed: what is still in the inbox, or waiting out a latency, is dropped (Meteor's
+    /// Whether the session ended: what is still in the inbox, or waiting out a latency, is dropped (Meteor's
     /// closed session drops its `inQueue`). Confined to the server queue.
-    var ended = false
+    private(set) var ended = false
     /// While a method runs: the data messages it caused for this session, held for the write fence. Confined to the
     /// server queue.
     var fence: [ServerMessage]?
 
-    // MARK: - Mutable State (event loop)
-
-    /// Whether a frame arrived since the last heartbeat tick. Confined to the event loop.
-    private var seenFrame = false
-    /// The pending heartbeat timeout. Confined to the event loop.
-    private var heartbeatTimeout: Scheduled<Void>?
-    /// The heartbeat tick. Confined to the event loop.
-    private var heartbeatTick: RepeatedTask?
-
-    init(server: DDPTestServer, channel: any Channel) {
+    init(server: DDPTestServer, id: String, connection: ServerConnection) {
         self.weakServer = server
-        self.channel = channel
+        self.id = id
+        self.connection = connection
     }
 
     var server: DDPTestServer? { weakServer }
 
-    // MARK: - Starting
+    /// The session id (for the session's own code, which used to learn it at `connect`).
+    var sessionID: String? { id }
 
-    func start() {
-        weakServer?.register(self)
-    }
+    // MARK: - Receiving (server queue)
 
-    // MARK: - Receiving (event loop → server queue)
-
-    func receive(_ text: String) {
-        channel.eventLoop.preconditionInEventLoop()
-        noteFrame()
-        guard let server = weakServer else { return }
-        let parsed: ClientMessage?
-        do {
-            parsed = try ClientMessage(ejson: EJSON.parse(text))
-        } catch {
-            parsed = nil
-        }
-        server.queue.async {
-            guard let message = parsed else {
-                self.send(.error(reason: "Bad request", offendingMessage: try? EJSON.parse(text)))
-                return
-            }
-            server.record(message)
-            self.handle(message, server: server)
-        }
-    }
-
-    private func handle(_ message: ClientMessage, server: DDPTestServer) {
-        guard sessionID != nil else {
-            if case .connect(_, let version, let support) = message {
-                handleConnect(version: version.rawValue, support: support.map(\.rawValue), server: server)
-            } else {
-                send(.error(reason: "Must connect first", offendingMessage: message.ejsonValue))
-            }
-            return
-        }
+    func handle(_ message: ClientMessage, server: DDPTestServer) {
         switch message {
         case .connect:
             send(.error(reason: "Already connected", offendingMessage: message.ejsonValue))
@@ -97,34 +69,16 @@ final class ServerSession: @unchecked Sendable {
             if server.respondsToPings { send(.pong(id: id)) }
         case .pong:
             break
+        case .disconnect:
+            // Ahead of the queue, as Meteor's server takes it.
+            expectingDisconnect = true
         case .sub, .unsub, .method:
             inbox.append(message)
             processInbox()
         }
     }
 
-    /// Meteor's `calculateVersion`: the first version in the client's `support` that the server speaks, else the
-    /// server's first; a client proposing anything else gets `failed` with that version and is closed.
-    private func handleConnect(version proposed: String, support: [String], server: DDPTestServer) {
-        let supported = server.configuration.supportedVersions
-        let chosen = support.first(where: supported.contains) ?? supported[0]
-        guard proposed == chosen, support.contains(proposed) else {
-            send(.failed(version: chosen))
-            close()
-            return
-        }
-        let session = SecureRandomGenerator().id()
-        sessionID = session
-        send(.connected(session: session))
-        if proposed != "pre1", let interval = server.configuration.heartbeatInterval {
-            channel.eventLoop.execute {
-                self.startHeartbeat(interval: interval, timeout: server.configuration.heartbeatTimeout)
-            }
-        }
-        startUniversalPublications()
-    }
-
-    // MARK: - Sending
+    // MARK: - Sending (server queue)
 
     /// Sends a data message, unless a method's write fence holds this session's data.
     func sendData(_ message: ServerMessage) {
@@ -132,126 +86,100 @@ final class ServerSession: @unchecked Sendable {
     }
 
     func send(_ message: ServerMessage) {
-        sendRaw(EJSON.stringify(message.ejsonValue))
+        transmit(EJSON.stringify(message.ejsonValue), counted: message.isCounted)
     }
 
     func sendRaw(_ text: String) {
-        let channel = self.channel
-        var buffer = channel.allocator.buffer(capacity: text.utf8.count)
-        buffer.writeString(text)
-        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+        transmit(text, counted: true)
     }
 
     /// Sends several messages with one flush (so they leave in one TCP write where they fit).
     func send(_ messages: [ServerMessage]) {
-        guard !messages.isEmpty else { return }
-        let channel = self.channel
-        let frames = messages.map { message -> WebSocketFrame in
-            let text = EJSON.stringify(message.ejsonValue)
-            var buffer = channel.allocator.buffer(capacity: text.utf8.count)
-            buffer.writeString(text)
-            return WebSocketFrame(fin: true, opcode: .text, data: buffer)
+        guard !messages.isEmpty, !ended else { return }
+        guard let connection else {
+            for message in messages { send(message) }
+            return
         }
-        channel.eventLoop.execute {
-            for frame in frames { channel.write(frame, promise: nil) }
-            channel.flush()
-        }
+        sentCount += messages.count { $0.isCounted }
+        connection.write(messages.map { EJSON.stringify($0.ejsonValue) })
     }
 
-    // MARK: - Heartbeat (event loop)
-
-    private func noteFrame() {
-        seenFrame = true
-        heartbeatTimeout?.cancel()
-        heartbeatTimeout = nil
-    }
-
-    private func startHeartbeat(interval: Duration, timeout: Duration) {
-        heartbeatTick = channel.eventLoop.scheduleRepeatedTask(
-            initialDelay: TimeAmount(interval), delay: TimeAmount(interval)
-        ) { [weak self] _ in
-            guard let self else { return }
-            if !self.seenFrame && self.heartbeatTimeout == nil {
-                self.sendRaw(#"{"msg":"ping"}"#)
-                self.heartbeatTimeout = self.channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [weak self] in
-                    self?.close()
-                }
-            }
-            self.seenFrame = false
+    private func transmit(_ text: String, counted: Bool) {
+        guard !ended else { return }
+        if let connection {
+            if counted { sentCount += 1 }
+            connection.write(text)
+            return
+        }
+        queued.append((text, counted))
+        // Meteor's `maxMessageQueueLength`: one more than it holds, and the session ends at once.
+        if let server, queued.count > server.configuration.maxMessageQueueLength {
+            server.noteGracePeriodOverflow()
+            end()
         }
     }
 
-    // MARK: - Ending
+    // MARK: - Losing and resuming the connection (server queue)
 
+    /// Whether the session waits for the client to resume it.
+    var isInGracePeriod: Bool { connection == nil && !ended }
+
+    /// The connection carrying the session closed. The session waits `disconnectGracePeriod` for the client to resume
+    /// it, unless the server closed the connection (`endsSession`), the client said `disconnect`, or there is no
+    /// grace period.
+    func connectionLost(_ lost: ServerConnection, endsSession: Bool) {
+        guard connection === lost, !ended else { return }
+        connection = nil
+        guard let server, !endsSession, !expectingDisconnect, server.configuration.disconnectGracePeriod > .zero else {
+            return end()
+        }
+        let end = DispatchWorkItem { [weak self] in self?.end() }
+        graceEnd = end
+        server.queue.asyncAfter(
+            deadline: .now() + Self.interval(server.configuration.disconnectGracePeriod), execute: end)
+    }
+
+    /// Takes the session over on `connection` if `receivedCount` is exactly what it sent: `connected` with the same id,
+    /// then what it queued, in order. Returns whether it did.
+    func resume(on connection: ServerConnection, receivedCount: Int) -> Bool {
+        guard isInGracePeriod, receivedCount == sentCount, !expectingDisconnect else { return false }
+        graceEnd?.cancel()
+        graceEnd = nil
+        self.connection = connection
+        connection.session = self
+        send(.connected(session: id))
+        let waiting = queued
+        queued = []
+        sentCount += waiting.count { $0.counted }
+        connection.write(waiting.map(\.text))
+        return true
+    }
+
+    /// Ends the session: its inbox is dropped, its subscriptions stop, nothing more is sent.
+    func end() {
+        guard !ended else { return }
+        ended = true
+        graceEnd?.cancel()
+        graceEnd = nil
+        queued = []
+        inbox.removeAll()
+        stopAllSubscriptions()
+        if let server, server.liveSessions[id] === self { server.liveSessions.removeValue(forKey: id) }
+    }
+
+    /// Closes the session's connection as Meteor's `connection.close()` does (a kick): the session ends with it.
     func close() {
-        channel.close(promise: nil)
-    }
-
-    func closed() {
-        channel.eventLoop.preconditionInEventLoop()
-        heartbeatTick?.cancel()
-        heartbeatTimeout?.cancel()
-        guard let server = weakServer else { return }
-        // Before the unregistering: `waitUntilNoSession()` resumes behind it, once nothing of this session can run.
-        server.queue.async {
-            self.ended = true
-            self.inbox.removeAll()
-            self.stopAllSubscriptions()
-        }
-        server.unregister(self)
+        guard let connection else { return end() }
+        connection.close()
     }
 }
 
-/// The NIO handler feeding WebSocket frames to a ``ServerSession``.
-final class ServerSessionHandler: ChannelInboundHandler {
-    typealias InboundIn = WebSocketFrame
-    typealias OutboundOut = WebSocketFrame
-
-    let session: ServerSession
-
-    init(session: ServerSession) {
-        self.session = session
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        session.start()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        switch frame.opcode {
-        case .text:
-            var text = frame.unmaskedData
-            session.receive(text.readString(length: text.readableBytes) ?? "")
-        case .ping:
-            context.writeAndFlush(
-                wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
-        case .connectionClose:
-            var data = context.channel.allocator.buffer(capacity: 2)
-            data.write(webSocketErrorCode: .normalClosure)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
-                .whenComplete { _ in
-                    channel.close(promise: nil)
-                }
-        default:
-            break
+extension ServerMessage {
+    /// Whether a session counts the message as sent: every message but `ping` and `pong`.
+    var isCounted: Bool {
+        switch self {
+        case .ping, .pong: false
+        default: true
         }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        session.closed()
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

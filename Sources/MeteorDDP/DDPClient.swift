@@ -249,6 +249,15 @@ extension DDPClient {
         public var connectTimeout: Duration = .seconds(10)
         /// Reconnect back-off (Meteor's `Retry` defaults).
         public var retryStrategy: RetryStrategy = .meteorDefault
+        /// Whether a new socket asks the server to resume the session the client had (Meteor 3.5+, on by default):
+        /// resumed, nothing is sent or downloaded again; refused (a server before 3.5, a grace period run out, a
+        /// message lost with the old socket), the client starts a new session as it always does.
+        /// ``ConnectionStatus/sessionStart`` says which happened.
+        public var resumesSessions = true
+        /// How long a call in flight when the session is resumed may take to be answered before it fails as
+        /// ``MethodError/Kind/outcomeUnknown`` (default 30 s): its frame may have been lost with the old socket, and
+        /// sending it again could run it twice.
+        public var resumedCallTimeout: Duration = .seconds(30)
         /// Whether server pings are answered (Meteor: yes).
         public var respondToPings = true
         /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries and logouts at `.info`.

@@ -167,7 +167,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:510
+// README.md:540
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -1379,7 +1379,7 @@ import DocExampleSwiftUI
     }
 }
 
-// Sources/MeteorDDPTesting/InMemoryTransport.swift:9
+// Sources/MeteorDDPTesting/InMemoryTransport.swift:11
 @MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)

@@ -118,7 +118,8 @@ final class HostileWebSocketServer: Sendable {
                 ))
             let socket = HostileSocket(outbound: outbound)
             guard case .text(let connect)? = try await reader.next(), connect.contains(#""connect""#) else { return }
-            try await socket.sendText(#"{"msg":"connected","session":"hostile"}"#)
+            // A server before Meteor 3.5: every connection is a new session (its id never comes back).
+            try await socket.sendText(#"{"msg":"connected","session":"hostile-\#(UUID().uuidString)"}"#)
             guard attacked else { return try await Self.behave(&reader, socket, answeringSubscriptions: true) }
             let answers = answersSubscriptionsOnAttackedConnection
             if readsDuringAttack {
@@ -162,7 +163,7 @@ final class HostileWebSocketServer: Sendable {
             guard case .text(let text) = frame, case .object(let message) = try? EJSON.parse(text) else { continue }
             let id = message["id"].map { EJSON.stringify($0) } ?? "null"
             switch message["msg"]?.stringValue {
-            case "connect": try await socket.sendText(#"{"msg":"connected","session":"hostile"}"#)
+            case "connect": try await socket.sendText(#"{"msg":"connected","session":"hostile-\#(UUID().uuidString)"}"#)
             case "ping":
                 try await socket.sendText(message["id"] == nil ? #"{"msg":"pong"}"# : #"{"msg":"pong","id":\#(id)}"#)
             case "sub" where answeringSubscriptions: try await socket.sendText(#"{"msg":"ready","subs":[\#(id)]}"#)

@@ -52,7 +52,7 @@ final class TestDoublesTests: XCTestCase {
         try await connect()
         XCTAssertEqual(transport.connectionAttempts, 1)
         XCTAssertTrue(transport.isOpen)
-        guard case .connect(let session, let version, _)? = transport.sentMessages.first else {
+        guard case .connect(let session, _, let version, _)? = transport.sentMessages.first else {
             return XCTFail("connect goes first, not \(transport.sentFrames)")
         }
         XCTAssertNil(session)

@@ -32,6 +32,12 @@ struct ConnectionStateMachine {
         case startHeartbeat
         case stopHeartbeat
         case sessionEstablished(session: String, version: DDPVersion, isReconnect: Bool)
+        /// The server resumed the session on the new socket (Meteor 3.5+): nothing is reset or sent again, and what
+        /// was put aside while the socket was down goes out now.
+        case sessionResumed(session: String, version: DDPVersion)
+        /// The app ended the session (``DDPClient/disconnect()``, ``DDPClient/close()``): `{"msg":"disconnect"}` goes
+        /// out, then the socket closes once it is written (the server then keeps no session to resume).
+        case endSession
         case connectionLost(DDPError)
         /// The app disconnected (``DDPClient/disconnect()``, ``DDPClient/close()``): the session ends as on a lost
         /// connection, but nothing went wrong, so nothing is reported on ``DDPClient/errors``.
@@ -45,15 +51,27 @@ struct ConnectionStateMachine {
     private(set) var versionSuggestion: DDPVersion?
     /// The session of the last `connected`, sent back in the next `connect`.
     private(set) var lastSession: String?
+    /// Whether a new socket offers the server to resume the session (Meteor 3.5+'s session resumption).
+    let resumesSessions: Bool
+    /// Messages received in the session, pings and pongs aside (Meteor's `_receivedCount`): a new session's
+    /// `connected` is the first; a resumed session's `connected` counts on.
+    private(set) var receivedCount = 0
+    /// Whether the session may be resumed on a new socket: not once the app ended it, nor after the server asked for
+    /// another DDP version.
+    private(set) var sessionResumable = false
+    /// The session the open socket's `connect` offered to resume, until the server answers: nothing else is sent
+    /// meanwhile.
+    private(set) var offeredSession: String?
     /// Whether the network is reachable; when it is not, a lost connection goes offline instead of waiting.
     private(set) var networkReachable = true
     /// Whether the client is offline only because the network was unreachable when the connection was lost (then
     /// reachability coming back connects again; after ``disconnectRequested()`` it does not).
     private(set) var offlineUntilReachable = false
 
-    init(supportedVersions: [DDPVersion]) {
+    init(supportedVersions: [DDPVersion], resumesSessions: Bool = false) {
         precondition(!supportedVersions.isEmpty, "at least one DDP version must be supported")
         self.supportedVersions = supportedVersions
+        self.resumesSessions = resumesSessions
     }
 
     private var proposal: DDPVersion { versionSuggestion ?? supportedVersions[0] }
@@ -88,6 +106,8 @@ struct ConnectionStateMachine {
 
     mutating func disconnectRequested() -> [Action] {
         offlineUntilReachable = false
+        sessionResumable = false
+        offeredSession = nil
         switch state {
         case .offline:
             return []
@@ -97,13 +117,17 @@ struct ConnectionStateMachine {
         case .waiting:
             state = .offline
             return [.cancelRetry, .publishStatus(ConnectionStatus(state: .offline))]
-        case .connecting:
+        case .connecting(_, let socketOpen, _):
             state = .offline
-            return [.cancelConnectTimeout, .closeTransport, .publishStatus(ConnectionStatus(state: .offline))]
+            // An open socket has sent `connect`: a session the server resumes (or starts) on it ends too.
+            return [
+                .cancelConnectTimeout, socketOpen ? .endSession : .closeTransport,
+                .publishStatus(ConnectionStatus(state: .offline))
+            ]
         case .connected:
             state = .offline
             return [
-                .stopHeartbeat, .closeTransport, .disconnectedByClient,
+                .stopHeartbeat, .endSession, .disconnectedByClient,
                 .publishStatus(ConnectionStatus(state: .offline))
             ]
         }
@@ -129,7 +153,22 @@ struct ConnectionStateMachine {
             preconditionFailure("Internal inconsistency: transport opened in state \(state)")
         }
         state = .connecting(retryCount: retryCount, socketOpen: true, proposed: proposed)
+        if resumesSessions, sessionResumable, let session = lastSession {
+            // The reset waits for the answer: the same session back needs none.
+            offeredSession = session
+            return [
+                .sendConnect(
+                    .connect(
+                        session: session, receivedCount: receivedCount, version: proposed, support: supportedVersions))
+            ]
+        }
         return [.sendConnect(connectMessage), .resetSession]
+    }
+
+    /// A frame of the current socket arrived; `counted`: it is a message other than `ping` and `pong`, as the
+    /// server counts what it sends.
+    mutating func frameReceived(counted: Bool) {
+        if counted { receivedCount += 1 }
     }
 
     mutating func transportClosed(_ error: DDPError) -> [Action] {
@@ -174,12 +213,25 @@ struct ConnectionStateMachine {
             return [] // the driver reports an out-of-place `connected`
         }
         let isReconnect = lastSession != nil
+        let offered = offeredSession
+        offeredSession = nil
         lastSession = session
+        sessionResumable = true
         state = .connected(session: session, version: proposed)
         var actions: [Action] = [.cancelConnectTimeout]
         if proposed.hasHeartbeats { actions.append(.startHeartbeat) }
+        if offered == session {
+            // Resumed: its `connected` counted on like any message.
+            actions.append(.sessionResumed(session: session, version: proposed))
+            actions.append(.publishStatus(ConnectionStatus(state: .connected, sessionStart: .resumed)))
+            return actions
+        }
+        receivedCount = 1
+        // A new session after an offer to resume: the reset the offer put off happens now.
+        if offered != nil { actions.append(.resetSession) }
         actions.append(.sessionEstablished(session: session, version: proposed, isReconnect: isReconnect))
-        actions.append(.publishStatus(ConnectionStatus(state: .connected)))
+        actions.append(
+            .publishStatus(ConnectionStatus(state: .connected, sessionStart: offered == nil ? .new : .resumeRefused)))
         return actions
     }
 
@@ -187,6 +239,9 @@ struct ConnectionStateMachine {
     mutating func receivedFailed(version: String) -> [Action] {
         guard case .connecting(let retryCount, true, let proposed) = state else { return [] }
         let requested = DDPVersion(rawValue: version)
+        // Another version is another session: never a resumed one.
+        sessionResumable = false
+        offeredSession = nil
         if supportedVersions.contains(requested), requested != proposed {
             versionSuggestion = requested
             state = .connecting(retryCount: retryCount, socketOpen: false, proposed: requested)
@@ -201,6 +256,7 @@ struct ConnectionStateMachine {
 
     private mutating func startAttempt(retryCount: Int) -> [Action] {
         offlineUntilReachable = false
+        offeredSession = nil
         state = .connecting(retryCount: retryCount, socketOpen: false, proposed: proposal)
         return [
             .openTransport, .scheduleConnectTimeout,
@@ -220,6 +276,14 @@ struct ConnectionStateMachine {
 }
 
 extension ConnectionStateMachine {
+    /// Whether the session's own frames (calls, subscriptions) go out now: the socket is open and not waiting for the
+    /// server to answer an offer to resume.
+    var sendsSessionFrames: Bool { isSocketOpen && offeredSession == nil }
+
+    /// Whether frames the session cannot send now are kept for the session's resumption (else a new socket's reset
+    /// sends what matters again).
+    var keepsSessionFramesForResumption: Bool { resumesSessions && sessionResumable && lastSession != nil }
+
     /// Whether frames can be sent: the socket is open (handshake pending or done).
     var isSocketOpen: Bool {
         switch state {

@@ -32,13 +32,33 @@ public struct ConnectionStatus: Sendable, Equatable, CustomStringConvertible {
     public var retryTime: Date?
     /// Why the connection was lost or failed, if it was.
     public var reason: DDPError?
+    /// How the current session began (only while ``State/connected``).
+    public var sessionStart: SessionStart?
+
+    /// How a session began.
+    public enum SessionStart: String, Sendable, Equatable {
+        /// A new session: the first connection, or a new socket that offered no session to resume (resumption is off,
+        /// or the app ended the session with ``DDPClient/disconnect()``).
+        case new
+        /// The server resumed the session the client had (Meteor 3.5+): no login, no subscription and no call was
+        /// sent again, no document downloaded again.
+        case resumed
+        /// The client offered to resume its session and the server started a new one (a server before Meteor 3.5,
+        /// a grace period that ran out, a message lost with the old socket, a session the server closed): the client
+        /// resumed its login and sent its subscriptions and calls again, as on any new session.
+        case resumeRefused
+    }
 
     /// Creates a status.
-    public init(state: State, retryCount: Int = 0, retryTime: Date? = nil, reason: DDPError? = nil) {
+    public init(
+        state: State, retryCount: Int = 0, retryTime: Date? = nil, reason: DDPError? = nil,
+        sessionStart: SessionStart? = nil
+    ) {
         self.state = state
         self.retryCount = retryCount
         self.retryTime = retryTime
         self.reason = reason
+        self.sessionStart = sessionStart
     }
 
     /// Whether the DDP session is established.
@@ -46,6 +66,7 @@ public struct ConnectionStatus: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         var text = "\(state.rawValue) (retryCount \(retryCount))"
+        if let sessionStart { text += ", session \(sessionStart.rawValue)" }
         if let reason { text += ": \(reason)" }
         return text
     }

@@ -13,6 +13,8 @@ final class OutboundFrames: Sendable {
         /// The writer, suspended in ``next()`` while nothing is queued.
         var waiter: UnsafeContinuation<[String]?, Never>?
         var finished = false
+        /// Ending once the frames queued are taken (``finishAfterQueued()``): nothing more is queued.
+        var closing = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -20,7 +22,7 @@ final class OutboundFrames: Sendable {
     /// Queues `frame` behind the others; dropped once finished.
     func append(_ frame: String) {
         let handOver: (UnsafeContinuation<[String]?, Never>, [String])? = state.withLockedValue { state in
-            guard !state.finished else { return nil }
+            guard !state.finished, !state.closing else { return nil }
             guard let waiter = state.waiter else {
                 state.frames.append(frame)
                 return nil
@@ -43,6 +45,18 @@ final class OutboundFrames: Sendable {
         waiter?.resume(returning: nil)
     }
 
+    /// Ends the queue once the writer has taken the frames queued so far (then ``next()`` returns `nil`); later frames
+    /// are dropped.
+    func finishAfterQueued() {
+        let waiter: UnsafeContinuation<[String]?, Never>? = state.withLockedValue { state in
+            state.closing = true
+            // A waiting writer has nothing queued: it ends now.
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
     /// Every frame queued so far, in order, waiting for one if there is none; `nil` once finished or when the
     /// calling task is cancelled (which finishes the queue). One writer at a time.
     func next() async -> [String]? {
@@ -53,6 +67,10 @@ final class OutboundFrames: Sendable {
                     guard state.frames.isEmpty else {
                         defer { state.frames = [] }
                         return .some(state.frames)
+                    }
+                    if state.closing {
+                        state.finished = true
+                        return .some(nil)
                     }
                     precondition(state.waiter == nil, "OutboundFrames has one writer")
                     state.waiter = continuation

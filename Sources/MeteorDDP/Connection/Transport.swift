@@ -20,6 +20,13 @@ public protocol TransportConnection: AnyObject, Sendable {
     func send(_ frame: String)
     /// Closes the connection; a `.closed` event follows.
     func close()
+    /// Closes the connection once the frames sent before are written (the last one says goodbye to the server); a
+    /// `.closed` event follows. The default closes at once.
+    func closeAfterSending()
+}
+
+extension TransportConnection {
+    public func closeAfterSending() { close() }
 }
 
 /// What happened on a ``TransportConnection``.

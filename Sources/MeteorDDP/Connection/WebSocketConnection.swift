@@ -20,6 +20,9 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     // @unchecked because `state` is protected by its lock; `outgoing` is thread-safe.
     private struct State {
         var task: Task<Void, Never>?
+        var eventLoop: (any EventLoop)?
+        /// ``WebSocketTransport/Configuration/closeTimeout``.
+        var closeTimeout: Duration = .seconds(2)
         var opened = false
         var closedEventSent = false
         var bufferedBytes = 0
@@ -56,7 +59,11 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         } else {
             task = Task(operation: body)
         }
-        state.withLockedValue { $0.task = task }
+        state.withLockedValue {
+            $0.task = task
+            $0.eventLoop = eventLoop
+            $0.closeTimeout = configuration.closeTimeout
+        }
     }
 
     func send(_ frame: String) {
@@ -78,6 +85,17 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
 
     func close() {
         stop(reporting: nil)
+    }
+
+    /// Writes what is queued, then closes normally (the writer ends the queue with a close frame); cut after
+    /// ``WebSocketTransport/Configuration/closeTimeout`` if the frames and the close handshake take longer.
+    func closeAfterSending() {
+        outgoing.finishAfterQueued()
+        let (task, eventLoop, limit) = state.withLockedValue { ($0.task, $0.eventLoop, $0.closeTimeout) }
+        eventLoop?.scheduleTask(
+            in: .nanoseconds(
+                Int64(limit.components.seconds) * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)
+        ) { task?.cancel() }
     }
 
     /// Reports the connection closed (with `error`, if any) at once and stops it.

@@ -114,6 +114,16 @@ struct MethodCoordinator {
         sentIDs.contains(id)
     }
 
+    /// The calls sent and not answered yet (no `result`), in call order.
+    func sentWithoutResult() -> [String] {
+        sentIDs.filter { invocations[$0]?.result == nil }.sorted { (Int($0) ?? 0, $0) < (Int($1) ?? 0, $1) }
+    }
+
+    /// Whether call `id` is pending with no `result` yet.
+    func isAwaitingResult(_ id: String) -> Bool {
+        invocations[id].map { $0.result == nil } ?? false
+    }
+
     /// The name of call `id`, if it is pending.
     func name(of id: String) -> String? {
         invocations[id]?.name

@@ -27,6 +27,11 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The server's `result` for the call did not parse (``MethodError/violation`` says why; the frame is also
         /// reported on ``DDPClient/errors``). Meteor's client drops such a frame and the call never completes.
         case protocolViolation
+        /// The session was resumed after the call's frame had gone out, and no answer came within
+        /// ``DDPClient/Configuration/resumedCallTimeout``: the frame may have been lost with the old socket, or the
+        /// server may still be running the method (its data then arrives as any server data does). The stub's writes
+        /// were undone. The call is not sent again, since the server may have run it.
+        case outcomeUnknown
     }
 
     /// The method's name.
@@ -77,6 +82,10 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "method '\(methodName)' failed: its result did not parse "
                 + "(\(violation.map(String.init(describing:)) ?? "?"))"
+        case .outcomeUnknown:
+            return
+                "method '\(methodName)' has an unknown outcome: it was in flight when the session was resumed and no "
+                + "answer came (the server may still run it; it was not sent again)"
         }
     }
 }

@@ -9,8 +9,10 @@ import EJSON
 /// // {"msg":"sub","id":"a1","name":"todos","params":["listA"]}
 /// ```
 public enum ClientMessage: Sendable, Hashable {
-    /// Opens a DDP session, proposing `version` and listing every supported version.
-    case connect(session: String?, version: DDPVersion, support: [DDPVersion])
+    /// Opens a DDP session, proposing `version` and listing every supported version. On a new socket, `session` and
+    /// `receivedCount` (the messages received in it, pings and pongs aside) ask a Meteor 3.5+ server to resume that
+    /// session (ddp-semantics §13).
+    case connect(session: String?, receivedCount: Int? = nil, version: DDPVersion, support: [DDPVersion])
     /// A heartbeat ping; Meteor's client sends none with an id.
     case ping(id: String?)
     /// The answer to a server ping, echoing its id.
@@ -21,6 +23,9 @@ public enum ClientMessage: Sendable, Hashable {
     case unsub(id: String)
     /// Invokes a method; `randomSeed` is present only when the stub used randomness.
     case method(id: String, method: String, params: [EJSONValue], randomSeed: String?)
+    /// Says the client ends its session on purpose (Meteor 3.5+): the server ends it when the socket closes, with no
+    /// grace period to resume it in.
+    case disconnect
 
     /// The `msg` field.
     public var name: String {
@@ -31,6 +36,7 @@ public enum ClientMessage: Sendable, Hashable {
         case .sub: return "sub"
         case .unsub: return "unsub"
         case .method: return "method"
+        case .disconnect: return "disconnect"
         }
     }
 
@@ -39,8 +45,9 @@ public enum ClientMessage: Sendable, Hashable {
         var o = EJSONObject(minimumCapacity: 6)
         o["msg"] = .string(name)
         switch self {
-        case .connect(let session, let version, let support):
+        case .connect(let session, let receivedCount, let version, let support):
             if let session { o["session"] = .string(session) }
+            if let receivedCount { o["receivedCount"] = .number(Double(receivedCount)) }
             o["version"] = .string(version.rawValue)
             o["support"] = .array(support.map { .string($0.rawValue) })
         case .ping(let id), .pong(let id):
@@ -56,6 +63,8 @@ public enum ClientMessage: Sendable, Hashable {
             o["method"] = .string(method)
             o["params"] = .array(params)
             if let randomSeed { o["randomSeed"] = .string(randomSeed) }
+        case .disconnect:
+            break
         }
         return .object(o)
     }
@@ -70,8 +79,11 @@ public enum ClientMessage: Sendable, Hashable {
             let support = try reader.optionalArray("support")?.compactMap {
                 $0.stringValue.map(DDPVersion.init(rawValue:))
             }
+            // Only an integer is a count (Meteor's server compares it strictly): anything else asks for no resume.
+            let count = reader.object["receivedCount"]?.doubleValue.flatMap { Int(exactly: $0) }
             self = .connect(
                 session: try reader.optionalString("session"),
+                receivedCount: count,
                 version: DDPVersion(rawValue: try reader.string("version")),
                 support: support ?? []
             )
@@ -82,6 +94,7 @@ public enum ClientMessage: Sendable, Hashable {
                 id: try reader.string("id"), name: try reader.string("name"),
                 params: try reader.optionalArray("params") ?? [])
         case "unsub": self = .unsub(id: try reader.string("id"))
+        case "disconnect": self = .disconnect
         case "method":
             self = .method(
                 id: try reader.string("id"),

@@ -43,6 +43,17 @@ public struct DDPProtocolViolation: Error, Sendable, Hashable, CustomStringConve
         self.excerpt = String(frame.prefix(200))
     }
 
+    /// Whether the frame is a message with a type (a string `msg`) other than `ping` and `pong`: the server counted it
+    /// as sent, so a session the client resumes counts it too.
+    var hasMessageType: Bool {
+        switch kind {
+        case .malformedJSON, .binaryFrame, .notAnObject, .missingMsg: false
+        case .unknownMessage(let message), .missingField(let message, _), .wrongFieldType(let message, _),
+            .unexpected(let message, _):
+            message != "?" && message != "ping" && message != "pong"
+        }
+    }
+
     public var description: String {
         let what: String
         switch kind {

@@ -16,6 +16,11 @@ extension ClientCore {
         case closeTransport
         /// The current transport connection ended on its own: the client lets go of it.
         case forgetTransport
+        /// The app ended the session: `{"msg":"disconnect"}` goes out on the current connection, which then closes once
+        /// what it queued is written (Meteor 3.5+: the server keeps no session to resume).
+        case endSession
+        /// The server resumed the session on the new socket (logged at info).
+        case logSessionResumed(session: String)
         case send(ClientMessage)
         /// Sends the calls the core released, in order (they are awaited from now on).
         case sendCalls([MethodCoordinator.Invocation])

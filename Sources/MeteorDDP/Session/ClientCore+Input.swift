@@ -33,7 +33,8 @@ extension ClientCore {
         case transportClosed(TransportError?, generation: Int)
         case binaryFrameReceived(byteCount: Int, generation: Int)
         /// A frame of the current connection arrived, whatever it holds (a sign of life for the heartbeat).
-        case frameReceived
+        /// `counted`: a message other than `ping` and `pong` (a resumable session counts them, as the server does).
+        case frameReceived(counted: Bool)
 
         // MARK: The handshake and heartbeat's frames
 
@@ -156,6 +157,9 @@ extension ClientCore {
     /// The timers the core schedules (``Action/schedule(_:after:)``).
     enum Timer: Hashable {
         case connectTimeout, retry, heartbeatInterval, heartbeatTimeout, reconciliation
+        /// The calls in flight when the session was resumed have had ``DDPClient/Configuration/resumedCallTimeout``
+        /// to be answered.
+        case resumedCallsDeadline
         /// Subscription `id`'s `notInUseTimeout` after its last handle let go (`generation`: of that release).
         case unsubscribe(id: String, generation: Int)
     }

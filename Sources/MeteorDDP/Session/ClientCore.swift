@@ -29,11 +29,22 @@ struct ClientCore {
     private(set) var lifecycle = Lifecycle.open
     /// The account, the logins in progress, the logout reason and the resume token. Changed only by ``handle(_:)``.
     private(set) var login = LoginState()
+    /// Frames of the session (calls, `sub`, `unsub`) decided while they could not go out, kept in order for the
+    /// session's resumption (``ConnectionStateMachine/keepsSessionFramesForResumption``): sent when the server resumes
+    /// it, dropped when a new session's reset sends what matters again. Bounded by what the app asks while the socket
+    /// is down, never by what a server sends.
+    var framesSetAside: [Action] = []
+    /// Subscriptions whose `unsub` went out and whose `nosub` has not come back: a session resumed sends them again
+    /// (the frame may have been lost with the old socket; the server answers a second one with another `nosub`).
+    var unsubsAwaitingNosub: Set<String> = []
+    /// The calls in flight when the session was last resumed, not answered yet: they fail as
+    /// ``MethodError/Kind/outcomeUnknown`` at ``DDPClient/Configuration/resumedCallTimeout``.
+    var resumedCallsAwaitingResult: [String] = []
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
     /// The connection's timings and policies, from the configuration.
-    private let settings: ConnectionSettings
+    let settings: ConnectionSettings
     /// The most data messages held while waiting for quiescence
     /// (``DDPClient/Configuration/maxMessagesHeldForQuiescence``).
     let maxMessagesHeldForQuiescence: Int
@@ -42,7 +53,8 @@ struct ClientCore {
     let persists: Bool
 
     init(configuration: DDPClient.Configuration) {
-        machine = ConnectionStateMachine(supportedVersions: configuration.supportedVersions)
+        machine = ConnectionStateMachine(
+            supportedVersions: configuration.supportedVersions, resumesSessions: configuration.resumesSessions)
         session = SessionState(
             maxDocumentsInUndeclaredCollections: configuration.maxDocumentsInUndeclaredCollections,
             rebasesStubs: configuration.pendingStubMode == .rebase)
@@ -52,7 +64,7 @@ struct ClientCore {
     }
 
     /// What the core needs of the configuration to run the connection.
-    private struct ConnectionSettings {
+    struct ConnectionSettings {
         let connectTimeout: Duration
         /// Zero: no heartbeat.
         let heartbeatInterval: Duration
@@ -61,6 +73,8 @@ struct ClientCore {
         let respondsToPings: Bool
         /// How long a restored cache's subscriptions are awaited (``Persistence/reconciliationDelay``).
         let reconciliationDelay: Duration
+        /// How long the calls in flight when a session is resumed may take to be answered.
+        let resumedCallTimeout: Duration
 
         init(_ configuration: DDPClient.Configuration) {
             connectTimeout = configuration.connectTimeout
@@ -69,6 +83,7 @@ struct ClientCore {
             retryStrategy = configuration.retryStrategy
             respondsToPings = configuration.respondToPings
             reconciliationDelay = configuration.persistence?.reconciliationDelay ?? .zero
+            resumedCallTimeout = configuration.resumedCallTimeout
         }
     }
 
@@ -106,6 +121,27 @@ extension ClientCore {
     /// Decides what `input` leads to: the core's state moves on, and the actions returned, in order, are what the
     /// client performs (none of them has been performed; the core holds no closure of the client's).
     mutating func handle(_ input: consuming Input) -> [Action] {
+        let actions = decide(input)
+        // The session's frames wait while the socket is down or an offer to resume awaits its answer.
+        guard !machine.sendsSessionFrames, !actions.isEmpty else { return actions }
+        return settingAsideSessionFrames(actions)
+    }
+
+    /// Keeps the session's frames among `actions` aside for its resumption (or leaves them to the client, which
+    /// drops them while no socket is open, when the session cannot be resumed: its next reset sends them again).
+    private mutating func settingAsideSessionFrames(_ actions: [Action]) -> [Action] {
+        guard machine.keepsSessionFramesForResumption else { return actions }
+        var kept: [Action] = []
+        for action in actions {
+            switch action {
+            case .sendCalls, .send(.sub), .send(.unsub), .send(.method): framesSetAside.append(action)
+            default: kept.append(action)
+            }
+        }
+        return kept
+    }
+
+    private mutating func decide(_ input: consuming Input) -> [Action] {
         switch consume input {
         case .connectRequested: return isClosed ? [] : machineActions(machine.connectRequested())
         case .disconnectRequested: return isClosed ? [] : machineActions(machine.disconnectRequested())
@@ -141,7 +177,8 @@ extension ClientCore {
             return heartbeatActions(heartbeat.messageReceived()) + [
                 .report(.protocolViolation(DDPProtocolViolation(.binaryFrame(byteCount: byteCount), frame: "<binary>")))
             ]
-        case .frameReceived:
+        case .frameReceived(let counted):
+            machine.frameReceived(counted: counted)
             return heartbeatActions(heartbeat.messageReceived())
 
         case .connectedReceived(let session):
@@ -182,6 +219,7 @@ extension ClientCore {
         case .readyReceived(let ids, let storeIsIdle, let held):
             return subscriptionsReadyActions(ids, storeIsIdle: storeIsIdle, held: held)
         case .nosubReceived(let id, let error, let storeIsIdle, let held):
+            unsubsAwaitingNosub.remove(id)
             return subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle, held: held)
 
         case .documentReceived(let message, let held): return documentReceivedActions(message, held: held)
@@ -264,6 +302,7 @@ extension ClientCore {
                 let hold = reconciliationDelayElapsed().map { [Action.applyQuiescence($0)] } ?? []
                 return hold + (persists ? [.persistSessionChanges] : [])
             case .unsubscribe(let id, let generation): return unsubscribeActions(id, generation: generation)
+            case .resumedCallsDeadline: return resumedCallsDeadlineActions()
             }
         case .reconnectHooksFinished(let run):
             let held = reconnectHooksAreRunning
@@ -306,8 +345,16 @@ extension ClientCore {
             case .closeTransport:
                 transportEnded()
                 actions.append(.closeTransport)
+            case .endSession:
+                transportEnded()
+                framesSetAside = []
+                actions.append(.endSession)
+            case .sessionResumed(let session, _): actions += sessionResumedActions(session: session)
             case .sendConnect(let message): actions.append(.send(message))
-            case .resetSession: actions += socketResetActions()
+            case .resetSession:
+                // A new session: the reset sends again what matters of what was set aside.
+                actions += newSessionForgetsResumption()
+                actions += socketResetActions()
             case .scheduleConnectTimeout: actions.append(.schedule(.connectTimeout, after: settings.connectTimeout))
             case .cancelConnectTimeout: actions.append(.cancelTimer(.connectTimeout))
             case .scheduleRetry(let retryCount, let reason):

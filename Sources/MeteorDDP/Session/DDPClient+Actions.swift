@@ -36,6 +36,13 @@ extension DDPClient {
             connection?.close()
             connection = nil
         case .forgetTransport: connection = nil
+        case .endSession:
+            // Past the socket-open check of `send(_:)`: the core has already let go of the session.
+            connection?.send(EJSON.stringify(ClientMessage.disconnect.ejsonValue))
+            connection?.closeAfterSending()
+            connection = nil
+        case .logSessionResumed(let session):
+            logger.info("session resumed: nothing sent or downloaded again", metadata: ["session": "\(session)"])
         case .send(let message): send(message)
         case .sendCalls(let invocations): send(calls: invocations)
         case .resultArrived(let invocation): notifyResultReceived(invocation)

@@ -71,7 +71,7 @@ extension DDPClient {
         guard generation == core.connectionGeneration else { return }
         // Any frame proves the connection is alive (heartbeat.js `messageReceived`). (Not `handle(_:)`: its queue
         // check, once per frame, is ``drainInbox()``'s once per batch.)
-        run(decide(.frameReceived))
+        run(decide(.frameReceived(counted: Self.isCounted(parsed))))
         // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
         switch consume parsed {
         case .failure(let violation):
@@ -89,6 +89,17 @@ extension DDPClient {
                 logger.trace("received", metadata: ["msg": "\(document.name)"])
             }
             handleSessionData(document)
+        }
+    }
+
+    /// Whether a frame counts towards the session's received messages as the server counts what it sends: every
+    /// message but `ping` and `pong`; a frame with no readable `msg` is no message.
+    @inline(__always)
+    private static func isCounted(_ parsed: borrowing Result<IncomingMessage, DDPProtocolViolation>) -> Bool {
+        switch parsed {
+        case .success(.message(.ping)), .success(.message(.pong)): false
+        case .success: true
+        case .failure(let violation): violation.hasMessageType
         }
     }
 

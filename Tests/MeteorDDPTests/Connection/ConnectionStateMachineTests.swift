@@ -22,7 +22,7 @@ final class ConnectionStateMachineTests: XCTestCase {
             [
                 .cancelConnectTimeout, .startHeartbeat,
                 .sessionEstablished(session: "s1", version: .v1, isReconnect: false),
-                .publishStatus(.init(state: .connected))
+                .publishStatus(.init(state: .connected, sessionStart: .new))
             ]
         )
         XCTAssertEqual(machine.version, .v1)
@@ -53,7 +53,7 @@ final class ConnectionStateMachineTests: XCTestCase {
             [
                 .cancelConnectTimeout, .startHeartbeat,
                 .sessionEstablished(session: "s2", version: .v1, isReconnect: true),
-                .publishStatus(.init(state: .connected))
+                .publishStatus(.init(state: .connected, sessionStart: .new))
             ]
         )
     }
@@ -164,7 +164,7 @@ final class ConnectionStateMachineTests: XCTestCase {
         connect(session: "s")
         XCTAssertEqual(
             machine.disconnectRequested(),
-            [.stopHeartbeat, .closeTransport, .disconnectedByClient, .publishStatus(.init(state: .offline))])
+            [.stopHeartbeat, .endSession, .disconnectedByClient, .publishStatus(.init(state: .offline))])
         XCTAssertEqual(machine.retryElapsed(), [])
         XCTAssertEqual(machine.transportClosed(.connectionLost("late")), [])
     }

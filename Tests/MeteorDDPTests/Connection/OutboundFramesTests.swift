@@ -48,6 +48,20 @@ final class OutboundFramesTests: XCTestCase {
         XCTAssertNil(afterFinish, "a finished queue drops what comes later")
     }
 
+    /// A close after sending (`disconnect`, the last frame): the writer gets what was queued, then the end; later
+    /// frames are dropped.
+    func testFinishingAfterTheQueuedFramesHandsThemOverFirst() async {
+        let frames = OutboundFrames()
+        frames.append("a")
+        frames.append("disconnect")
+        frames.finishAfterQueued()
+        frames.append("late")
+        let first = await frames.next()
+        XCTAssertEqual(first, ["a", "disconnect"])
+        let end = await frames.next()
+        XCTAssertNil(end)
+    }
+
     func testCancellingTheWaitingWriterEndsIt() async throws {
         let frames = OutboundFrames()
         let writer = Task { await frames.next() }

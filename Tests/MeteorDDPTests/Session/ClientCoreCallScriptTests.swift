@@ -11,6 +11,9 @@ final class ClientCoreCallScriptTests: XCTestCase {
 
     /// A core whose session is established on its first socket.
     private func established(_ configuration: DDPClient.Configuration = DDPClient.Configuration()) -> ClientCore {
+        // Meteor's classic reconnect (resumption has its own scripts).
+        var configuration = configuration
+        configuration.resumesSessions = false
         var core = ClientCore(configuration: configuration)
         _ = core.handle(.connectRequested)
         _ = core.handle(.transportOpened(generation: 1))

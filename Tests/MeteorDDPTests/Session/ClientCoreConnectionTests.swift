@@ -28,7 +28,7 @@ final class ClientCoreConnectionTests: XCTestCase {
             ])
         XCTAssertEqual(core.sessionVersion, .v1)
 
-        XCTAssertEqual(describe(core.handle(.frameReceived)), [], "a sign of life: nothing to do")
+        XCTAssertEqual(describe(core.handle(.frameReceived(counted: true))), [], "a sign of life: nothing to do")
         XCTAssertEqual(
             describe(core.handle(.timerFired(.heartbeatInterval))), ["schedule(heartbeatInterval)"],
             "a frame came during the interval: no ping")
@@ -164,7 +164,7 @@ final class ClientCoreConnectionTests: XCTestCase {
         XCTAssertEqual(
             describe(core.handle(.closeRequested)),
             [
-                "cancel(heartbeatInterval)", "cancel(heartbeatTimeout)", "closeTransport", "status(offline)",
+                "cancel(heartbeatInterval)", "cancel(heartbeatTimeout)", "endSession", "status(offline)",
                 "closed(calls: a w, subscriptions: todos)"
             ])
         XCTAssertTrue(core.isClosed)

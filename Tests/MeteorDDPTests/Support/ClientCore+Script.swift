@@ -8,9 +8,10 @@ extension ClientCore {
     private static let userCode = UserCodeQueue(label: "ClientCore event scripts")
 
     /// A core with the default configuration, holding at most `holdLimit` messages for quiescence.
-    static func scripted(holdLimit: Int = 50_000) -> ClientCore {
+    static func scripted(holdLimit: Int = 50_000, resumesSessions: Bool = false) -> ClientCore {
         var configuration = DDPClient.Configuration()
         configuration.maxMessagesHeldForQuiescence = holdLimit
+        configuration.resumesSessions = resumesSessions
         return ClientCore(configuration: configuration)
     }
 
@@ -64,6 +65,8 @@ extension ClientCore {
             case .openTransport(let generation): "openTransport(\(generation))"
             case .closeTransport: "closeTransport"
             case .forgetTransport: "forgetTransport"
+            case .endSession: "endSession"
+            case .logSessionResumed(let session): "sessionResumed(\(session))"
             case .send(.pong(let id)): "send(pong \(id ?? "-"))"
             case .send(let message): "send(\(message.name))"
             case .sendCalls(let calls): "sendCalls(\(calls.map(\.name).joined(separator: " ")))"

@@ -15,6 +15,9 @@ final class ClientHarness: Sendable {
         var configuration = DDPClient.Configuration()
         configuration.scheduler = scheduler
         configuration.retryStrategy = RetryStrategy(fuzz: 0)
+        // Meteor's classic reconnect (a new session, everything sent again), as Meteor's transcripts and the reset
+        // tests expect; resumption has its own tests (they turn it on).
+        configuration.resumesSessions = false
         configure(&configuration)
         client = DDPClient(transport: transport, configuration: configuration)
     }

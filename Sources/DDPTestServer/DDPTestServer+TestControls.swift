@@ -1,0 +1,56 @@
+import EJSON
+import Foundation
+import MeteorDDP
+
+/// What tests do to the server's connections and what they read of it.
+extension DDPTestServer {
+    /// Closes every open connection now, as Meteor's `connection.close()` does: the sessions end with them (a client
+    /// reconnecting gets a new session).
+    public func dropAllConnections() {
+        let connections = state.withLockedValue { Array($0.connections.values) }
+        for connection in connections { connection.close() }
+    }
+
+    /// While `true`, new connections are closed as soon as they are accepted.
+    public var refusesNewConnections: Bool {
+        get { state.withLockedValue { $0.refusesNewConnections } }
+        set { state.withLockedValue { $0.refusesNewConnections = newValue } }
+    }
+
+    /// While `false`, sessions ignore client pings (so a client's heartbeat times out).
+    public var respondsToPings: Bool {
+        get { state.withLockedValue { $0.respondsToPings } }
+        set { state.withLockedValue { $0.respondsToPings = newValue } }
+    }
+
+    /// The number of open sessions (connections that completed the WebSocket upgrade).
+    public var sessionCount: Int { state.withLockedValue { $0.connections.count } }
+
+    /// How many TCP connections were accepted since the server was created.
+    public var acceptedConnections: Int { state.withLockedValue { $0.acceptedConnections } }
+
+    /// Every client message received so far, over all sessions, in arrival order.
+    public var receivedMessages: [ClientMessage] { state.withLockedValue { $0.receivedMessages } }
+
+    /// Publishes the "bench documents" workload: `publish("bench") ` with `count` documents in collection `bench`.
+    public func publishBenchDocuments(count: Int) {
+        perform {
+            let bench = collection(BenchDocuments.collection)
+            for i in 0..<count where bench.document(BenchDocuments.id(i)) == nil {
+                _ = try? bench.insert(BenchDocuments.fields(i), id: BenchDocuments.id(i))
+            }
+        }
+        publish("bench") { _ in [Cursor(collection: BenchDocuments.collection)] }
+    }
+
+    /// Sends a raw text frame to every open session (for testing how clients survive bad input).
+    public func broadcastRawFrame(_ frame: String) {
+        let connections = state.withLockedValue { Array($0.connections.values) }
+        for connection in connections { connection.write(frame) }
+    }
+
+    /// Sends a message to every open session.
+    public func broadcast(_ message: ServerMessage) {
+        broadcastRawFrame(EJSON.stringify(message.ejsonValue))
+    }
+}

@@ -1,0 +1,171 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Session resumption (Meteor 3.5+, ddp-semantics §13) as event scripts for ``ClientCore``: a new socket offers the
+/// session with the count of messages received, and sends nothing else until the server answers; the same id back
+/// resumes it (nothing reset or sent again but what the old socket may have lost, a call never), a new id is any new
+/// session.
+final class ClientCoreResumptionTests: XCTestCase {
+    private func describe(_ actions: [ClientCore.Action]) -> [String] { ClientCore.describe(actions) }
+
+    /// Connected to session "s1" with a login, a ready subscription and three messages received (a ping aside).
+    private func established() -> ClientCore {
+        var core = ClientCore.scripted(resumesSessions: true)
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: 1))
+        _ = core.handle(.reconnectHooksFinished(run: 1))
+        _ = core.handle(.frameReceived(counted: true))
+        _ = core.handle(.connectedReceived(session: "s1"))
+        _ = core.handle(.resumeTokenChanged("tok"))
+        core.subscribe("todos")
+        for counted in [true, true, false] { _ = core.handle(.frameReceived(counted: counted)) }
+        return core
+    }
+
+    private func call(_ core: inout ClientCore, _ name: String) -> (MethodCoordinator.Invocation, made: [String]) {
+        let id = core.nextMethodID
+        _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: [])))
+        let invocation = MethodCoordinator.Invocation(
+            id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil),
+            options: MethodOptions(), completion: { _ in })
+        return (invocation, describe(core.handle(.callMade(invocation, kept: false))))
+    }
+
+    private func dropAndReopen(_ core: inout ClientCore) -> [String] {
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        _ = core.handle(.timerFired(.retry))
+        return describe(core.handle(.transportOpened(generation: core.connectionGeneration)))
+    }
+
+    func testANewSocketOffersTheSessionAndItsCountThenSendsWhatWasAskedMeanwhileOnceResumed() {
+        var core = established()
+        let (inFlight, sentAtOnce) = call(&core, "todos.add")
+        XCTAssertEqual(sentAtOnce, ["sendCalls(todos.add)"])
+        _ = core.handle(.transportClosed(nil, generation: 1))
+        let (whileDown, setAside) = call(&core, "todos.remove")
+        XCTAssertEqual(setAside, [], "nothing goes out while the socket is down: kept for the resume")
+        _ = core.handle(.timerFired(.retry))
+        let opened = core.handle(.transportOpened(generation: 3))
+        XCTAssertEqual(describe(opened), ["send(connect)"], "no reset, no login, no hooks: the answer first")
+        guard case .send(.connect(let session, let count, _, _)) = opened.first else { return XCTFail("connect") }
+        XCTAssertEqual(session, "s1")
+        XCTAssertEqual(count, 3, "connected and two messages; the ping does not count")
+        let (meanwhile, held) = call(&core, "todos.rename")
+        XCTAssertEqual(held, [], "nothing but connect before the answer")
+
+        _ = core.handle(.frameReceived(counted: true))
+        XCTAssertEqual(
+            describe(core.handle(.connectedReceived(session: "s1"))),
+            [
+                "cancel(connectTimeout)", "cancel(heartbeatInterval)", "cancel(heartbeatTimeout)",
+                "schedule(heartbeatInterval)", "sessionResumed(s1)",
+                "sendCalls(todos.remove)", "sendCalls(todos.rename)", "schedule(resumedCallsDeadline)",
+                "status(connected)"
+            ],
+            "what was asked meanwhile goes out in order; the call in flight is not sent again")
+        XCTAssertTrue(core.session.methods.isSent(inFlight.id))
+        XCTAssertEqual(core.machine.receivedCount, 4, "a resumed session's connected counts on")
+        _ = (whileDown, meanwhile)
+    }
+
+    /// The server answers with another id: exactly a new session's path, which the offer had put off.
+    func testARefusedOfferIsANewSessionWithItsResetAndQuiescence() {
+        var core = established()
+        _ = call(&core, "todos.add")
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        XCTAssertEqual(
+            describe(core.handle(.connectedReceived(session: "s2"))),
+            [
+                "cancel(connectTimeout)", "cancel(heartbeatInterval)", "cancel(heartbeatTimeout)",
+                "schedule(heartbeatInterval)", "resumeLogin(tok)", "runHooks(2, 0 hooks)",
+                "established(s2, reconnect: true)", "status(connected)"
+            ])
+        XCTAssertEqual(core.machine.receivedCount, 1, "a new session's count starts at its connected")
+        XCTAssertEqual(
+            describe(core.handle(.reconnectHooksFinished(run: 2))), ["sendCalls(todos.add)", "send(sub)"],
+            "the call and the subscription go again, as on any new session")
+    }
+
+    /// The old socket may have lost frames on their way: a subscription not ready and an `unsub` not answered by
+    /// `nosub` go again (the server ignores the first, answers the second with another `nosub`); a call never does.
+    func testWhatTheOldSocketMayHaveLostIsSentAgainButNeverACall() {
+        var core = established()
+        core.subscribe("lists", ready: false)
+        let done = core.subscribe("done")
+        _ = core.handle(.subscriptionReleased(id: done))
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        let resumed = describe(core.handle(.connectedReceived(session: "s1")))
+        XCTAssertEqual(
+            resumed.filter { $0.hasPrefix("send") }, ["send(sub)", "send(unsub)"],
+            "the subscription not ready (lists) and the unsub awaiting its nosub (done); todos is ready: not sent")
+        _ = core.handle(.nosubReceived(id: done, error: nil, storeIsIdle: true, held: false))
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        XCTAssertEqual(
+            describe(core.handle(.connectedReceived(session: "s1"))).filter { $0.hasPrefix("send") }, ["send(sub)"],
+            "its nosub came: the unsub is not sent again")
+    }
+
+    /// A call in flight at the resume is never sent again: answered, it completes; not answered by the deadline, it
+    /// fails as `outcomeUnknown` (its stub's writes give way to the server's versions) and a late answer is ignored.
+    func testACallInFlightAtTheResumeCompletesIfAnsweredElseFailsAtTheDeadline() {
+        var core = established()
+        let (answered, _) = call(&core, "todos.add")
+        let (lost, _) = call(&core, "todos.remove")
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        _ = core.handle(.connectedReceived(session: "s1"))
+        XCTAssertEqual(core.resumedCallsAwaitingResult, [answered.id, lost.id])
+        XCTAssertEqual(
+            describe(core.handle(.resultReceived(id: answered.id, .success(1)))), ["resultArrived(todos.add)"])
+        let expired = describe(core.handle(.timerFired(.resumedCallsDeadline)))
+        XCTAssertEqual(expired.first, "resultArrived(todos.remove)", "\(expired)")
+        guard case .failure(let error as MethodError)? = lost.result else {
+            return XCTFail("\(String(describing: lost.result))")
+        }
+        XCTAssertEqual(error.kind, .outcomeUnknown)
+        XCTAssertTrue(
+            expired.contains { $0.hasPrefix("requestFlush") || $0.hasPrefix("perform") },
+            "its `updated` as if the server sent it: \(expired)")
+        XCTAssertFalse(core.session.methods.isAwaitingResult(answered.id))
+        XCTAssertEqual(
+            describe(core.handle(.resultReceived(id: lost.id, .success(2)))), ["report(protocolViolation)"],
+            "a late answer is ignored")
+    }
+
+    /// `disconnect()` ends the session on purpose (`{"msg":"disconnect"}`, then the socket closes once written): the
+    /// next socket offers no session. A server asking for another DDP version is never resumed either.
+    func testAnEndedSessionOrAnotherVersionIsNeverOffered() {
+        var core = established()
+        XCTAssertTrue(describe(core.handle(.disconnectRequested)).contains("endSession"))
+        _ = core.handle(.connectRequested)
+        let opened = core.handle(.transportOpened(generation: core.connectionGeneration))
+        guard case .send(.connect(_, let count, _, _)) = opened.first else { return XCTFail("connect") }
+        XCTAssertNil(count, "no offer: a new session")
+        XCTAssertTrue(describe(opened).contains { $0.hasPrefix("runHooks") }, "the reset at once, as before")
+
+        var other = established()
+        XCTAssertEqual(dropAndReopen(&other), ["send(connect)"])
+        _ = other.handle(.failedReceived(version: "pre2"))
+        let reopened = other.handle(.transportOpened(generation: other.connectionGeneration))
+        guard case .send(.connect(_, let offered, _, _)) = reopened.first else { return XCTFail("connect") }
+        XCTAssertNil(offered, "another version is another session")
+    }
+
+    /// With resumption off, a new socket is the classic reconnect: `connect` with the old session (Meteor's client
+    /// sends it) but no count, and the reset at once.
+    func testWithResumptionOffTheResetComesAtOnce() {
+        var core = ClientCore.scripted(resumesSessions: false)
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: 1))
+        _ = core.handle(.reconnectHooksFinished(run: 1))
+        _ = core.handle(.connectedReceived(session: "s1"))
+        _ = core.handle(.transportClosed(nil, generation: 1))
+        _ = core.handle(.timerFired(.retry))
+        let opened = core.handle(.transportOpened(generation: 3))
+        guard case .send(.connect(let session, let count, _, _)) = opened.first else { return XCTFail("connect") }
+        XCTAssertEqual(session, "s1")
+        XCTAssertNil(count)
+        XCTAssertTrue(describe(opened).contains { $0.hasPrefix("runHooks") })
+    }
+}
