@@ -3,7 +3,7 @@ import Foundation
 // Benchmarks: every figure is printed next to a baseline measured in the same run, with the ratio.
 // Run: swift run -c release meteor-ddp-benchmarks [section ...]
 //   sections: memory, ejson, database, queries, relationships, ingest, methods, rebase, large, clients,
-//   clients-deflate, offline
+//   clients-deflate, offline, resume
 //   (and, alone for profiling: apply, inprocess, pipelined, roundtrip, backlog; MDDP_PROFILE_APPLY=1 makes `apply` run
 //   only our side, five times, printing each rate; MDDP_PROFILE_INPROCESS=1 makes `inprocess` run only our side, five
 //   times; MDDP_BATCH=N sets its clients' bufferedWritesMaxBatchSize; MDDP_PROFILE_PIPELINED=1 makes `pipelined` run
@@ -17,7 +17,7 @@ import Foundation
 // (memory above all: freed memory from an earlier section would be reused and hide the growth).
 let sections = [
     "memory", "ejson", "database", "queries", "relationships", "ingest", "methods", "rebase", "large", "clients",
-    "clients-deflate", "offline"
+    "clients-deflate", "offline", "resume"
 ]
 let requested = Array(CommandLine.arguments.dropFirst())
 
@@ -53,11 +53,12 @@ if requested.isEmpty {
         case "pipelined": MethodBenchmarks.pipelinedCalls()
         case "roundtrip": MethodBenchmarks.callRoundTrip()
         case "backlog": MethodBenchmarks.completionsWithBacklog()
+        case "resume": ResumptionBenchmarks.run()
         case "offline": await OfflineBenchmarks.run()
         default:
             print(
                 "unknown section \(section); sections: \(sections.joined(separator: ", ")), "
-                    + "apply, inprocess, pipelined, roundtrip, backlog"
+                    + "apply, inprocess, pipelined, roundtrip, backlog, resume"
             )
         }
     }

@@ -46,11 +46,22 @@ extension DDPTestServer {
     /// Sends a raw text frame to every open session (for testing how clients survive bad input).
     public func broadcastRawFrame(_ frame: String) {
         let connections = state.withLockedValue { Array($0.connections.values) }
-        for connection in connections { connection.write(frame) }
+        // Within a session, counted as everything it sends (a client that counts it can still resume).
+        queue.async {
+            for connection in connections {
+                if let session = connection.session { session.sendRaw(frame) } else { connection.write(frame) }
+            }
+        }
     }
 
     /// Sends a message to every open session.
     public func broadcast(_ message: ServerMessage) {
-        broadcastRawFrame(EJSON.stringify(message.ejsonValue))
+        let connections = state.withLockedValue { Array($0.connections.values) }
+        let frame = EJSON.stringify(message.ejsonValue)
+        queue.async {
+            for connection in connections {
+                if let session = connection.session { session.send(message) } else { connection.write(frame) }
+            }
+        }
     }
 }

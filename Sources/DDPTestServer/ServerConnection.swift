@@ -64,7 +64,9 @@ final class ServerConnection: @unchecked Sendable {
         }
         server.queue.async {
             guard let message = parsed else {
-                self.reply(.error(reason: "Bad request", offendingMessage: try? EJSON.parse(text)))
+                let error = ServerMessage.error(reason: "Bad request", offendingMessage: try? EJSON.parse(text))
+                // Within a session, counted as everything it sends.
+                if let session = self.session { session.send(error) } else { self.reply(error) }
                 return
             }
             server.record(message)
@@ -116,7 +118,11 @@ final class ServerConnection: @unchecked Sendable {
     private func startHeartbeat(version: String, server: DDPTestServer) {
         guard version != "pre1", let interval = server.configuration.heartbeatInterval else { return }
         let timeout = server.configuration.heartbeatTimeout
-        channel.eventLoop.execute { self.startHeartbeat(interval: interval, timeout: timeout) }
+        channel.eventLoop.execute {
+            // A connection that closed meanwhile has already cancelled its (missing) tick.
+            guard self.channel.isActive else { return }
+            self.startHeartbeat(interval: interval, timeout: timeout)
+        }
     }
 
     // MARK: - Writing

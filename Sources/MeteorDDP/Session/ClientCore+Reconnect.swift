@@ -84,6 +84,13 @@ extension ClientCore {
         calls: [MethodCoordinator.Invocation], subscriptions: [SubscriptionManager.Record]
     ) {
         let calls = transmitting(session.methods.reconnectHooksRan())
+        // `connected` may have come first (a refused offer to resume decides both at once, a slow hook too): the calls
+        // going out now block the new session's hold as they would have had they gone out before it.
+        if session.quiescence?.resetting == true {
+            for call in calls where !session.stubReplays.isOn || call.options.wait {
+                session.methodsBlockingQuiescence.insert(call.id)
+            }
+        }
         let subscriptions = session.subscriptions.recordsNotSent()
         for record in subscriptions { session.subscriptions.markSent(record.id) }
         return (calls, subscriptions)

@@ -18,40 +18,78 @@ extension ClientCore {
         let setAside = framesSetAside
         framesSetAside = []
         var setAsideSubscriptions: Set<String> = []
+        var setAsideUnsubscriptions: Set<String> = []
         var setAsideCalls: Set<String> = []
         for action in setAside {
             switch action {
             case .send(.sub(let id, _, _)): setAsideSubscriptions.insert(id)
+            case .send(.unsub(let id)): setAsideUnsubscriptions.insert(id)
             case .sendCalls(let calls): for call in calls { setAsideCalls.insert(call.id) }
             default: break
             }
         }
+        // Not ready in this session: a subscription never ready, or one a new session revived and has not readied.
         for id in session.subscriptions.order where !setAsideSubscriptions.contains(id) {
-            guard let record = session.subscriptions.records[id], !record.isReady else { continue }
+            guard let record = session.subscriptions.records[id],
+                !record.isReady || session.subscriptions.beingRevived.contains(id)
+            else { continue }
             actions.append(.send(.sub(id: record.id, name: record.name, params: record.params)))
         }
-        for id in unsubsAwaitingNosub.sorted() { actions.append(.send(.unsub(id: id))) }
+        for id in unsubsAwaitingNosub.sorted() where !setAsideUnsubscriptions.contains(id) {
+            actions.append(.send(.unsub(id: id)))
+        }
         actions += setAside
-        resumedCallsAwaitingResult = session.methods.sentWithoutResult().filter { !setAsideCalls.contains($0) }
-        if !resumedCallsAwaitingResult.isEmpty {
+        var inFlight: [MethodCoordinator.Invocation] = []
+        for id in session.methods.sentWithoutResult() where !setAsideCalls.contains(id) {
+            guard let invocation = session.methods.invocations[id] else { continue }
+            if invocation.name == "login" {
+                // A login is safe to run twice (a resume logs in again), and one lost with the old socket would leave
+                // the session logged out: it goes again.
+                inFlight.append(invocation)
+            } else if !resumedCallsAwaitingResult.contains(id) {
+                resumedCallsAwaitingResult.append(id)
+            }
+        }
+        if !inFlight.isEmpty { actions.append(.sendCalls(inFlight)) }
+        if !resumedCallsAwaitingResult.isEmpty, !resumedCallsDeadlineArmed {
+            // One deadline from the first resume a call saw: a link that keeps flapping does not put it off.
+            resumedCallsDeadlineArmed = true
             actions.append(.schedule(.resumedCallsDeadline, after: settings.resumedCallTimeout))
+        } else if resumedCallsDeadlinePassed {
+            // It passed while the socket was down: what the server queued meanwhile arrives right behind `connected`.
+            resumedCallsDeadlinePassed = false
+            resumedCallsDeadlineArmed = true
+            actions.append(.schedule(.resumedCallsDeadline, after: Self.resumedCallsLastChance))
         }
         return actions
     }
 
-    /// A new session: nothing of the old one's is resumed (its reset sends again what matters).
-    mutating func newSessionForgetsResumption() -> [Action] {
+    /// After a deadline that passed while the socket was down, how long a resumed session has to deliver what its
+    /// server queued before the calls still unanswered fail.
+    static let resumedCallsLastChance: Duration = .seconds(1)
+
+    /// A new session, or the app ended the session: nothing of the old one's is resumed (a new session's reset sends
+    /// again what matters).
+    mutating func forgetResumption() -> [Action] {
         framesSetAside = []
         unsubsAwaitingNosub = []
-        guard !resumedCallsAwaitingResult.isEmpty else { return [] }
+        resumedCallsDeadlinePassed = false
+        guard resumedCallsDeadlineArmed || !resumedCallsAwaitingResult.isEmpty else { return [] }
         resumedCallsAwaitingResult = []
+        resumedCallsDeadlineArmed = false
         return [.cancelTimer(.resumedCallsDeadline)]
     }
 
     /// The calls in flight at the resume that are still unanswered fail: a `result` with
     /// ``MethodError/Kind/outcomeUnknown`` and an `updated`, as if the server had sent them (the stub's writes give
-    /// way to the server's versions once the cache has caught up).
+    /// way to the server's versions once the cache has caught up). Not while the socket is down or an offer to resume
+    /// awaits its answer: the answers may be in the server's queue (the next resume gives them a last chance).
     mutating func resumedCallsDeadlineActions() -> [Action] {
+        resumedCallsDeadlineArmed = false
+        guard machine.sendsSessionFrames, machine.version != nil else {
+            resumedCallsDeadlinePassed = true
+            return []
+        }
         let expired = resumedCallsAwaitingResult.filter { session.methods.isAwaitingResult($0) }
         resumedCallsAwaitingResult = []
         var actions: [Action] = []

@@ -40,6 +40,10 @@ struct ClientCore {
     /// The calls in flight when the session was last resumed, not answered yet: they fail as
     /// ``MethodError/Kind/outcomeUnknown`` at ``DDPClient/Configuration/resumedCallTimeout``.
     var resumedCallsAwaitingResult: [String] = []
+    /// Whether the deadline of ``resumedCallsAwaitingResult`` is scheduled.
+    var resumedCallsDeadlineArmed = false
+    /// Whether that deadline passed while the socket was down (the next resume decides).
+    var resumedCallsDeadlinePassed = false
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -347,13 +351,13 @@ extension ClientCore {
                 actions.append(.closeTransport)
             case .endSession:
                 transportEnded()
-                framesSetAside = []
+                actions += forgetResumption()
                 actions.append(.endSession)
             case .sessionResumed(let session, _): actions += sessionResumedActions(session: session)
             case .sendConnect(let message): actions.append(.send(message))
             case .resetSession:
                 // A new session: the reset sends again what matters of what was set aside.
-                actions += newSessionForgetsResumption()
+                actions += forgetResumption()
                 actions += socketResetActions()
             case .scheduleConnectTimeout: actions.append(.schedule(.connectTimeout, after: settings.connectTimeout))
             case .cancelConnectTimeout: actions.append(.cancelTimer(.connectTimeout))

@@ -168,4 +168,59 @@ final class ClientCoreResumptionTests: XCTestCase {
         XCTAssertNil(count)
         XCTAssertTrue(describe(opened).contains { $0.hasPrefix("runHooks") })
     }
+    /// Review findings on the first version: a subscription a refused offer's new session revived is sent again if
+    /// that session is resumed before its `ready` (it was "ready" from the old session); an `unsub` set aside while
+    /// down goes out once.
+    func testARevivedSubscriptionNotReadyAgainIsSentAgainAndAnUnsubGoesOnce() {
+        var core = established()
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        _ = core.handle(.connectedReceived(session: "s2"))
+        XCTAssertEqual(describe(core.handle(.reconnectHooksFinished(run: 2))), ["send(sub)"], "revived")
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        let resumed = describe(core.handle(.connectedReceived(session: "s2")))
+        XCTAssertEqual(resumed.filter { $0.hasPrefix("send") }, ["send(sub)"], "not ready in s2: sent again")
+
+        var other = established()
+        let done = other.subscribe("done")
+        _ = other.handle(.transportClosed(nil, generation: other.connectionGeneration))
+        XCTAssertEqual(describe(other.handle(.subscriptionReleased(id: done))).filter { $0.hasPrefix("send") }, [])
+        _ = other.handle(.timerFired(.retry))
+        _ = other.handle(.transportOpened(generation: other.connectionGeneration))
+        let sends = describe(other.handle(.connectedReceived(session: "s1"))).filter { $0.hasPrefix("send") }
+        XCTAssertEqual(sends, ["send(unsub)"], "once: the one set aside")
+    }
+
+    /// The deadline is the first resume's: a link that flaps does not put it off. Passing while the socket is down, it
+    /// gives the next resumed session a last chance to deliver what its server queued.
+    func testTheDeadlineIsNotPutOffByFlappingAndWaitsForTheSocket() {
+        var core = established()
+        let (lost, _) = call(&core, "todos.add")
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        XCTAssertTrue(
+            describe(core.handle(.connectedReceived(session: "s1"))).contains("schedule(resumedCallsDeadline)"))
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        XCTAssertFalse(
+            describe(core.handle(.connectedReceived(session: "s1"))).contains("schedule(resumedCallsDeadline)"),
+            "not put off")
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        XCTAssertEqual(describe(core.handle(.timerFired(.resumedCallsDeadline))), [], "down: nothing fails yet")
+        XCTAssertTrue(core.session.methods.isAwaitingResult(lost.id))
+        _ = core.handle(.timerFired(.retry))
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
+        XCTAssertTrue(
+            describe(core.handle(.connectedReceived(session: "s1"))).contains("schedule(resumedCallsDeadline)"),
+            "a last chance")
+        XCTAssertEqual(describe(core.handle(.timerFired(.resumedCallsDeadline))).first, "resultArrived(todos.add)")
+    }
+
+    /// A login in flight goes again on a resumed session (it is safe to run twice, and one lost would leave the
+    /// session logged out); it never waits for the deadline.
+    func testALoginInFlightIsSentAgain() {
+        var core = established()
+        _ = call(&core, "login")
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        let resumed = describe(core.handle(.connectedReceived(session: "s1")))
+        XCTAssertTrue(resumed.contains("sendCalls(login)"), "\(resumed)")
+        XCTAssertFalse(resumed.contains("schedule(resumedCallsDeadline)"))
+    }
 }
