@@ -50,6 +50,8 @@ final class SessionResumptionServerTests: XCTestCase {
         XCTAssertEqual(first.receivedCount, 3, "connected, added, ready")
         server.severAllConnections()
         try await first.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         XCTAssertEqual(server.sessionsInGracePeriod, 1)
         insert("two")
         insert("three")
@@ -76,6 +78,8 @@ final class SessionResumptionServerTests: XCTestCase {
         let (first, session) = try await subscribed()
         server.severAllConnections()
         try await first.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         let second = try await RawDDPSocket(url: server.url)
         second.connect(resuming: session, receivedCount: first.receivedCount - 1)
         guard case .connected(let new) = try await second.next("connected") else { return XCTFail("connected") }
@@ -97,10 +101,14 @@ final class SessionResumptionServerTests: XCTestCase {
         let (kicked, second) = try await subscribed()
         server.dropAllConnections()
         try await kicked.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         ended.append(second)
         let (expired, third) = try await subscribed()
         server.severAllConnections()
         try await expired.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         server.endSessionsInGracePeriod()
         ended.append(third)
         await server.waitUntilNoSession()
@@ -120,6 +128,8 @@ final class SessionResumptionServerTests: XCTestCase {
         let (socket, session) = try await subscribed()
         server.severAllConnections()
         try await socket.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         XCTAssertEqual(server.sessionsInGracePeriod, 0)
         let again = try await RawDDPSocket(url: server.url)
         again.connect(resuming: session, receivedCount: socket.receivedCount)
@@ -134,6 +144,8 @@ final class SessionResumptionServerTests: XCTestCase {
         let (socket, _) = try await subscribed()
         server.severAllConnections()
         try await socket.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         insert("two")
         insert("three")
         XCTAssertEqual(server.sessionsInGracePeriod, 1, "two messages queued: at the limit")
@@ -148,6 +160,8 @@ final class SessionResumptionServerTests: XCTestCase {
         let (first, session) = try await subscribed()
         server.severAllConnections()
         try await first.waitUntilClosed()
+        // The server has handled the lost connection (its session waits, or ended) once no connection is left.
+        await server.waitUntilNoSession()
         let second = try await RawDDPSocket(url: server.url)
         second.connect(resuming: session, receivedCount: first.receivedCount)
         let received5 = try await second.next("connected")
