@@ -51,15 +51,17 @@ extension ClientCore {
             }
         }
         if !inFlight.isEmpty { actions.append(.sendCalls(inFlight)) }
-        if !resumedCallsAwaitingResult.isEmpty, !resumedCallsDeadlineArmed {
+        switch resumedCallsDeadline {
+        case .none where !resumedCallsAwaitingResult.isEmpty:
             // One deadline from the first resume a call saw: a link that keeps flapping does not put it off.
-            resumedCallsDeadlineArmed = true
+            resumedCallsDeadline = .armed
             actions.append(.schedule(.resumedCallsDeadline, after: settings.resumedCallTimeout))
-        } else if resumedCallsDeadlinePassed {
+        case .passedWhileDown:
             // It passed while the socket was down: what the server queued meanwhile arrives right behind `connected`.
-            resumedCallsDeadlinePassed = false
-            resumedCallsDeadlineArmed = true
+            resumedCallsDeadline = .armed
             actions.append(.schedule(.resumedCallsDeadline, after: Self.resumedCallsLastChance))
+        case .none, .armed:
+            break
         }
         return actions
     }
@@ -68,15 +70,24 @@ extension ClientCore {
     /// server queued before the calls still unanswered fail.
     static let resumedCallsLastChance: Duration = .seconds(1)
 
+    /// Where the deadline of ``ClientCore/resumedCallsAwaitingResult`` stands.
+    enum ResumedCallsDeadline {
+        case none
+        /// Scheduled.
+        case armed
+        /// It passed while the socket was down: the next resume decides.
+        case passedWhileDown
+    }
+
     /// A new session, or the app ended the session: nothing of the old one's is resumed (a new session's reset sends
     /// again what matters).
     mutating func forgetResumption() -> [Action] {
         framesSetAside = []
         unsubsAwaitingNosub = []
-        resumedCallsDeadlinePassed = false
-        guard resumedCallsDeadlineArmed || !resumedCallsAwaitingResult.isEmpty else { return [] }
+        let wasArmed = resumedCallsDeadline == .armed
+        resumedCallsDeadline = .none
+        guard wasArmed || !resumedCallsAwaitingResult.isEmpty else { return [] }
         resumedCallsAwaitingResult = []
-        resumedCallsDeadlineArmed = false
         return [.cancelTimer(.resumedCallsDeadline)]
     }
 
@@ -85,11 +96,11 @@ extension ClientCore {
     /// way to the server's versions once the cache has caught up). Not while the socket is down or an offer to resume
     /// awaits its answer: the answers may be in the server's queue (the next resume gives them a last chance).
     mutating func resumedCallsDeadlineActions() -> [Action] {
-        resumedCallsDeadlineArmed = false
         guard machine.sendsSessionFrames, machine.version != nil else {
-            resumedCallsDeadlinePassed = true
+            resumedCallsDeadline = .passedWhileDown
             return []
         }
+        resumedCallsDeadline = .none
         let expired = resumedCallsAwaitingResult.filter { session.methods.isAwaitingResult($0) }
         resumedCallsAwaitingResult = []
         var actions: [Action] = []

@@ -40,10 +40,8 @@ struct ClientCore {
     /// The calls in flight when the session was last resumed, not answered yet: they fail as
     /// ``MethodError/Kind/outcomeUnknown`` at ``DDPClient/Configuration/resumedCallTimeout``.
     var resumedCallsAwaitingResult: [String] = []
-    /// Whether the deadline of ``resumedCallsAwaitingResult`` is scheduled.
-    var resumedCallsDeadlineArmed = false
-    /// Whether that deadline passed while the socket was down (the next resume decides).
-    var resumedCallsDeadlinePassed = false
+    /// Where the deadline of ``resumedCallsAwaitingResult`` stands.
+    var resumedCallsDeadline = ResumedCallsDeadline.none
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
