@@ -123,6 +123,25 @@ final class SessionResumptionServerTests: XCTestCase {
         XCTAssertEqual(server.connectOutcomes.suffix(3), [.refusedNotWaiting, .refusedNotWaiting, .refusedNotWaiting])
     }
 
+    /// Review finding: a kick racing a socket that was closing already (a network failure first) left the session in
+    /// its grace period, still logged in. The kick ends it all the same.
+    func testAKickEndsTheSessionEvenWhenItsSocketWasClosingAlready() async throws {
+        try await start()
+        var kicks = 0
+        for _ in 0..<10 {
+            let (socket, _) = try await subscribed()
+            server.severAllConnections()
+            let kicked = server.dropAllConnections()
+            kicks += kicked
+            try await socket.waitUntilClosed()
+            await server.waitUntilNoSession()
+            // The kick was queued before the close: handled by now (`sessionsInGracePeriod` reads on the server queue).
+            if kicked > 0 { XCTAssertEqual(server.sessionsInGracePeriod, 0, "kicked while severed") }
+            server.endSessionsInGracePeriod()
+        }
+        XCTAssertGreaterThan(kicks, 0, "some kick raced the closing socket")
+    }
+
     func testWithNoGracePeriodASessionEndsWithItsSocketAsBeforeMeteor35() async throws {
         try await start { $0.disconnectGracePeriod = .zero }
         let (socket, session) = try await subscribed()

@@ -5,10 +5,12 @@ import MeteorDDP
 /// What tests do to the server's connections and what they read of it.
 extension DDPTestServer {
     /// Closes every open connection now, as Meteor's `connection.close()` does: the sessions end with them (a client
-    /// reconnecting gets a new session).
-    public func dropAllConnections() {
+    /// reconnecting gets a new session), even one whose socket was closing already. Returns how many it closed.
+    @discardableResult
+    public func dropAllConnections() -> Int {
         let connections = state.withLockedValue { Array($0.connections.values) }
         for connection in connections { connection.close() }
+        return connections.count
     }
 
     /// While `true`, new connections are closed as soon as they are accepted.

@@ -183,6 +183,10 @@ final class ServerConnection: @unchecked Sendable {
     /// Closes the connection as Meteor's `connection.close()` does: its session ends too.
     func close() {
         ending.withLockedValue { if case .notEnding = $0 { $0 = .sessionEnds } }
+        // The session ends even if the socket was closing already (a network failure racing the kick): queued before
+        // the close, so it runs before the server's handling of the lost connection, or after it on a session waiting
+        // in its grace period.
+        weakServer?.queue.async { self.session?.kicked(from: self) }
         channel.close(promise: nil)
     }
 
@@ -200,8 +204,8 @@ final class ServerConnection: @unchecked Sendable {
         let endsSession: Bool = ending.withLockedValue { if case .sessionEnds = $0 { true } else { false } }
         // Before the unregistering: `waitUntilNoSession()` resumes behind it, once nothing of this connection can run.
         server.queue.async {
+            // The session stays known to this connection: a kick racing the close still finds it.
             self.session?.connectionLost(self, endsSession: endsSession)
-            self.session = nil
         }
         server.unregister(self)
     }

@@ -29,6 +29,11 @@ final class ServerSession: @unchecked Sendable {
     private var graceEnd: DispatchWorkItem?
     /// Whether the client said `disconnect`: the session ends with its socket. Confined to the server queue.
     private var expectingDisconnect = false
+    /// Whether the server kicked the session (Meteor's `connection.close()`): it ends with its socket. Confined to the
+    /// server queue.
+    private var kicked = false
+    /// The connection last lost, during the grace period. Confined to the server queue.
+    private weak var lostConnection: ServerConnection?
     /// The logged-in user. Confined to the server queue.
     var userID: String?
     /// The resume token of the current login. Confined to the server queue.
@@ -130,7 +135,9 @@ final class ServerSession: @unchecked Sendable {
     func connectionLost(_ lost: ServerConnection, endsSession: Bool) {
         guard connection === lost, !ended else { return }
         connection = nil
-        guard let server, !endsSession, !expectingDisconnect, server.configuration.disconnectGracePeriod > .zero else {
+        lostConnection = lost
+        let endsWithItsSocket = endsSession || kicked || expectingDisconnect
+        guard let server, !endsWithItsSocket, server.configuration.disconnectGracePeriod > .zero else {
             return end()
         }
         let end = DispatchWorkItem { [weak self] in self?.end() }
@@ -145,6 +152,7 @@ final class ServerSession: @unchecked Sendable {
         guard isInGracePeriod, receivedCount == sentCount, !expectingDisconnect else { return false }
         graceEnd?.cancel()
         graceEnd = nil
+        lostConnection = nil
         self.connection = connection
         connection.session = self
         send(.connected(session: id))
@@ -165,6 +173,17 @@ final class ServerSession: @unchecked Sendable {
         inbox.removeAll()
         stopAllSubscriptions()
         if let server, server.liveSessions[id] === self { server.liveSessions.removeValue(forKey: id) }
+    }
+
+    /// The server closes `connection` (Meteor's `connection.close()`): the session ends with it, or now if it lost
+    /// that connection already and waits in its grace period (the kick raced a socket closing on its own).
+    func kicked(from kickedConnection: ServerConnection) {
+        guard !ended else { return }
+        if connection === kickedConnection {
+            kicked = true
+        } else if connection == nil, lostConnection === kickedConnection {
+            end()
+        }
     }
 
     /// Closes the session's connection as Meteor's `connection.close()` does (a kick): the session ends with it.

@@ -167,7 +167,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:540
+// README.md:542
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)

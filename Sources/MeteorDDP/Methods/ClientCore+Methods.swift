@@ -109,6 +109,14 @@ extension ClientCore {
         return actions
     }
 
+    /// A `result` or `updated` for an id no call has: a late answer the client expects (a call failed at the resumed
+    /// calls' deadline, or a login a resumed session sent again, whose server may run it twice) is logged; any other
+    /// is the server's protocol violation (Meteor's client throws "No callback invoker").
+    func unknownAnswerAction(_ id: String, frame: String) -> Action {
+        guard !resumption.expectsLateAnswer(id) else { return .logLateAnswer(frame: frame, id: id) }
+        return Self.unknownMethod(id, frame: frame)
+    }
+
     /// A `result` or `updated` for an id no call has (Meteor's client throws "No callback invoker").
     static func unknownMethod(_ id: String, frame: String) -> Action {
         .report(

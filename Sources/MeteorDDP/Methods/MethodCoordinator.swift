@@ -25,6 +25,8 @@ struct MethodCoordinator {
         var waiter: CallWaiter?
         /// The result, once received.
         var result: Result<EJSONValue?, any Error>?
+        /// Whether `updated` arrived (its data may not be flushed yet).
+        var updatedReceived = false
         /// Whether `updated` arrived and the data was flushed.
         var dataVisible = false
 
@@ -212,7 +214,10 @@ struct MethodCoordinator {
         for invocation in invocations.values {
             // A call without its result is sent again: the new session's run brings its own `updated`, and the data
             // the old run made visible is replaced by the new session's anyway.
-            if invocation.result == nil { invocation.dataVisible = false }
+            if invocation.result == nil {
+                invocation.updatedReceived = false
+                invocation.dataVisible = false
+            }
         }
         blocksAwaitingReconnectHooks = blocks
         blocks = []

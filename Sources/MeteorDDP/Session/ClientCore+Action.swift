@@ -27,6 +27,10 @@ extension ClientCore {
 
         // MARK: Calls
 
+        /// A `result` or `updated` the client expected after it settled the call without it (a call failed at the
+        /// resumed calls' deadline, a login a resumed session sent again): logged at debug, ignored.
+        case logLateAnswer(frame: String, id: String)
+
         /// A call's result arrived: the app's `onResultReceived` hears of it.
         case resultArrived(MethodCoordinator.Invocation)
         /// A kept call has its result but not its data: the result is stored (after a restart it completes at

@@ -79,10 +79,11 @@ extension ClientCore {
         for id in ids {
             release(writtenBy: id, storeIsIdle: &idle, into: &actions)
             methodUpdated(id)
-            guard hasOutstandingMethod(id) else {
-                actions.append(Self.unknownMethod(id, frame: "updated"))
+            guard let invocation = session.methods.invocations[id] else {
+                actions.append(unknownAnswerAction(id, frame: "updated"))
                 continue
             }
+            invocation.updatedReceived = true
             if let action = afterUpdateAction(.methodDataVisible(id: id), afterServerDocuments: true, storeIsIdle: idle)
             {
                 actions.append(action)

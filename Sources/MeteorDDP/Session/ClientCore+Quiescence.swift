@@ -33,6 +33,10 @@ extension ClientCore {
         session.methodsBlockingQuiescence = Set(blocking)
         hold.methodsVisibleAtQuiescence = visibleAtQuiescence
         session.quiescence = hold
+        // A refused offer to resume decides the reset and the new session at once: the login the reset resumes and
+        // the calls it sends again are not out yet. The hold waits for them, as when `connected` comes after them
+        // (``resendAfterReconnectHooks(held:)`` looks again once they are).
+        guard session.resetAwaitingResend == nil else { return nil }
         return quiescenceIfReached()
     }
 

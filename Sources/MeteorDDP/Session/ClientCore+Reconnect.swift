@@ -52,6 +52,11 @@ extension ClientCore {
         for record in subscriptions {
             actions.append(.send(.sub(id: record.id, name: record.name, params: record.params)))
         }
+        // The new session's hold, decided before the reset's frames were out (a refused offer to resume), is reached
+        // now if they leave nothing to wait for.
+        if session.quiescence?.resetting == true, let hold = quiescenceIfReached() {
+            actions.append(.applyQuiescence(hold))
+        }
         if held { actions.append(.releaseHeldMessages) }
         return actions
     }

@@ -4,19 +4,87 @@
 ///
 /// Resumed, nothing is reset and no login, subscription or call is sent again, with three exceptions for frames the old
 /// socket may have lost on its way to the server (the server counts only what it sends, so nothing tells the client):
-/// - a subscription not ready yet is sent again (a server that has it ignores a `sub` with a live id);
+/// - a subscription not ready yet is sent again (a server that has it ignores a `sub` with a live id); if its `nosub`
+///   comes afterwards (the server may have ended it while the socket was down, so the `sub` sent again started it
+///   anew), an `unsub` follows once;
 /// - an `unsub` whose `nosub` has not come is sent again (the server answers another `nosub`);
-/// - a call is never sent again (the server would run it twice): one not answered within
+/// - a login in flight is sent again (safe to run twice; a second answer is logged, not reported);
+/// - any other call is never sent again (the server would run it twice): one not answered within
 ///   ``DDPClient/Configuration/resumedCallTimeout`` fails as ``MethodError/Kind/outcomeUnknown``, its stub's writes
-///   undone as for any failed call (the server's versions shown), and a late answer is ignored.
+///   undone as for any failed call (the server's versions shown), and a late answer is logged and ignored.
 ///
 /// Then what the app asked while the socket was down goes out, in order.
 extension ClientCore {
+    /// What a resumable session keeps for its resumption. Everything here is bounded by what the app asked (its
+    /// subscriptions and calls), never by what a server sends; a new session forgets it all.
+    struct Resumption {
+        /// Frames of the session (calls, `sub`, `unsub`) decided while they could not go out, in order
+        /// (``ConnectionStateMachine/keepsSessionFramesForResumption``): sent when the server resumes the session,
+        /// dropped when a new session's reset sends what matters again.
+        var framesSetAside: [Action] = []
+        /// Subscriptions whose `unsub` went out and whose `nosub` has not come back: a resumed session sends them
+        /// again (the frame may have been lost with the old socket; the server answers a second one with another
+        /// `nosub`).
+        private(set) var unsubsAwaitingNosub: Set<String> = []
+        /// Subscriptions whose `sub` a resumed session sent again: if their `nosub` comes, the server may have ended
+        /// them while the socket was down and started them anew on the `sub` sent again, so an `unsub` follows.
+        private(set) var subscriptionsSentAgain: Set<String> = []
+        /// The calls in flight when the session was last resumed, not answered yet: they fail as
+        /// ``MethodError/Kind/outcomeUnknown`` at ``DDPClient/Configuration/resumedCallTimeout``.
+        var callsAwaitingResult: [String] = []
+        /// Where the deadline of ``callsAwaitingResult`` stands.
+        var deadline = Deadline.none
+        /// Calls whose late or second answer is expected: failed at the deadline, or a login sent again (its server
+        /// may run it twice). Their `result` and `updated` are logged, not reported as a server's violation.
+        private(set) var lateAnswersExpected: Set<String> = []
+
+        /// Where the deadline of ``callsAwaitingResult`` stands.
+        enum Deadline {
+            case none
+            /// Scheduled.
+            case armed
+            /// It passed while the socket was down: the next resume decides.
+            case passedWhileDown
+        }
+
+        /// `unsub` went out for subscription `id`.
+        mutating func unsubscribed(_ id: String) {
+            unsubsAwaitingNosub.insert(id)
+            subscriptionsSentAgain.remove(id)
+        }
+
+        /// `nosub` came for subscription `id`: whether an `unsub` must follow (its `sub` was sent again on a resumed
+        /// session, which may have started it anew on the server). Then its answer is awaited.
+        mutating func nosubReceived(_ id: String) -> (awaited: Bool, unsubscribeAgain: Bool) {
+            let awaited = unsubsAwaitingNosub.remove(id) != nil
+            guard subscriptionsSentAgain.remove(id) != nil else { return (awaited, false) }
+            unsubsAwaitingNosub.insert(id)
+            return (awaited, true)
+        }
+
+        func expectsLateAnswer(_ id: String) -> Bool { lateAnswersExpected.contains(id) }
+
+        mutating func sentAgain(subscription id: String) { subscriptionsSentAgain.insert(id) }
+
+        mutating func expectLateAnswer(_ id: String) { lateAnswersExpected.insert(id) }
+    }
+
+    /// `nosub` through the funnel: the subscription ends (``subscriptionEndedActions(_:error:storeIsIdle:held:)``);
+    /// the answer to an `unsub` is not logged as unknown; one whose `sub` a resumed session sent again is unsubscribed.
+    mutating func nosubActions(_ id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool) -> [Action] {
+        if !held, isHoldingForQuiescence { return holdActions(.message(.nosub(id: id, error: error))) }
+        let (awaited, unsubscribeAgain) = resumption.nosubReceived(id)
+        var actions = subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle, held: true)
+        if awaited, case .logUnknownSubscription? = actions.first { actions.removeFirst() }
+        if unsubscribeAgain { actions.append(.send(.unsub(id: id))) }
+        return actions
+    }
+
     /// The server resumed the session.
     mutating func sessionResumedActions(session resumed: String) -> [Action] {
         var actions: [Action] = [.logSessionResumed(session: resumed)]
-        let setAside = framesSetAside
-        framesSetAside = []
+        let setAside = resumption.framesSetAside
+        resumption.framesSetAside = []
         var setAsideSubscriptions: Set<String> = []
         var setAsideUnsubscriptions: Set<String> = []
         var setAsideCalls: Set<String> = []
@@ -33,9 +101,10 @@ extension ClientCore {
             guard let record = session.subscriptions.records[id],
                 !record.isReady || session.subscriptions.beingRevived.contains(id)
             else { continue }
+            resumption.sentAgain(subscription: id)
             actions.append(.send(.sub(id: record.id, name: record.name, params: record.params)))
         }
-        for id in unsubsAwaitingNosub.sorted() where !setAsideUnsubscriptions.contains(id) {
+        for id in resumption.unsubsAwaitingNosub.sorted() where !setAsideUnsubscriptions.contains(id) {
             actions.append(.send(.unsub(id: id)))
         }
         actions += setAside
@@ -44,21 +113,22 @@ extension ClientCore {
             guard let invocation = session.methods.invocations[id] else { continue }
             if invocation.name == "login" {
                 // A login is safe to run twice (a resume logs in again), and one lost with the old socket would leave
-                // the session logged out: it goes again.
+                // the session logged out: it goes again, and a second answer is expected.
                 inFlight.append(invocation)
-            } else if !resumedCallsAwaitingResult.contains(id) {
-                resumedCallsAwaitingResult.append(id)
+                resumption.expectLateAnswer(id)
+            } else if !resumption.callsAwaitingResult.contains(id) {
+                resumption.callsAwaitingResult.append(id)
             }
         }
         if !inFlight.isEmpty { actions.append(.sendCalls(inFlight)) }
-        switch resumedCallsDeadline {
-        case .none where !resumedCallsAwaitingResult.isEmpty:
+        switch resumption.deadline {
+        case .none where !resumption.callsAwaitingResult.isEmpty:
             // One deadline from the first resume a call saw: a link that keeps flapping does not put it off.
-            resumedCallsDeadline = .armed
+            resumption.deadline = .armed
             actions.append(.schedule(.resumedCallsDeadline, after: settings.resumedCallTimeout))
         case .passedWhileDown:
             // It passed while the socket was down: what the server queued meanwhile arrives right behind `connected`.
-            resumedCallsDeadline = .armed
+            resumption.deadline = .armed
             actions.append(.schedule(.resumedCallsDeadline, after: Self.resumedCallsLastChance))
         case .none, .armed:
             break
@@ -70,44 +140,35 @@ extension ClientCore {
     /// server queued before the calls still unanswered fail.
     static let resumedCallsLastChance: Duration = .seconds(1)
 
-    /// Where the deadline of ``ClientCore/resumedCallsAwaitingResult`` stands.
-    enum ResumedCallsDeadline {
-        case none
-        /// Scheduled.
-        case armed
-        /// It passed while the socket was down: the next resume decides.
-        case passedWhileDown
-    }
-
     /// A new session, or the app ended the session: nothing of the old one's is resumed (a new session's reset sends
-    /// again what matters).
+    /// again what matters, and no answer of the old one's can come).
     mutating func forgetResumption() -> [Action] {
-        framesSetAside = []
-        unsubsAwaitingNosub = []
-        let wasArmed = resumedCallsDeadline == .armed
-        resumedCallsDeadline = .none
-        guard wasArmed || !resumedCallsAwaitingResult.isEmpty else { return [] }
-        resumedCallsAwaitingResult = []
-        return [.cancelTimer(.resumedCallsDeadline)]
+        let wasArmed = resumption.deadline == .armed
+        let awaited = !resumption.callsAwaitingResult.isEmpty
+        resumption = Resumption()
+        return wasArmed || awaited ? [.cancelTimer(.resumedCallsDeadline)] : []
     }
 
     /// The calls in flight at the resume that are still unanswered fail: a `result` with
-    /// ``MethodError/Kind/outcomeUnknown`` and an `updated`, as if the server had sent them (the stub's writes give
-    /// way to the server's versions once the cache has caught up). Not while the socket is down or an offer to resume
-    /// awaits its answer: the answers may be in the server's queue (the next resume gives them a last chance).
+    /// ``MethodError/Kind/outcomeUnknown`` and, unless theirs came, an `updated`, as if the server had sent them (the
+    /// stub's writes give way to the server's versions once the cache has caught up). Not while the socket is down or
+    /// an offer to resume awaits its answer: the answers may be in the server's queue (the next resume gives them a
+    /// last chance).
     mutating func resumedCallsDeadlineActions() -> [Action] {
         guard machine.sendsSessionFrames, machine.version != nil else {
-            resumedCallsDeadline = .passedWhileDown
+            resumption.deadline = .passedWhileDown
             return []
         }
-        resumedCallsDeadline = .none
-        let expired = resumedCallsAwaitingResult.filter { session.methods.isAwaitingResult($0) }
-        resumedCallsAwaitingResult = []
+        resumption.deadline = .none
+        let expired = resumption.callsAwaitingResult.filter { session.methods.isAwaitingResult($0) }
+        resumption.callsAwaitingResult = []
         var actions: [Action] = []
         for id in expired {
             guard let invocation = session.methods.invocations[id] else { continue }
+            resumption.expectLateAnswer(id)
             let failure = MethodError(methodName: invocation.name, kind: .outcomeUnknown)
-            let updatedCame = invocation.dataVisible
+            // Its `updated` may have come, its data not flushed yet: one `updated` only.
+            let updatedCame = invocation.updatedReceived
             actions += Self.methodActions(methodResultReceived(id, .failure(failure)), id: id, frame: "result")
             if !updatedCame { actions += updatedActions([id], storeIsIdle: false, held: false) }
         }

@@ -133,7 +133,7 @@ extension ClientCore {
     mutating func unsubscribeActions(_ id: String, generation: Int) -> [Action] {
         guard let (record, quiescent) = unsubscribeIfUnused(id, generation: generation) else { return [] }
         var actions: [Action] = [.logUnsubscribed(record), .settleSubscription(record, .stopped), .send(.unsub(id: id))]
-        unsubsAwaitingNosub.insert(id)
+        resumption.unsubscribed(id)
         if let quiescent { actions.append(.applyQuiescence(quiescent)) }
         // The store is told once a hold this released is applied (applying it changes what the store keeps).
         if persists { actions.append(.persistSessionChanges) }

@@ -29,19 +29,9 @@ struct ClientCore {
     private(set) var lifecycle = Lifecycle.open
     /// The account, the logins in progress, the logout reason and the resume token. Changed only by ``handle(_:)``.
     private(set) var login = LoginState()
-    /// Frames of the session (calls, `sub`, `unsub`) decided while they could not go out, kept in order for the
-    /// session's resumption (``ConnectionStateMachine/keepsSessionFramesForResumption``): sent when the server resumes
-    /// it, dropped when a new session's reset sends what matters again. Bounded by what the app asks while the socket
-    /// is down, never by what a server sends.
-    var framesSetAside: [Action] = []
-    /// Subscriptions whose `unsub` went out and whose `nosub` has not come back: a session resumed sends them again
-    /// (the frame may have been lost with the old socket; the server answers a second one with another `nosub`).
-    var unsubsAwaitingNosub: Set<String> = []
-    /// The calls in flight when the session was last resumed, not answered yet: they fail as
-    /// ``MethodError/Kind/outcomeUnknown`` at ``DDPClient/Configuration/resumedCallTimeout``.
-    var resumedCallsAwaitingResult: [String] = []
-    /// Where the deadline of ``resumedCallsAwaitingResult`` stands.
-    var resumedCallsDeadline = ResumedCallsDeadline.none
+    /// What a resumable session keeps for its resumption (Meteor 3.5+): frames set aside while down, what the old
+    /// socket may have lost, the calls in flight at the resume and their deadline.
+    var resumption = Resumption()
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -136,7 +126,7 @@ extension ClientCore {
         var kept: [Action] = []
         for action in actions {
             switch action {
-            case .sendCalls, .send(.sub), .send(.unsub), .send(.method): framesSetAside.append(action)
+            case .sendCalls, .send(.sub), .send(.unsub), .send(.method): resumption.framesSetAside.append(action)
             default: kept.append(action)
             }
         }
@@ -207,9 +197,13 @@ extension ClientCore {
         case .updatedReceived(let ids, let storeIsIdle, let held):
             return updatedActions(ids, storeIsIdle: storeIsIdle, held: held)
         case .resultReceived(let id, let outcome):
-            return Self.methodActions(methodResultReceived(id, outcome), id: id, frame: "result")
+            let progress = methodResultReceived(id, outcome)
+            guard !progress.unknown else { return [unknownAnswerAction(id, frame: "result")] }
+            return Self.methodActions(progress, id: id, frame: "result")
         case .methodDataVisible(let id):
-            return Self.methodActions(methodDataVisible(id), id: id, frame: "updated")
+            let progress = methodDataVisible(id)
+            guard !progress.unknown else { return [unknownAnswerAction(id, frame: "updated")] }
+            return Self.methodActions(progress, id: id, frame: "updated")
         case .callBecameDurable(let id):
             let calls = callBecameDurable(id)
             return calls.isEmpty ? [] : [.sendCalls(calls)]
@@ -221,8 +215,7 @@ extension ClientCore {
         case .readyReceived(let ids, let storeIsIdle, let held):
             return subscriptionsReadyActions(ids, storeIsIdle: storeIsIdle, held: held)
         case .nosubReceived(let id, let error, let storeIsIdle, let held):
-            unsubsAwaitingNosub.remove(id)
-            return subscriptionEndedActions(id, error: error, storeIsIdle: storeIsIdle, held: held)
+            return nosubActions(id, error: error, storeIsIdle: storeIsIdle, held: held)
 
         case .documentReceived(let message, let held): return documentReceivedActions(message, held: held)
         case .removedReceived(let collection, let id, let held):

@@ -79,6 +79,9 @@ extension DDPClient {
                     "subscription failed", metadata: ["name": "\(record.name)", "error": "\(error.meteorError)"])
             }
             record.shared.update(status)
+        case .logLateAnswer(let frame, let id):
+            guard admitsDebugLine(.lateAnswer(frame)) else { break }
+            logger.debug("\(frame) for a call already settled without it ignored", metadata: ["id": "\(id)"])
         case .logUnknownSubscription(let frame, let id):
             guard admitsDebugLine(.unknownSubscription(frame)) else { break }
             logger.debug("\(frame) for an unknown subscription ignored", metadata: ["id": "\(id)"])

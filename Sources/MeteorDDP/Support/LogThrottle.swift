@@ -38,6 +38,9 @@ final class LogThrottle: Sendable {
             Kind(first: "unknown subscription", second: message)
         }
 
+        /// `result` or `updated` for a call the client settled without it (``ClientCore/Action/logLateAnswer``).
+        static func lateAnswer(_ message: String) -> Kind { Kind(first: "late answer", second: message) }
+
         var description: String { [first, second, third].filter { !$0.isEmpty }.joined(separator: " ") }
     }
 

@@ -47,6 +47,8 @@ final class ClientCoreConnectionTests: XCTestCase {
         XCTAssertEqual(
             describe(core.handle(.transportOpened(generation: 3))), ["send(connect)", "runHooks(2, 0 hooks)"])
         XCTAssertEqual(
+            describe(core.handle(.reconnectHooksFinished(run: 2))), [], "no hooks: handed back at once")
+        XCTAssertEqual(
             describe(core.handle(.connectedReceived(session: "s2"))),
             [
                 "cancel(connectTimeout)", "cancel(heartbeatInterval)", "cancel(heartbeatTimeout)",

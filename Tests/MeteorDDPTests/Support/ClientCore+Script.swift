@@ -70,6 +70,7 @@ extension ClientCore {
             case .send(.pong(let id)): "send(pong \(id ?? "-"))"
             case .send(let message): "send(\(message.name))"
             case .sendCalls(let calls): "sendCalls(\(calls.map(\.name).joined(separator: " ")))"
+            case .logLateAnswer(let frame, _): "lateAnswer(\(frame))"
             case .resultArrived(let call): "resultArrived(\(call.name))"
             case .storeResult(let call): "storeResult(\(call.name))"
             case .completeCall(let call, let wasKept): "complete(\(call.name)\(wasKept ? ", kept" : ""))"
