@@ -5,8 +5,9 @@ import MeteorDDP
 import XCTest
 
 /// The offline store under SIGKILL, with real processes: `OfflineProbe` makes stub calls (offline, or connected to
-/// DDPTestServer) and is killed at a random point (before, during or after a durable write); a second probe restores
-/// the same store, reconnects and prints what it ends with. Whatever the kill point:
+/// DDPTestServer, which keeps a lost socket's session for Meteor 3.5's grace period and goes on running what it
+/// received) and is killed at a random point (before, during or after a durable write); a second probe restores the
+/// same store, reconnects (a new session) and prints what it ends with. Whatever the kill point:
 /// - the first read after launch shows every restored call's stub effect;
 /// - nothing durable is lost: every call up to the last one the probe saw flushed to disk (`durable N`), or up to the
 ///   last restored one (calls become durable in order, and leave the store only once completed), is restored or ran
@@ -64,12 +65,10 @@ final class OfflineKillTests: XCTestCase {
     }
 
     private func startServer() async throws -> DDPTestServer {
-        // The classification below reads the server's items at the kill as what ran before it: a killed client's
-        // session ends with its socket, as on servers before Meteor 3.5 (with a grace period its queued calls would
-        // go on running after the snapshot).
-        var configuration = DDPTestServer.Configuration()
-        configuration.disconnectGracePeriod = .zero
-        let server = DDPTestServer(configuration: configuration)
+        // Meteor 3.5+'s default: a killed client's session waits in its grace period (a restarted process cannot
+        // resume it: it starts a new session) and goes on running the calls its socket delivered. The classification
+        // below reads the server's items once those have run (`waitUntilSessionsIdle()`).
+        let server = DDPTestServer(configuration: DDPTestServer.Configuration())
         try await server.start()
         server.createUser(username: "ada-lovelace-1815", password: "secret")
         server.publish("items") { _ in [Cursor(collection: "items")] }
@@ -156,6 +155,8 @@ final class OfflineKillTests: XCTestCase {
         // What the killed process had already written to its socket still reaches the server: the server has done
         // with it once the session is gone and its queue has run everything the session handed it.
         try await withTimeout(10, "the killed client's session closed") { await server.waitUntilNoSession() }
+        try await withTimeout(10, "the killed client's calls ran") { await server.waitUntilSessionsIdle() }
+        let killedSessionsInGracePeriod = server.sessionsInGracePeriod
         // The items whose addItem reached the server before the killed run's subscription: their `updated` could come
         // before their data.
         let writerMessages = server.receivedMessages
@@ -176,6 +177,7 @@ final class OfflineKillTests: XCTestCase {
             usleep(UInt32.random(in: 0...20_000, using: &generator))
             restorer.kill()
             try await withTimeout(10, "the second killed client's session closed") { await server.waitUntilNoSession() }
+            try await withTimeout(10, "the second killed client's calls ran") { await server.waitUntilSessionsIdle() }
             killedTwice = true
         }
         let before = items(server)
@@ -229,7 +231,8 @@ final class OfflineKillTests: XCTestCase {
         XCTAssertEqual(Set(outcomes.keys), Set(restoredCalls.map(\.id)), "\(label): every restored call has an outcome")
         var seen = [
             "calls made before the kill": lines.isEmpty ? 0 : writer.lines.filter { $0.hasPrefix("called ") }.count,
-            "calls seen flushed before the kill": flushed
+            "calls seen flushed before the kill": flushed,
+            "killed sessions left waiting in their grace period": killedSessionsInGracePeriod
         ]
         for call in restoredCalls {
             guard let outcome = outcomes[call.id] else { continue }

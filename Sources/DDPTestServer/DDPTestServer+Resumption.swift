@@ -47,6 +47,27 @@ extension DDPTestServer {
         }
     }
 
+    /// Returns once no session, connected or in its grace period, has a message waiting or running (a slow
+    /// publication, a method's latency): every frame the sessions received has been handled. Sessions in their grace
+    /// period go on running what their lost socket delivered, as Meteor 3.5+'s do. No polling.
+    public func waitUntilSessionsIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.idleWaiters.append(continuation)
+                self.sessionBecameIdle()
+            }
+        }
+    }
+
+    /// A session has nothing waiting or running any more (or ended): the idle waiters resume once all are. Server
+    /// queue.
+    func sessionBecameIdle() {
+        guard !idleWaiters.isEmpty, liveSessions.values.allSatisfy(\.isIdle) else { return }
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
     /// The number of sessions waiting in their grace period.
     public var sessionsInGracePeriod: Int {
         perform { liveSessions.values.count { $0.isInGracePeriod } }

@@ -137,6 +137,9 @@ public final class DDPTestServer: @unchecked Sendable {
     var documentChangeObservers: [@Sendable (_ collection: String, _ id: String, _ after: EJSONObject?) -> Void] = []
     /// Sessions by id, connected or in their grace period. Confined to `queue`.
     var liveSessions: [String: ServerSession] = [:]
+    /// Tasks waiting until no session has a message waiting or running (``waitUntilSessionsIdle()``). Confined to
+    /// `queue`.
+    var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// Users' password hashes and login tokens. Confined to `queue`.
     var accounts = ServerAccounts()
     /// The rate limits (DDPRateLimiter's rules). Confined to `queue`.

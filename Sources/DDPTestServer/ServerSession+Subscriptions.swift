@@ -63,7 +63,11 @@ extension ServerSession {
                 break
             }
         }
+        if isIdle { server.sessionBecameIdle() }
     }
+
+    /// Whether nothing waits or runs: no message in the inbox, no slow method or publication under way.
+    var isIdle: Bool { ended || (!busy && inbox.isEmpty) }
 
     static func interval(_ duration: Duration) -> DispatchTimeInterval {
         .nanoseconds(

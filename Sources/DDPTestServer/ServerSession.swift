@@ -173,6 +173,7 @@ final class ServerSession: @unchecked Sendable {
         inbox.removeAll()
         stopAllSubscriptions()
         if let server, server.liveSessions[id] === self { server.liveSessions.removeValue(forKey: id) }
+        server?.sessionBecameIdle()
     }
 
     /// The server closes `connection` (Meteor's `connection.close()`): the session ends with it, or now if it lost
