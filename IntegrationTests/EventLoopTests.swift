@@ -1,7 +1,7 @@
 import DDPTestServer
 import EJSON
 import Foundation
-import MeteorDDP
+@_spi(Testing) import MeteorDDP
 import NIOConcurrencyHelpers
 import NIOPosix
 import XCTest
@@ -103,5 +103,55 @@ final class EventLoopTests: XCTestCase {
         let onEventLoop = runs.withLockedValue { $0 }
         XCTAssertGreaterThan(onEventLoop.count, 3, "the stubs were replayed")
         XCTAssertEqual(onEventLoop.filter { $0 }.count, 0, "no stub ran on an event loop: \(onEventLoop)")
+    }
+
+    /// A server sending faster than the client applies: once the frames not handled yet reach their bound, the reader
+    /// waits for the client queue to catch up. Before, the event-loop thread itself waited (a `sync` on the client
+    /// queue), and every other socket of that loop with it; now the reading task is suspended and the loop runs on.
+    func testABacklogAtItsBoundSuspendsTheReaderNotTheEventLoop() async throws {
+        let server = DDPTestServer()
+        try await server.start()
+        defer { Task { try await server.stop() } }
+        server.publish("items") { _ in [Cursor(collection: "items")] }
+        server.method("noop") { _ in .null }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { group.shutdownGracefully { _ in } }
+        var webSocket = WebSocketTransport.Configuration()
+        webSocket.eventLoopGroup = group
+        let client = DDPClient(url: server.url, webSocket: webSocket)
+        defer { client.close() }
+        client.connect()
+        try await withTimeout(10, "ready") { try await client.subscribe("items").ready() }
+
+        let atBound = expectation(description: "the backlog reached its bound")
+        atBound.assertForOverFulfill = false
+        client.onBacklogBound { atBound.fulfill() }
+        // A stub holds the client queue (stubs run on it): nothing is drained meanwhile.
+        let release = DispatchSemaphore(value: 0)
+        let blocking = expectation(description: "the stub holds the client queue")
+        client.defineStub("noop") { _ in
+            blocking.fulfill()
+            _ = release.wait(timeout: .now() + 30)
+            return .null
+        }
+        defer { release.signal() }
+        DispatchQueue.global().async { _ = try? client.call("noop") { _ in } }
+        await fulfillment(of: [blocking], timeout: 10)
+        // More than the frames the client keeps before it stops reading (4,096).
+        let count = 5_000
+        server.perform {
+            for i in 0..<count { _ = try! server.collection("items").insert(["n": .number(Double(i))], id: "i\(i)") }
+        }
+        await fulfillment(of: [atBound], timeout: 20)
+
+        let served = expectation(description: "the event loop runs other work while the backlog waits")
+        group.next().execute { served.fulfill() }
+        await fulfillment(of: [served], timeout: 5)
+
+        release.signal()
+        client.defineStub("noop") { _ in .null }
+        _ = try await withTimeout(10, "a call behind the flood") { try await client.call("noop") }
+        XCTAssertEqual(
+            try client.database.collection("items").count([:]), count, "every document arrived, the client caught up")
     }
 }

@@ -120,6 +120,9 @@ public final class DDPClient: @unchecked Sendable {
     /// queue hop per frame). Protected by its lock.
     /// Each with the task awaiting it, if one does (``CallWaiter``).
     let awaitedCalls = NIOLockedValueBox<[String: CallWaiter?]>([:])
+    /// A test's hook, run on the transport's thread when the frames not handled yet reach their bound
+    /// (``IncomingInbox/backlogLimit``).
+    let backlogBoundHook = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
     /// While a task drains the inbox for its call (``CallWaiter``): completions of awaited calls, resumed by that task
     /// once it has left the client queue (a resumed caller that calls again at once then finds the queue free).
     /// Confined to the client queue.

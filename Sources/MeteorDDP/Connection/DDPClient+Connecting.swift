@@ -117,7 +117,11 @@ extension DDPClient {
         // The connection's events come one at a time: its frames share one decoding scratch.
         let scratch = DocumentMessageDecoder.Scratch()
         let parseOptions = EJSON.ParseOptions(refusesUnregisteredTypes: configuration.refusesUnregisteredEJSONTypes)
-        connection = transport.connect { [weak self] event in
+        // A WebSocket's reader waits at the gate (suspended) while the backlog is at its bound; another transport's
+        // thread is held instead.
+        let gated = transport as? any GatedReadTransport
+        let readGate = gated.map { _ in ReadGate() }
+        let onEvent: @Sendable (TransportEvent) -> Void = { [weak self] event in
             guard let self else { return }
             // Parse on the transport's thread, then hand over in order, in batches.
             let item: IncomingInbox.Item
@@ -155,12 +159,25 @@ extension DDPClient {
             case .drainNow:
                 break
             }
-            // The backlog is at its bound: the transport's thread reads no more until the client queue has handled it
-            // (backpressure on a server sending faster than the client applies), and runs none of it: the drain is
-            // the client queue's, and the empty `sync` behind it only waits for it (a serial queue runs the work
-            // queued before a `sync` on its own thread).
+            // The backlog is at its bound: nothing more is read until the client queue has handled it (backpressure
+            // on a server sending faster than the client applies). A WebSocket's reader waits at the gate, its event
+            // loop free; another transport's thread waits for the drain (it runs none of it: a serial queue runs the
+            // work queued before a `sync` on its own thread).
+            self.backlogBoundHook.withLockedValue { $0 }?()
+            if let readGate {
+                readGate.close()
+                return self.queue.async {
+                    self.drainInbox()
+                    readGate.open()
+                }
+            }
             self.queue.async { self.drainInbox() }
             self.queue.sync {}
+        }
+        if let gated {
+            connection = gated.connect(readGate: readGate, onEvent: onEvent)
+        } else {
+            connection = transport.connect(onEvent: onEvent)
         }
     }
 

@@ -20,8 +20,8 @@ final class IncomingInbox: @unchecked Sendable {
         /// method's result, a subscription's `ready`, a transport event). Returned once until the next
         /// ``takeAll()``: items appended meanwhile go with it.
         case handOver
-        /// Drain on the client queue before going on (waiting for it): `backlogLimit` items wait (the transport's
-        /// thread reads no more until the client caught up).
+        /// Drain on the client queue now: `backlogLimit` items wait, and nothing more is read until the client has
+        /// caught up (a WebSocket's reader waits at its ``ReadGate``; another transport's thread waits for the drain).
         case drainNow
         /// Schedule a drain a moment later (``dataBatchingDelay``), for whatever arrives meanwhile too.
         case drainSoon

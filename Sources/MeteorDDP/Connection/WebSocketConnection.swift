@@ -33,8 +33,14 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     private let maxBufferedOutboundBytes: Int
     private let state = NIOLockedValueBox(State())
 
-    init(maxBufferedOutboundBytes: Int, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
+    /// Where the reader waits while the client catches up (``ReadGate``), if the client gave one.
+    private let readGate: ReadGate?
+
+    init(
+        maxBufferedOutboundBytes: Int, readGate: ReadGate? = nil, onEvent: @escaping @Sendable (TransportEvent) -> Void
+    ) {
         self.onEvent = onEvent
+        self.readGate = readGate
         self.maxBufferedOutboundBytes = maxBufferedOutboundBytes
     }
 
@@ -183,8 +189,10 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
                 switch try assembler.append(frame) {
                 case .text(let text): onEvent(.text(text))
                 case .binary(let byteCount): onEvent(.binary(byteCount: byteCount))
-                case nil: break
+                case nil: continue
                 }
+                // Suspended, not blocked, while the client catches up: the event loop serves its other sockets.
+                if let readGate, readGate.isClosed { await readGate.waitWhileClosed() }
             }
         } catch let failure as WebSocketMessageAssembler.Failure {
             // Report first: the close handshake below may wait for a server that never answers.

@@ -69,8 +69,15 @@ public struct WebSocketTransport: Transport {
     }
 
     public func connect(onEvent: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection {
+        connect(readGate: nil, onEvent: onEvent)
+    }
+}
+
+extension WebSocketTransport: GatedReadTransport {
+    func connect(readGate: ReadGate?, onEvent: @escaping @Sendable (TransportEvent) -> Void) -> any TransportConnection
+    {
         let connection = WebSocketConnection(
-            maxBufferedOutboundBytes: configuration.maxBufferedOutboundBytes, onEvent: onEvent)
+            maxBufferedOutboundBytes: configuration.maxBufferedOutboundBytes, readGate: readGate, onEvent: onEvent)
         connection.start(url: url, configuration: configuration, logger: logger)
         return connection
     }

@@ -51,4 +51,11 @@ extension DDPClient {
             callbackQueue.sync {}
         }
     }
+
+    /// Runs `hook` on the transport's thread each time the frames the client has not handled yet reach their bound
+    /// (the reader then waits for the client queue).
+    @_spi(Testing)
+    public func onBacklogBound(_ hook: @escaping @Sendable () -> Void) {
+        backlogBoundHook.withLockedValue { $0 = hook }
+    }
 }
