@@ -261,6 +261,10 @@ extension DDPClient {
         /// ``MethodError/Kind/outcomeUnknown`` (default 30 s): its frame may have been lost with the old socket, and
         /// sending it again could run it twice.
         public var resumedCallTimeout: Duration = .seconds(30)
+        /// How long a call may take, stub to completion, unless its ``MethodOptions/timeout`` says otherwise; `nil`
+        /// (the default, as in Meteor): no deadline. A call past it fails with ``MethodError/Kind/timedOut``. The
+        /// client's own logins never take it (a slow server must not log the user out).
+        public var callTimeout: Duration?
         /// Whether server pings are answered (Meteor: yes).
         public var respondToPings = true
         /// Where the client logs: frames at `.trace`, connection events at `.debug`, retries and logouts at `.info`.

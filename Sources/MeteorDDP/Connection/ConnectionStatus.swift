@@ -44,8 +44,9 @@ public struct ConnectionStatus: Sendable, Equatable, CustomStringConvertible {
         /// sent again, no document downloaded again.
         case resumed
         /// The client offered to resume its session and the server started a new one (a server before Meteor 3.5,
-        /// a grace period that ran out, a message lost with the old socket, a session the server closed): the client
-        /// resumed its login and sent its subscriptions and calls again, as on any new session.
+        /// a grace period that ran out, a message lost with the old socket, a session the server closed; the server
+        /// answers with another session id and no reason, so the client cannot tell which): the client resumed its
+        /// login and sent its subscriptions and calls again, as on any new session.
         case resumeRefused
     }
 

@@ -103,6 +103,7 @@ extension ClientCore {
         if let invocation = progress.resultArrived { actions.append(.resultArrived(invocation)) }
         if let invocation = progress.storeResult { actions.append(.storeResult(invocation)) }
         if let invocation = progress.completed {
+            if invocation.timeout != nil { actions.append(.cancelTimer(.callDeadline(id: invocation.id))) }
             actions.append(.completeCall(invocation, wasKept: progress.completedWasKept))
         }
         if !progress.send.isEmpty { actions.append(.sendCalls(progress.send)) }
@@ -113,7 +114,7 @@ extension ClientCore {
     /// calls' deadline, or a login a resumed session sent again, whose server may run it twice) is logged; any other
     /// is the server's protocol violation (Meteor's client throws "No callback invoker").
     func unknownAnswerAction(_ id: String, frame: String) -> Action {
-        guard !resumption.expectsLateAnswer(id) else { return .logLateAnswer(frame: frame, id: id) }
+        guard !lateAnswersExpected.contains(id) else { return .logLateAnswer(frame: frame, id: id) }
         return Self.unknownMethod(id, frame: frame)
     }
 
@@ -141,5 +142,37 @@ extension ClientCore {
             progress.send = transmitting(next)
         }
         return progress
+    }
+
+    // MARK: - Deadlines
+
+    /// A call's deadline starts when the core takes the call (its stub ran): its timeout, from its options or the
+    /// configuration, and the timer to schedule.
+    mutating func startDeadline(of invocation: Invocation) -> [Action] {
+        let options = invocation.options
+        guard let timeout = options.timeout ?? (options.takesDefaultTimeout ? settings.callTimeout : nil) else {
+            return []
+        }
+        invocation.timeout = timeout
+        return [.schedule(.callDeadline(id: invocation.id), after: timeout)]
+    }
+
+    /// Call `id`'s deadline passed. With no `result` yet, it fails with ``MethodError/Kind/timedOut`` as if the
+    /// server had answered so, and an `updated` follows unless its own came (the stub's writes give way to the
+    /// server's versions; a `wait` call's barrier and any hold it kept are released). Not on the wire yet (behind a
+    /// `wait` call, or waiting for the disk), it leaves the line and is never sent. With its `result` but not its
+    /// `updated`, it completes with that result once the cache has caught up. A late answer is logged.
+    mutating func callDeadlineActions(_ id: String) -> [Action] {
+        guard let invocation = session.methods.invocations[id], !invocation.updatedReceived else { return [] }
+        lateAnswersExpected.insert(id)
+        guard invocation.result == nil else { return updatedActions([id], storeIsIdle: false, held: false) }
+        let (waitedForDisk, released) = durability.withdraw(id)
+        let failure = MethodError(methodName: invocation.name, kind: .timedOut)
+        let outcome = session.methods.resultTimedOut(id: id, failure)
+        if !outcome.wasOnTheWire || waitedForDisk { lateAnswersExpected.remove(id) }
+        var actions = Self.methodActions(progress(outcome.outcome, resultArrived: true), id: id, frame: "result")
+        let freed = released.filter { session.methods.isSent($0.id) }
+        if !freed.isEmpty { actions.append(.sendCalls(markedSent(freed))) }
+        return actions + updatedActions([id], storeIsIdle: false, held: false)
     }
 }

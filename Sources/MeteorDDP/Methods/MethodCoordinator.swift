@@ -27,6 +27,8 @@ struct MethodCoordinator {
         var result: Result<EJSONValue?, any Error>?
         /// Whether `updated` arrived (its data may not be flushed yet).
         var updatedReceived = false
+        /// The call's deadline, from its options or the configuration, once the core took the call (`nil`: none).
+        var timeout: Duration?
         /// Whether `updated` arrived and the data was flushed.
         var dataVisible = false
 
@@ -159,6 +161,32 @@ struct MethodCoordinator {
         blocks[0].methodIDs.remove(at: index)
         invocations.values[slot].result = result
         return complete(at: slot)
+    }
+
+    /// Call `id`'s deadline passed with no `result`: it fails with `failure` as if that had come. One not on the wire
+    /// (in a later block, or set aside for the reconnect hooks) leaves its block and is never sent. `.unknown` when no
+    /// pending call without a result has the id.
+    mutating func resultTimedOut(id: String, _ failure: any Error) -> (outcome: ResultOutcome, wasOnTheWire: Bool) {
+        guard let slot = invocations.index(forKey: id), invocations.values[slot].result == nil else {
+            return (.unknown, false)
+        }
+        if blocks.first?.methodIDs.contains(id) == true {
+            return (receivedResult(id: id, .failure(failure)), sentIDs.contains(id))
+        }
+        if !Self.remove(id, from: &blocks) { _ = Self.remove(id, from: &blocksAwaitingReconnectHooks) }
+        invocations.values[slot].result = .failure(failure)
+        return (complete(at: slot), false)
+    }
+
+    /// Takes call `id` out of its block (the block goes when it is left empty); returns whether it was in one.
+    private static func remove(_ id: String, from blocks: inout [Block]) -> Bool {
+        for index in blocks.indices {
+            guard let position = blocks[index].methodIDs.firstIndex(of: id) else { continue }
+            blocks[index].methodIDs.remove(at: position)
+            if blocks[index].methodIDs.isEmpty { blocks.remove(at: index) }
+            return true
+        }
+        return false
     }
 
     /// The call's data is visible (after its `updated` and the flush). Returns the completion outcome.

@@ -32,6 +32,11 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
         /// server may still be running the method (its data then arrives as any server data does). The stub's writes
         /// were undone. The call is not sent again, since the server may have run it.
         case outcomeUnknown
+        /// No `result` came within the call's deadline (``MethodOptions/timeout``,
+        /// ``DDPClient/Configuration/callTimeout``). Sent, its outcome is unknown: the server may still run it (its
+        /// data then arrives as any server data does). Not sent yet (behind a `wait` call, or waiting for the offline
+        /// store's disk), it never will be. The stub's writes were undone; a late answer is logged and ignored.
+        case timedOut
     }
 
     /// The method's name.
@@ -86,6 +91,10 @@ public struct MethodError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "method '\(methodName)' has an unknown outcome: it was in flight when the session was resumed and no "
                 + "answer came (the server may still run it; it was not sent again)"
+        case .timedOut:
+            return
+                "method '\(methodName)' timed out: no result came within its deadline (if it was sent, the server "
+                + "may still run it)"
         }
     }
 }

@@ -32,14 +32,22 @@ public struct MethodOptions: Sendable {
     /// Runs on the callback queue, once. For an app's "saved offline" mark; a stored call goes out only once it is
     /// on disk.
     public var onDurable: (@Sendable (_ stored: Bool) -> Void)?
+    /// How long the call may take, measured on the client's scheduler from the call to its completion; `nil` (the
+    /// default): ``DDPClient/Configuration/callTimeout``. Past it, a call with no `result` fails with
+    /// ``MethodError/Kind/timedOut``: its stub's writes are undone, a `wait` call's barrier is released, a late answer
+    /// is logged and ignored. One whose `result` came but not its data completes with that result then.
+    public var timeout: Duration?
     /// Whether the call stays in memory whatever its name (logins: their parameters are credentials).
     var keepsInMemoryOnly = false
+    /// Whether ``DDPClient/Configuration/callTimeout`` applies when ``timeout`` is `nil` (not to the client's logins).
+    var takesDefaultTimeout = true
 
     /// Options of a call whose parameters or answer are secrets (passwords, tokens, 2FA codes): never written to the
     /// offline store.
     static func credentials(wait: Bool = false) -> MethodOptions {
         var options = MethodOptions(wait: wait)
         options.keepsInMemoryOnly = true
+        options.takesDefaultTimeout = false
         return options
     }
 

@@ -61,4 +61,17 @@ struct DurabilityGate {
         guard !kept.isEmpty else { return false }
         return kept.remove(id) != nil
     }
+
+    /// Call `id`'s deadline passed: if it waited for the disk it leaves the line, never to be sent. Returns whether it
+    /// waited, and the calls behind it now free to go, in order.
+    mutating func withdraw(_ id: String) -> (waited: Bool, released: [MethodCoordinator.Invocation]) {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return (false, []) }
+        waiting.remove(at: index)
+        guard index == 0 else { return (true, []) }
+        var released: [MethodCoordinator.Invocation] = []
+        while let first = waiting.first, !notDurable.contains(first.id) {
+            released.append(waiting.removeFirst())
+        }
+        return (true, released)
+    }
 }

@@ -162,6 +162,8 @@ extension ClientCore {
         case resumedCallsDeadline
         /// Subscription `id`'s `notInUseTimeout` after its last handle let go (`generation`: of that release).
         case unsubscribe(id: String, generation: Int)
+        /// Call `id`'s deadline (``MethodOptions/timeout``, ``DDPClient/Configuration/callTimeout``).
+        case callDeadline(id: String)
     }
 
     /// What a new call's stub did (``Input/stubRan(_:)``).

@@ -34,9 +34,6 @@ extension ClientCore {
         var callsAwaitingResult: [String] = []
         /// Where the deadline of ``callsAwaitingResult`` stands.
         var deadline = Deadline.none
-        /// Calls whose late or second answer is expected: failed at the deadline, or a login sent again (its server
-        /// may run it twice). Their `result` and `updated` are logged, not reported as a server's violation.
-        private(set) var lateAnswersExpected: Set<String> = []
 
         /// Where the deadline of ``callsAwaitingResult`` stands.
         enum Deadline {
@@ -62,11 +59,7 @@ extension ClientCore {
             return (awaited, true)
         }
 
-        func expectsLateAnswer(_ id: String) -> Bool { lateAnswersExpected.contains(id) }
-
         mutating func sentAgain(subscription id: String) { subscriptionsSentAgain.insert(id) }
-
-        mutating func expectLateAnswer(_ id: String) { lateAnswersExpected.insert(id) }
     }
 
     /// `nosub` through the funnel: the subscription ends (``subscriptionEndedActions(_:error:storeIsIdle:held:)``);
@@ -115,7 +108,7 @@ extension ClientCore {
                 // A login is safe to run twice (a resume logs in again), and one lost with the old socket would leave
                 // the session logged out: it goes again, and a second answer is expected.
                 inFlight.append(invocation)
-                resumption.expectLateAnswer(id)
+                lateAnswersExpected.insert(id)
             } else if !resumption.callsAwaitingResult.contains(id) {
                 resumption.callsAwaitingResult.append(id)
             }
@@ -141,11 +134,12 @@ extension ClientCore {
     static let resumedCallsLastChance: Duration = .seconds(1)
 
     /// A new session, or the app ended the session: nothing of the old one's is resumed (a new session's reset sends
-    /// again what matters, and no answer of the old one's can come).
+    /// again what matters), and no answer of the old one's can come any more.
     mutating func forgetResumption() -> [Action] {
         let wasArmed = resumption.deadline == .armed
         let awaited = !resumption.callsAwaitingResult.isEmpty
         resumption = Resumption()
+        lateAnswersExpected = []
         return wasArmed || awaited ? [.cancelTimer(.resumedCallsDeadline)] : []
     }
 
@@ -165,7 +159,7 @@ extension ClientCore {
         var actions: [Action] = []
         for id in expired {
             guard let invocation = session.methods.invocations[id] else { continue }
-            resumption.expectLateAnswer(id)
+            lateAnswersExpected.insert(id)
             let failure = MethodError(methodName: invocation.name, kind: .outcomeUnknown)
             // Its `updated` may have come, its data not flushed yet: one `updated` only.
             let updatedCame = invocation.updatedReceived

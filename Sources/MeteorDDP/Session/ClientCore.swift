@@ -32,6 +32,11 @@ struct ClientCore {
     /// What a resumable session keeps for its resumption (Meteor 3.5+): frames set aside while down, what the old
     /// socket may have lost, the calls in flight at the resume and their deadline.
     var resumption = Resumption()
+    /// Calls whose late or second answer may still come in this session: failed at a deadline (theirs, or the
+    /// resumed calls'), or a login a resumed session sent again (its server may run it twice). Their `result` and
+    /// `updated` are logged, not reported as the server's violation. Bounded by the app's calls; a new session
+    /// forgets them.
+    var lateAnswersExpected: Set<String> = []
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -67,6 +72,8 @@ struct ClientCore {
         let reconciliationDelay: Duration
         /// How long the calls in flight when a session is resumed may take to be answered.
         let resumedCallTimeout: Duration
+        /// A call's deadline unless its options give one (``DDPClient/Configuration/callTimeout``).
+        let callTimeout: Duration?
 
         init(_ configuration: DDPClient.Configuration) {
             connectTimeout = configuration.connectTimeout
@@ -76,6 +83,7 @@ struct ClientCore {
             respondsToPings = configuration.respondToPings
             reconciliationDelay = configuration.persistence?.reconciliationDelay ?? .zero
             resumedCallTimeout = configuration.resumedCallTimeout
+            callTimeout = configuration.callTimeout
         }
     }
 
@@ -192,8 +200,9 @@ extension ClientCore {
 
         case .stubRan(let run): return stubRanActions(run)
         case .callMade(let invocation, let kept):
+            let deadline = startDeadline(of: invocation)
             let calls = callMade(invocation, kept: kept)
-            return calls.isEmpty ? [] : [.sendCalls(calls)]
+            return deadline + (calls.isEmpty ? [] : [.sendCalls(calls)])
         case .updatedReceived(let ids, let storeIsIdle, let held):
             return updatedActions(ids, storeIsIdle: storeIsIdle, held: held)
         case .resultReceived(let id, let outcome):
@@ -298,6 +307,7 @@ extension ClientCore {
                 return hold + (persists ? [.persistSessionChanges] : [])
             case .unsubscribe(let id, let generation): return unsubscribeActions(id, generation: generation)
             case .resumedCallsDeadline: return resumedCallsDeadlineActions()
+            case .callDeadline(let id): return callDeadlineActions(id)
             }
         case .reconnectHooksFinished(let run):
             let held = reconnectHooksAreRunning

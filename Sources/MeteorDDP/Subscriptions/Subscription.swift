@@ -109,6 +109,46 @@ public final class Subscription: Sendable {
         }
     }
 
+    /// Returns once the subscription is ready, or throws ``SubscriptionTimeoutError`` if it is not within `timeout`
+    /// (measured on the client's scheduler). The subscription goes on either way: ``stop()`` gives it up.
+    ///
+    /// - Throws: what ``ready()`` throws, or ``SubscriptionTimeoutError``.
+    public func ready(timeout: Duration) async throws {
+        let shared = self.shared
+        guard let scheduler = client?.scheduler else { return try await ready() }
+        let name = self.name
+        // The timer and the waiter's token, and whether the timer fired: whichever of the expiry and the registration
+        // comes second lets go of the waiter.
+        let wait = NIOLockedValueBox<(timer: (any ScheduledAction)?, token: Int?, expired: Bool)>((nil, nil, false))
+        let start: (@escaping @Sendable (Result<Void, any Error>) -> Void) -> (@Sendable () -> Void)? = { resume in
+            let expiry = scheduler.schedule(after: timeout) {
+                let token: Int? = wait.withLockedValue {
+                    $0.expired = true
+                    return $0.token
+                }
+                if let token { shared.removeWaiter(token) }
+                resume(.failure(SubscriptionTimeoutError(name: name, timeout: timeout)))
+            }
+            wait.withLockedValue { $0.timer = expiry }
+            guard
+                let token = shared.whenSettled({ result in
+                    wait.withLockedValue { $0.timer }?.cancel()
+                    resume(result)
+                })
+            else { return nil }
+            let expired: Bool = wait.withLockedValue {
+                $0.token = token
+                return $0.expired
+            }
+            if expired { shared.removeWaiter(token) }
+            return {
+                shared.removeWaiter(token)
+                expiry.cancel()
+            }
+        }
+        try await withCancellableContinuation(start)
+    }
+
     /// Calls `completion` once the subscription is ready (`nil`) or has failed or stopped (the error).
     public func whenReady(_ completion: @escaping @Sendable ((any Error)?) -> Void) {
         shared.whenSettled { result in

@@ -38,3 +38,13 @@ public struct SubscriptionStoppedError: Error, Sendable, Equatable, CustomString
     public let name: String
     public var description: String { "subscription '\(name)' stopped before it was ready" }
 }
+
+/// Thrown by ``Subscription/ready(timeout:)`` when the subscription is not ready within the time given. The
+/// subscription goes on: it may still become ready (``Subscription/stop()`` gives it up).
+public struct SubscriptionTimeoutError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The subscription's name.
+    public let name: String
+    /// How long it was awaited.
+    public let timeout: Duration
+    public var description: String { "subscription '\(name)' was not ready within \(timeout)" }
+}

@@ -24,6 +24,9 @@ final class ReentrancySuiteTests: XCTestCase {
         _ = try? client.call("reentrant") { _ in }
         client.defineStub("reentrantStub") { _ in .string("stubbed") }
         _ = try? client.call("reentrantStub", options: MethodOptions(returnStubValue: true)) { _ in }
+        var deadline = MethodOptions()
+        deadline.timeout = .milliseconds(1)
+        _ = try? client.call("reentrantWithDeadline", options: deadline) { _ in }
         let collection = client.collection("reentrant")
         _ = collection.documents
         _ = collection.count
@@ -41,6 +44,7 @@ final class ReentrancySuiteTests: XCTestCase {
             Task { _ = try? await client.login(username: "ada", password: "secret") },
             Task { try? await client.logout() },
             Task { try? await client.subscribe("reentrantReady").ready() },
+            Task { try? await client.subscribe("reentrantReadyInTime").ready(timeout: .milliseconds(1)) },
             Task { _ = try? await client.collection("reentrant").insert(["n": 2]) }
         ]
         tasks.mutate { $0.append(contentsOf: started) }

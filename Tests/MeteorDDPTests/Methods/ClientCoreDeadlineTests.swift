@@ -1,0 +1,142 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Per-call deadlines (``MethodOptions/timeout``, ``DDPClient/Configuration/callTimeout``) as event scripts for
+/// ``ClientCore``: a call with no `result` by its deadline fails with ``MethodError/Kind/timedOut`` as if the server
+/// had answered so, an `updated` follows (its stub's writes give way to the server's versions), a `wait` call's barrier
+/// is released, a call not on the wire yet is never sent, and a late answer is logged.
+final class ClientCoreDeadlineTests: XCTestCase {
+    private func describe(_ actions: [ClientCore.Action]) -> [String] { ClientCore.describe(actions) }
+
+    private func connected(callTimeout: Duration? = nil) -> ClientCore {
+        var configuration = DDPClient.Configuration()
+        configuration.resumesSessions = false
+        configuration.callTimeout = callTimeout
+        var core = ClientCore(configuration: configuration)
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: 1))
+        _ = core.handle(.reconnectHooksFinished(run: 1))
+        _ = core.handle(.connectedReceived(session: "s1"))
+        return core
+    }
+
+    private func call(
+        _ core: inout ClientCore, _ name: String, timeout: Duration? = nil, wait: Bool = false,
+        options: MethodOptions? = nil
+    ) -> (MethodCoordinator.Invocation, made: [String]) {
+        let id = core.nextMethodID
+        _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: [])))
+        var callOptions = options ?? MethodOptions(wait: wait)
+        if let timeout { callOptions.timeout = timeout }
+        let invocation = MethodCoordinator.Invocation(
+            id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil),
+            options: callOptions, completion: { _ in })
+        return (invocation, describe(core.handle(.callMade(invocation, kept: false))))
+    }
+
+    func testASentCallWithNoResultByItsDeadlineFailsAsTimedOutAndALateAnswerIsLogged() {
+        var core = connected()
+        let (call, made) = call(&core, "todos.add", timeout: .seconds(5))
+        XCTAssertEqual(made, ["schedule(callDeadline(id: \"\(call.id)\"))", "sendCalls(todos.add)"])
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: call.id))))
+        XCTAssertEqual(expired, ["resultArrived(todos.add)", "requestFlush(1)"], "a result, then its `updated`")
+        guard case .failure(let error as MethodError)? = call.result else {
+            return XCTFail("\(String(describing: call.result))")
+        }
+        XCTAssertEqual(error.kind, .timedOut)
+        _ = core.handle(.flushCompleted(ticket: 1))
+        XCTAssertEqual(
+            describe(core.handle(.methodDataVisible(id: call.id))),
+            ["cancel(callDeadline(id: \"\(call.id)\"))", "complete(todos.add)"])
+        XCTAssertEqual(describe(core.handle(.resultReceived(id: call.id, .success(1)))), ["lateAnswer(result)"])
+        XCTAssertEqual(
+            describe(core.handle(.updatedReceived(ids: [call.id], storeIsIdle: true, held: false))),
+            ["lateAnswer(updated)"], "logged, not the server's violation")
+    }
+
+    func testACallAnsweredInTimeCancelsItsDeadline() {
+        var core = connected()
+        let (call, _) = call(&core, "todos.add", timeout: .seconds(5))
+        _ = core.handle(.resultReceived(id: call.id, .success(1)))
+        _ = core.handle(.updatedReceived(ids: [call.id], storeIsIdle: true, held: false))
+        XCTAssertEqual(
+            describe(core.handle(.methodDataVisible(id: call.id))),
+            ["cancel(callDeadline(id: \"\(call.id)\"))", "complete(todos.add)"])
+        XCTAssertEqual(
+            describe(core.handle(.timerFired(.callDeadline(id: call.id)))), [], "a stale firing does nothing")
+    }
+
+    /// A `wait` call past its deadline releases its barrier: the calls behind it go out. A call behind a `wait` call
+    /// (not on the wire) past its own deadline leaves the line and is never sent.
+    func testAWaitCallsDeadlineReleasesItsBarrierAndAWaitingCallIsNeverSent() {
+        var core = connected()
+        let (login, _) = call(&core, "slow", timeout: .seconds(10), wait: true)
+        let (behind, made) = call(&core, "todos.add", timeout: .seconds(5))
+        XCTAssertEqual(made, ["schedule(callDeadline(id: \"\(behind.id)\"))"], "behind the wait call: not sent")
+        let (after, _) = call(&core, "todos.rename")
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: behind.id))))
+        XCTAssertEqual(expired.first, "resultArrived(todos.add)", "\(expired)")
+        XCTAssertFalse(expired.contains { $0.hasPrefix("sendCalls") }, "never sent: \(expired)")
+        guard case .failure(let error as MethodError)? = behind.result else { return XCTFail("no result") }
+        XCTAssertEqual(error.kind, .timedOut)
+
+        let barrierActions = core.handle(.timerFired(.callDeadline(id: login.id)))
+        XCTAssertEqual(
+            describe(barrierActions), ["resultArrived(slow)", "applyQuiescence(resetting: false)"],
+            "its `updated` ends the hold the wait call kept, with the other call's `updated` in it")
+        // The client applies the hold: the held `updated`s, in order, then the flush that makes their data visible.
+        for case .applyQuiescence(let hold) in barrierActions {
+            for case .message(.updated(let ids)) in hold.messages {
+                _ = core.handle(.updatedReceived(ids: ids, storeIsIdle: false, held: true))
+            }
+        }
+        var sent: [String] = []
+        var visible: [String] = []
+        for ticket in [1, 2] {
+            var due = core.due(after: .flushCompleted(ticket: ticket))
+            while case .methodDataVisible(let id)? = due {
+                visible.append(id)
+                sent += describe(core.handle(.methodDataVisible(id: id))).filter { $0.hasPrefix("sendCalls") }
+                due = core.due(after: .afterUpdatePerformed)
+            }
+        }
+        XCTAssertEqual(visible, [behind.id, login.id], "both `updated`s synthesized, in order")
+        XCTAssertEqual(sent, ["sendCalls(todos.rename)"], "the barrier released the next call, not the timed-out one")
+        XCTAssertTrue(core.session.methods.isSent(after.id))
+        XCTAssertNil(core.session.methods.invocations[behind.id])
+    }
+
+    /// A call whose `result` came in time but whose `updated` did not completes with its result at the deadline.
+    func testACallWithItsResultButNoUpdatedCompletesWithItsResultAtTheDeadline() {
+        var core = connected()
+        let (call, _) = call(&core, "todos.add", timeout: .seconds(5))
+        XCTAssertEqual(describe(core.handle(.resultReceived(id: call.id, .success(7)))), ["resultArrived(todos.add)"])
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: call.id))))
+        XCTAssertEqual(expired, ["requestFlush(1)"], "its `updated` as if the server had sent it")
+        XCTAssertEqual(
+            describe(core.handle(.methodDataVisible(id: call.id))),
+            ["cancel(callDeadline(id: \"\(call.id)\"))", "complete(todos.add)"])
+        guard case .success(let value)? = call.result else { return XCTFail("\(String(describing: call.result))") }
+        XCTAssertEqual(value, 7)
+        XCTAssertEqual(
+            describe(core.handle(.updatedReceived(ids: [call.id], storeIsIdle: true, held: false))),
+            ["lateAnswer(updated)"])
+    }
+
+    /// The configuration's deadline applies to the app's calls, not to the client's own logins.
+    func testTheConfiguredDeadlineAppliesToCallsButNotToLogins() {
+        var core = connected(callTimeout: .seconds(30))
+        let (plain, made) = call(&core, "todos.add")
+        XCTAssertEqual(made.first, "schedule(callDeadline(id: \"\(plain.id)\"))")
+        XCTAssertEqual(plain.timeout, .seconds(30))
+        let (login, loginMade) = call(&core, "login", options: .credentials(wait: true))
+        XCTAssertFalse(loginMade.contains { $0.hasPrefix("schedule") }, "\(loginMade)")
+        XCTAssertNil(login.timeout)
+        var own = MethodOptions()
+        own.timeout = .seconds(2)
+        let (short, _) = call(&core, "todos.remove", options: own)
+        XCTAssertEqual(short.timeout, .seconds(2), "a call's own deadline wins")
+    }
+}
