@@ -1,3 +1,4 @@
+import Atomics
 import Dispatch
 import EJSON
 import Foundation
@@ -79,6 +80,11 @@ public final class DDPClient: @unchecked Sendable {
     var userDocumentWaits: [Int: UserDocumentWait] = [:]
     /// The next such wait's token. Confined to the client queue.
     var nextUserDocumentWait = 0
+    /// ``waitForPendingWrites()``'s waiters by token (the core keeps what each waits for). Confined to the client
+    /// queue.
+    var pendingWritesWaiters: [Int: @Sendable (Result<Void, any Error>) -> Void] = [:]
+    /// The last token a ``waitForPendingWrites()`` took.
+    let pendingWritesTokens = ManagedAtomic(0)
     /// Confined to `queue`.
     var timerGeneration = 0
 

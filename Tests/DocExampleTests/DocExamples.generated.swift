@@ -19,7 +19,7 @@ import SwiftUI
 import DocExampleSwiftUI
 #endif
 
-// README.md:122
+// README.md:124
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -32,7 +32,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:159
+// README.md:161
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -90,7 +90,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:217
+// README.md:219
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -102,7 +102,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:230
+// README.md:232
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -127,7 +127,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:258
+// README.md:260
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -145,7 +145,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:291
+// README.md:293
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -167,7 +167,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:545
+// README.md:547
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -545,7 +545,7 @@ import DocExampleSwiftUI
     }
 }
 
-// Sources/MeteorDDP/DDPClient.swift:16
+// Sources/MeteorDDP/DDPClient.swift:17
 @MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)

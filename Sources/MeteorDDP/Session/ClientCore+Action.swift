@@ -40,6 +40,10 @@ extension ClientCore {
         /// completion runs.
         case completeCall(MethodCoordinator.Invocation, wasKept: Bool)
 
+        /// Every call wait `token` waited for completed: it returns (with the offline store, once the store has
+        /// written what they changed), or throws ``DDPError/Code/clientClosed`` when `closed`.
+        case pendingWritesSettled(token: Int, closed: Bool)
+
         // MARK: The cache
 
         /// A server message goes to the cache.

@@ -138,6 +138,10 @@ extension ClientCore {
         /// Call `id` completed (`wasKept`: it was in the store): a restored call is judged against the server's data
         /// (``Action/judgeRestoredCall(id:_:waited:)``), a kept one leaves the store.
         case callCompleted(id: String, wasKept: Bool)
+        /// The app waits for the calls pending now (``DDPClient/waitForPendingWrites()``), as wait `token`.
+        case pendingWritesWaitRequested(token: Int)
+        /// Wait `token`'s task was cancelled.
+        case pendingWritesWaitCancelled(token: Int)
         /// A restored call's judgement found a document missing: it waits for the subscriptions' data, if any is on
         /// its way (else it is judged now).
         case restoredCallMissesData(id: String, [StoredStubEffect])

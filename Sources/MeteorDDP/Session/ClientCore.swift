@@ -37,6 +37,9 @@ struct ClientCore {
     /// `updated` are logged, not reported as the server's violation. Bounded by the app's calls; a new session
     /// forgets them.
     var lateAnswersExpected: Set<String> = []
+    /// ``DDPClient/waitForPendingWrites()``'s waits: by token, the calls each still waits for. Bounded by the app's
+    /// waits and calls.
+    var pendingWritesWaits: [Int: Set<String>] = [:]
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -153,6 +156,8 @@ extension ClientCore {
             var actions = machineActions(machine.disconnectRequested())
             lifecycle = .closed
             login.closed()
+            actions += pendingWritesWaits.keys.sorted().map { Action.pendingWritesSettled(token: $0, closed: true) }
+            pendingWritesWaits = [:]
             actions.append(
                 .closed(
                     Closing(
@@ -290,7 +295,12 @@ extension ClientCore {
         case .storedSubscriptionsErased:
             storedSubscriptionsErased()
             return sessionChangesActions()
-        case .callCompleted(let id, let wasKept): return callCompletedActions(id, wasKept: wasKept)
+        case .callCompleted(let id, let wasKept):
+            return callCompletedActions(id, wasKept: wasKept) + pendingWritesActions(completed: id)
+        case .pendingWritesWaitRequested(let token): return pendingWritesWaitActions(token)
+        case .pendingWritesWaitCancelled(let token):
+            pendingWritesWaits.removeValue(forKey: token)
+            return []
         case .restoredCallMissesData(let id, let effects): return restoredCallMissesDataActions(id, effects)
         case .restoredCallsJudgementDue(let force):
             return restoredCallsToJudge(force: force).map { .judgeRestoredCall(id: $0.id, $0.effects, waited: true) }

@@ -47,6 +47,7 @@ extension DDPClient {
         case .sendCalls(let invocations): send(calls: invocations)
         case .resultArrived(let invocation): notifyResultReceived(invocation)
         case .storeResult(let invocation): persistResult(invocation)
+        case .pendingWritesSettled(let token, let closed): pendingWritesSettled(token, closed: closed)
         case .completeCall(let invocation, let wasKept):
             run(decide(.callCompleted(id: invocation.id, wasKept: wasKept)))
             complete(invocation)

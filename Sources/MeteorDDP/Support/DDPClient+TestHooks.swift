@@ -58,4 +58,10 @@ extension DDPClient {
     public func onBacklogBound(_ hook: @escaping @Sendable () -> Void) {
         backlogBoundHook.withLockedValue { $0 = hook }
     }
+
+    /// How many ``waitForPendingWrites()`` calls wait.
+    @_spi(Testing)
+    public var pendingWritesWaitCount: Int {
+        queue.sync { core.pendingWritesWaits.count }
+    }
 }

@@ -45,6 +45,7 @@ final class ReentrancySuiteTests: XCTestCase {
             Task { try? await client.logout() },
             Task { try? await client.subscribe("reentrantReady").ready() },
             Task { try? await client.subscribe("reentrantReadyInTime").ready(timeout: .milliseconds(1)) },
+            Task { try? await client.waitForPendingWrites() },
             Task { _ = try? await client.collection("reentrant").insert(["n": 2]) }
         ]
         tasks.mutate { $0.append(contentsOf: started) }

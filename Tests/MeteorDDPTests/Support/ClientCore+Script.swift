@@ -71,6 +71,8 @@ extension ClientCore {
             case .send(let message): "send(\(message.name))"
             case .sendCalls(let calls): "sendCalls(\(calls.map(\.name).joined(separator: " ")))"
             case .logLateAnswer(let frame, _): "lateAnswer(\(frame))"
+            case .pendingWritesSettled(let token, let closed):
+                "pendingWritesSettled(\(token)\(closed ? ", closed" : ""))"
             case .resultArrived(let call): "resultArrived(\(call.name))"
             case .storeResult(let call): "storeResult(\(call.name))"
             case .completeCall(let call, let wasKept): "complete(\(call.name)\(wasKept ? ", kept" : ""))"
