@@ -160,19 +160,40 @@ extension ClientCore {
     /// Call `id`'s deadline passed. With no `result` yet, it fails with ``MethodError/Kind/timedOut`` as if the
     /// server had answered so, and an `updated` follows unless its own came (the stub's writes give way to the
     /// server's versions; a `wait` call's barrier and any hold it kept are released). Not on the wire yet (behind a
-    /// `wait` call, or waiting for the disk), it leaves the line and is never sent. With its `result` but not its
-    /// `updated`, it completes with that result once the cache has caught up. A late answer is logged.
+    /// `wait` call, set aside while the socket is down, or waiting for the disk), it leaves the line and is never
+    /// sent. With its `result` but not its `updated`, it completes with that result once the cache has caught up. A
+    /// kept call leaves the offline store at once (a restart must not send it again). A late answer is logged.
     mutating func callDeadlineActions(_ id: String) -> [Action] {
-        guard let invocation = session.methods.invocations[id], !invocation.updatedReceived else { return [] }
-        lateAnswersExpected.insert(id)
-        guard invocation.result == nil else { return updatedActions([id], storeIsIdle: false, held: false) }
-        let (waitedForDisk, released) = durability.withdraw(id)
-        let failure = MethodError(methodName: invocation.name, kind: .timedOut)
-        let outcome = session.methods.resultTimedOut(id: id, failure)
-        if !outcome.wasOnTheWire || waitedForDisk { lateAnswersExpected.remove(id) }
-        var actions = Self.methodActions(progress(outcome.outcome, resultArrived: true), id: id, frame: "result")
-        let freed = released.filter { session.methods.isSent($0.id) }
-        if !freed.isEmpty { actions.append(.sendCalls(markedSent(freed))) }
-        return actions + updatedActions([id], storeIsIdle: false, held: false)
+        guard let invocation = session.methods.invocations[id] else { return [] }
+        var actions: [Action] = []
+        if durability.completed(id) { actions.append(.removeStoredCall(id: id)) }
+        if invocation.result == nil {
+            let (waitedForDisk, released) = durability.withdraw(id)
+            let setAside = resumption.framesSetAside.contains { action in
+                guard case .sendCalls(let calls) = action else { return false }
+                return calls.contains { $0.id == id }
+            }
+            let failure = MethodError(methodName: invocation.name, kind: .timedOut)
+            let outcome = session.methods.resultTimedOut(id: id, failure)
+            if outcome.wasOnTheWire, !waitedForDisk, !setAside { lateAnswersExpected.insert(id) }
+            actions += Self.methodActions(progress(outcome.outcome, resultArrived: true), id: id, frame: "result")
+            let freed = released.filter { session.methods.isSent($0.id) }
+            if !freed.isEmpty { actions.append(.sendCalls(markedSent(freed))) }
+        } else {
+            lateAnswersExpected.insert(id)
+        }
+        guard !invocation.updatedReceived else { return actions }
+        return actions + synthesizedUpdatedActions(id)
+    }
+
+    /// An `updated` the client makes up for call `id` (a deadline passed): handled now, even while data is held for
+    /// quiescence (it carries no data for the hold to order; the call's app must not wait for the hold), then counted
+    /// for the hold as the server's would be (it may end it: the hold's data then comes after the release).
+    mutating func synthesizedUpdatedActions(_ id: String) -> [Action] {
+        let blocking = isHoldingForQuiescence && session.methodsBlockingQuiescence.contains(id)
+        var actions = updatedActions([id], storeIsIdle: false, held: true)
+        session.methodsBlockingQuiescence.remove(id)
+        if blocking, let hold = quiescenceIfReached() { actions.append(.applyQuiescence(hold)) }
+        return actions
     }
 }

@@ -33,10 +33,6 @@ extension ClientCore {
         session.methodsBlockingQuiescence = Set(blocking)
         hold.methodsVisibleAtQuiescence = visibleAtQuiescence
         session.quiescence = hold
-        // A refused offer to resume decides the reset and the new session at once: the login the reset resumes and
-        // the calls it sends again are not out yet. The hold waits for them, as when `connected` comes after them
-        // (``resendAfterReconnectHooks(held:)`` looks again once they are).
-        guard session.resetAwaitingResend == nil else { return nil }
         return quiescenceIfReached()
     }
 
@@ -75,6 +71,10 @@ extension ClientCore {
     /// server documents and undeclared collections afresh.
     mutating func quiescenceIfReached() -> QuiescenceHold? {
         guard let hold = session.quiescence, !session.isWaitingForQuiescence else { return nil }
+        // A refused offer to resume decides the reset and the new session at once: the login the reset resumes and the
+        // calls and subscriptions it sends again are not out yet. A new session's hold waits for them, as when
+        // `connected` comes after them (``resendAfterReconnectHooks(held:)`` looks again once they are).
+        if hold.resetting, session.resetAwaitingResend != nil { return nil }
         session.quiescence = nil
         if hold.resetting {
             session.serverDocuments.sessionReset()

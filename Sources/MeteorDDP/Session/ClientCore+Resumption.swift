@@ -100,7 +100,15 @@ extension ClientCore {
         for id in resumption.unsubsAwaitingNosub.sorted() where !setAsideUnsubscriptions.contains(id) {
             actions.append(.send(.unsub(id: id)))
         }
-        actions += setAside
+        // A call set aside that completed meanwhile (its deadline passed) is not sent.
+        for action in setAside {
+            guard case .sendCalls(let calls) = action else {
+                actions.append(action)
+                continue
+            }
+            let pending = calls.filter { session.methods.isAwaitingResult($0.id) }
+            if !pending.isEmpty { actions.append(.sendCalls(pending)) }
+        }
         var inFlight: [MethodCoordinator.Invocation] = []
         for id in session.methods.sentWithoutResult() where !setAsideCalls.contains(id) {
             guard let invocation = session.methods.invocations[id] else { continue }
@@ -164,7 +172,7 @@ extension ClientCore {
             // Its `updated` may have come, its data not flushed yet: one `updated` only.
             let updatedCame = invocation.updatedReceived
             actions += Self.methodActions(methodResultReceived(id, .failure(failure)), id: id, frame: "result")
-            if !updatedCame { actions += updatedActions([id], storeIsIdle: false, held: false) }
+            if !updatedCame { actions += synthesizedUpdatedActions(id) }
         }
         return actions
     }

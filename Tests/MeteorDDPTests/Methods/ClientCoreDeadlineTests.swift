@@ -82,16 +82,11 @@ final class ClientCoreDeadlineTests: XCTestCase {
         guard case .failure(let error as MethodError)? = behind.result else { return XCTFail("no result") }
         XCTAssertEqual(error.kind, .timedOut)
 
-        let barrierActions = core.handle(.timerFired(.callDeadline(id: login.id)))
+        XCTAssertTrue(expired.contains("requestFlush(1)"), "its `updated` now, not behind the wait call: \(expired)")
+        let barrier = describe(core.handle(.timerFired(.callDeadline(id: login.id))))
         XCTAssertEqual(
-            describe(barrierActions), ["resultArrived(slow)", "applyQuiescence(resetting: false)"],
-            "its `updated` ends the hold the wait call kept, with the other call's `updated` in it")
-        // The client applies the hold: the held `updated`s, in order, then the flush that makes their data visible.
-        for case .applyQuiescence(let hold) in barrierActions {
-            for case .message(.updated(let ids)) in hold.messages {
-                _ = core.handle(.updatedReceived(ids: ids, storeIsIdle: false, held: true))
-            }
-        }
+            barrier, ["resultArrived(slow)", "requestFlush(2)", "applyQuiescence(resetting: false)"],
+            "its `updated` ends the hold the wait call kept")
         var sent: [String] = []
         var visible: [String] = []
         for ticket in [1, 2] {
@@ -138,5 +133,81 @@ final class ClientCoreDeadlineTests: XCTestCase {
         own.timeout = .seconds(2)
         let (short, _) = call(&core, "todos.remove", options: own)
         XCTAssertEqual(short.timeout, .seconds(2), "a call's own deadline wins")
+    }
+
+    // MARK: - Review findings
+
+    /// A call re-sent on a new session blocks its hold; a subscription that never becomes ready again keeps the hold.
+    /// The call's deadline still completes it: its made-up `updated` is not held (before, the call waited for the hold
+    /// forever).
+    func testADeadlineCompletesACallWhileAHoldIsKeptForOtherReasons() {
+        var core = connected()
+        core.subscribe("todos")
+        let (call, _) = call(&core, "todos.add", timeout: .seconds(5))
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        _ = core.handle(.timerFired(.retry))
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
+        _ = core.handle(.reconnectHooksFinished(run: 2))
+        _ = core.handle(.connectedReceived(session: "s2"))
+        XCTAssertTrue(core.isHoldingForQuiescence, "the new session's hold: the call and the subscription")
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: call.id))))
+        XCTAssertEqual(expired, ["resultArrived(todos.add)", "requestFlush(1)"])
+        guard case .methodDataVisible(call.id)? = core.due(after: .flushCompleted(ticket: 1)) else {
+            return XCTFail("its data is visible after the flush")
+        }
+        XCTAssertEqual(
+            describe(core.handle(.methodDataVisible(id: call.id))),
+            ["cancel(callDeadline(id: \"\(call.id)\"))", "complete(todos.add)"])
+        XCTAssertTrue(core.isHoldingForQuiescence, "the subscription still holds the data")
+    }
+
+    /// Meteor's order is `updated`, then `result`: a call with its `updated` but no `result` by the deadline fails too
+    /// (before, the deadline ignored it), with no second `updated`.
+    func testACallWithItsUpdatedButNoResultFailsAtTheDeadline() {
+        var core = connected()
+        let (call, _) = call(&core, "todos.add", timeout: .seconds(5))
+        _ = core.handle(.updatedReceived(ids: [call.id], storeIsIdle: true, held: false))
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: call.id))))
+        XCTAssertEqual(expired, ["resultArrived(todos.add)"], "no `updated` made up: its own came")
+        guard case .failure(let error as MethodError)? = call.result else { return XCTFail("no result") }
+        XCTAssertEqual(error.kind, .timedOut)
+    }
+
+    /// A call made while the socket is down is set aside for a resumption: past its deadline it fails, and the resumed
+    /// session does not send it (before, the set-aside frame went out after the app was told it timed out).
+    func testACallSetAsideWhileDownThatTimedOutIsNotSentOnResume() {
+        var configuration = DDPClient.Configuration()
+        configuration.resumesSessions = true
+        var core = ClientCore(configuration: configuration)
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: 1))
+        _ = core.handle(.reconnectHooksFinished(run: 1))
+        _ = core.handle(.frameReceived(counted: true))
+        _ = core.handle(.connectedReceived(session: "s1"))
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        let (call, made) = call(&core, "todos.add", timeout: .seconds(5))
+        XCTAssertEqual(made, ["schedule(callDeadline(id: \"\(call.id)\"))"], "set aside")
+        _ = core.handle(.timerFired(.callDeadline(id: call.id)))
+        XCTAssertFalse(core.lateAnswersExpected.contains(call.id), "never on the wire: no answer can come")
+        _ = core.handle(.timerFired(.retry))
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
+        let resumed = describe(core.handle(.connectedReceived(session: "s1")))
+        XCTAssertFalse(resumed.contains { $0.hasPrefix("sendCalls") }, "\(resumed)")
+    }
+
+    /// A call kept in the offline store leaves it at its deadline (a restart must not send it again).
+    func testAKeptCallLeavesTheStoreAtItsDeadline() {
+        var core = connected()
+        let id = core.nextMethodID
+        _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: [])))
+        var options = MethodOptions()
+        options.timeout = .seconds(5)
+        let invocation = MethodCoordinator.Invocation(
+            id: id, name: "todos.add", message: .method(id: id, method: "todos.add", params: [], randomSeed: nil),
+            options: options, completion: { _ in })
+        XCTAssertEqual(describe(core.handle(.callMade(invocation, kept: true))).last?.hasPrefix("schedule"), true)
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: id))))
+        XCTAssertEqual(expired.first, "removeStoredCall(\(id))", "\(expired)")
+        XCTAssertFalse(expired.contains("storeResult(todos.add)"), "its failure is not stored: it left the store")
     }
 }

@@ -322,4 +322,17 @@ final class ClientCoreResumptionTests: XCTestCase {
             describe(hooksOnly.handle(.reconnectHooksFinished(run: 2))), ["applyQuiescence(resetting: true)"],
             "nothing to wait for: applied once the reset's frames are out")
     }
+
+    /// Review finding: the guard that keeps a refused offer's new hold until the reset's frames are out was in one
+    /// place only; a subscription let go while the hooks run reached the hold from another and reset the cache before
+    /// the login went out. Every path now waits for the resend.
+    func testARefusedOffersHoldWaitsForTheResendWhateverReachesIt() {
+        var core = established()
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        XCTAssertFalse(describe(core.handle(.connectedReceived(session: "s2"))).contains { $0.hasPrefix("apply") })
+        let released = describe(core.handle(.subscriptionReleased(id: "sub-todos")))
+        XCTAssertFalse(released.contains { $0.hasPrefix("apply") }, "the hooks have not run: \(released)")
+        let resent = describe(core.handle(.reconnectHooksFinished(run: 2)))
+        XCTAssertTrue(resent.contains("applyQuiescence(resetting: true)"), "\(resent)")
+    }
 }
