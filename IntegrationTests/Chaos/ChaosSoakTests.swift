@@ -266,7 +266,10 @@ private final class LoadGenerator: @unchecked Sendable {
             (name, params) = ("items.touch", [target, .string("t\(count)")])
         }
         let flavour = random.nextDouble()
-        let options = MethodOptions(wait: flavour < 0.05, noRetry: flavour >= 0.05 && flavour < 0.15)
+        var options = MethodOptions(wait: flavour < 0.05, noRetry: flavour >= 0.05 && flavour < 0.15)
+        // Some calls have a deadline (0.3–3 s, against drops every 0.5–3 s): they fail as `timedOut` when no result
+        // comes in time, and the server may still run them.
+        if flavour >= 0.15 && flavour < 0.25 { options.timeout = .milliseconds(300 + Int(random.next() % 2_700)) }
         let call = ledger.callStarted(name)
         if name == "items.bump", let id = target.stringValue { ledger.bumpStarted(call, id: id, by: params[1]) }
         do {
