@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        // The upgrade request's extra headers (swift-websocket takes them as `HTTPFields`).
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         // zlib for DDPTestServer's permessage-deflate (the one swift-websocket's client compression uses).
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
         // `swift package generate-documentation` (DocC catalogs in Sources/MeteorDDP and Sources/EJSON).
@@ -56,6 +58,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCompression", package: "swift-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "GRDB", package: "GRDB.swift")
             ]
         ),

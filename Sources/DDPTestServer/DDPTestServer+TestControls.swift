@@ -1,6 +1,7 @@
 import EJSON
 import Foundation
 import MeteorDDP
+import NIOHTTP1
 
 /// What tests do to the server's connections and what they read of it.
 extension DDPTestServer {
@@ -65,5 +66,17 @@ extension DDPTestServer {
                 if let session = connection.session { session.send(message) } else { connection.write(frame) }
             }
         }
+    }
+}
+
+extension DDPTestServer {
+    /// The headers of every WebSocket upgrade request received so far, in arrival order (names as sent).
+    public var upgradeRequestHeaders: [[(name: String, value: String)]] {
+        state.withLockedValue { $0.upgradeRequestHeaders.map { $0.map { ($0.name, $0.value) } } }
+    }
+
+    /// Whether `headers` carry every one of `required` with its value (names compared without case).
+    static func carries(_ required: [String: String], _ headers: HTTPHeaders) -> Bool {
+        required.allSatisfy { name, value in headers[name].contains(value) }
     }
 }

@@ -45,6 +45,10 @@ public final class DDPTestServer: @unchecked Sendable {
         /// How long a session whose socket was lost waits for its client to resume it (Meteor 3.5+'s
         /// `disconnectGracePeriod`, 15 s); zero ends it with its socket, as servers before 3.5 do.
         public var disconnectGracePeriod: Duration = .seconds(15)
+        /// Headers an upgrade request must carry, with these values, as an authenticating proxy in front of a server
+        /// requires (an `Authorization`, a `Cookie`); names are compared without case. An upgrade without them is
+        /// answered `401 Unauthorized`. Empty by default.
+        public var requiredUpgradeHeaders: [String: String] = [:]
         /// The most messages a session in its grace period queues for its client (Meteor's `maxMessageQueueLength`,
         /// 100): one more and it ends at once.
         public var maxMessageQueueLength = 100
@@ -85,6 +89,8 @@ public final class DDPTestServer: @unchecked Sendable {
         var connectOutcomes: [ConnectOutcome] = []
         /// Sessions that ended because their grace period's queue overflowed. Protected by `state`'s lock.
         var gracePeriodOverflows = 0
+        /// The headers of every upgrade request, in arrival order. Protected by `state`'s lock.
+        var upgradeRequestHeaders: [HTTPHeaders] = []
         /// Runs of each method call, by "session id" (``DDPTestServer/runs(ofCall:inSession:)``). Protected by
         /// `state`'s lock.
         var callRuns: [String: Int] = [:]
@@ -346,10 +352,14 @@ public final class DDPTestServer: @unchecked Sendable {
         let maxFrameSize = configuration.maxFrameSize
         let deflates = configuration.permessageDeflate
         let deflateStatistics = self.deflateStatistics
+        let required = configuration.requiredUpgradeHeaders
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: maxFrameSize,
-            shouldUpgrade: { channel, head in
-                guard head.uri.hasPrefix("/websocket") else { return channel.eventLoop.makeSucceededFuture(nil) }
+            shouldUpgrade: { [weak self] channel, head in
+                self?.state.withLockedValue { $0.upgradeRequestHeaders.append(head.headers) }
+                guard head.uri.hasPrefix("/websocket"), Self.carries(required, head.headers) else {
+                    return channel.eventLoop.makeSucceededFuture(nil)
+                }
                 var headers = HTTPHeaders()
                 if deflates, let agreement = PerMessageDeflateAgreement(requestHeaders: head.headers) {
                     headers.add(name: "Sec-WebSocket-Extensions", value: agreement.responseHeader)
@@ -384,7 +394,8 @@ public final class DDPTestServer: @unchecked Sendable {
                 withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
         }.flatMapThrowing {
             // A request that is not an upgrade to /websocket gets a 404, as a web server answers it.
-            try channel.pipeline.syncOperations.addHandler(NotFoundResponder(), name: NotFoundResponder.name)
+            try channel.pipeline.syncOperations.addHandler(
+                NotFoundResponder(requiredHeaders: required), name: NotFoundResponder.name)
         }
     }
 
@@ -445,19 +456,32 @@ public final class DDPTestServer: @unchecked Sendable {
 }
 
 /// Answers every plain HTTP request (one the WebSocket upgrader declined) with 404 and closes the connection.
-private final class NotFoundResponder: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+private final class NotFoundResponder: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    // @unchecked because `unauthorized` is confined to the channel's event loop.
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
     static let name = "DDPTestServer.NotFoundResponder"
 
+    /// Headers an upgrade must carry (``DDPTestServer/Configuration/requiredUpgradeHeaders``).
+    let requiredHeaders: [String: String]
+    /// Whether the request being read lacks them.
+    private var unauthorized = false
+
+    init(requiredHeaders: [String: String]) {
+        self.requiredHeaders = requiredHeaders
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .end = unwrapInboundIn(data) else { return }
-        let body = "DDP is served at /websocket\n"
+        let part = unwrapInboundIn(data)
+        if case .head(let head) = part { unauthorized = !DDPTestServer.carries(requiredHeaders, head.headers) }
+        guard case .end = part else { return }
+        let status: HTTPResponseStatus = unauthorized ? .unauthorized : .notFound
+        let body = unauthorized ? "authentication required\n" : "DDP is served at /websocket\n"
         var headers = HTTPHeaders()
         headers.add(name: "Content-Length", value: "\(body.utf8.count)")
         headers.add(name: "Connection", value: "close")
         context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))),
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
             promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }

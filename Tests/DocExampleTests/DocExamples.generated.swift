@@ -19,7 +19,7 @@ import SwiftUI
 import DocExampleSwiftUI
 #endif
 
-// README.md:124
+// README.md:127
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -32,7 +32,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:161
+// README.md:164
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -90,7 +90,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:219
+// README.md:222
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -102,7 +102,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:232
+// README.md:235
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -127,7 +127,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:260
+// README.md:263
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -145,7 +145,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:293
+// README.md:296
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -167,7 +167,7 @@ import DocExampleSwiftUI
     }
 }
 
-// README.md:547
+// README.md:550
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -823,8 +823,41 @@ import DocExampleSwiftUI
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:52
+// Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:53
 @MainActor func docExample64(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        func addTodo(_ client: DDPClient, text: String) async throws {
+            var options = MethodOptions()
+            options.timeout = .seconds(10)
+            do {
+                _ = try await client.call("todos.add", params: [.string(text)], options: options)
+            } catch let error as MethodError where error.kind == .timedOut {
+                print("not confirmed yet; the server may still add it")
+            }
+        }
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:71
+@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        func markSaved(_ client: DDPClient) async {
+            do {
+                try await client.waitForPendingWrites()
+                print("saved")
+            } catch {
+                print("not saved: \(error)")
+            }
+        }
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/LatencyCompensation.md:89
+@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -835,7 +868,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
-@MainActor func docExample65(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -864,7 +897,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample66(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -885,7 +918,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:82
-@MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -897,7 +930,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -908,7 +941,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -920,7 +953,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -932,7 +965,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -945,7 +978,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -957,7 +990,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1001,7 +1034,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1013,7 +1046,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1023,7 +1056,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1035,7 +1068,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1044,7 +1077,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1053,7 +1086,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1065,7 +1098,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1076,7 +1109,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1087,7 +1120,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1098,7 +1131,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1109,7 +1142,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1124,7 +1157,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1137,7 +1170,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1149,7 +1182,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1160,7 +1193,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1179,7 +1212,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1192,7 +1225,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1203,7 +1236,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1213,7 +1246,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1222,7 +1255,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1235,7 +1268,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1245,7 +1278,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1255,7 +1288,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1265,7 +1298,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1276,7 +1309,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1287,7 +1320,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
-@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1310,7 +1343,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
-@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1322,7 +1355,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Relationships/Relationship.swift:7
-@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1339,7 +1372,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1349,7 +1382,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1361,7 +1394,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1371,7 +1404,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1380,7 +1413,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:11
-@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1398,7 +1431,7 @@ import DocExampleSwiftUI
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {

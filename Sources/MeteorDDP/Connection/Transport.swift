@@ -60,7 +60,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         /// The server stopped reading while the client had more to send than the configured limit
         /// (`WebSocketTransport.Configuration.maxBufferedOutboundBytes`); the client dropped the connection.
         case sendBufferFull
-        /// The URL cannot be used (scheme, host, or a `wss` IP literal without a TLS server name).
+        /// The URL or the transport's configuration cannot be used (scheme, host, a `wss` IP literal without a TLS
+        /// server name, an upgrade header whose name is not a valid HTTP field name).
         case invalidURL
         /// The server answered the WebSocket upgrade with this HTTP status instead of switching protocols (0: it
         /// gave none that could be read). Anything but a 5xx, 408 or 429 is permanent (``TransportError/isPermanent``):

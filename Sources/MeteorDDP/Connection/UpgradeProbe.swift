@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -13,6 +14,8 @@ enum UpgradeProbe {
 
     /// The status the server answers an upgrade request for `plan` with (`nil`: no answer in time, or none at all).
     static func status(for plan: ConnectPlan, on eventLoop: any EventLoop) async -> HTTPResponseStatus? {
+        // Through a proxy the server cannot be asked directly: the status stays unknown (not a permanent refusal).
+        guard plan.proxy == nil else { return nil }
         guard let components = URLComponents(string: plan.url), let host = components.host else { return nil }
         let port = components.port ?? (plan.tls == nil ? 80 : 443)
         let path =
@@ -45,6 +48,7 @@ enum UpgradeProbe {
             headers.add(
                 name: "Sec-WebSocket-Key",
                 value: Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())
+            for field in plan.webSocket.additionalHeaders { headers.add(name: field.name.rawName, value: field.value) }
             channel.write(
                 HTTPClientRequestPart.head(
                     HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)), promise: nil)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -126,13 +127,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
 
     private func run(_ plan: ConnectPlan, eventLoop: any EventLoop, logger: Logger) async -> TransportError? {
         do {
-            let closeFrame = try await WebSocketClient.connect(
-                url: plan.url,
-                configuration: plan.webSocket,
-                tlsConfiguration: plan.tls,
-                eventLoopGroup: eventLoop,
-                logger: logger
-            ) { inbound, outbound, _ in
+            let session: WebSocketDataHandler<WebSocketClient.Context> = { inbound, outbound, _ in
                 self.state.withLockedValue { $0.opened = true }
                 self.onEvent(.opened)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -141,6 +136,16 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
                     _ = try await group.next()
                     group.cancelAll()
                 }
+            }
+            let closeFrame: WebSocketCloseFrame?
+            if let proxy = plan.proxy {
+                closeFrame = try await WebSocketClient.connect(
+                    url: plan.url, configuration: plan.webSocket, tlsConfiguration: plan.tls, proxySettings: proxy,
+                    eventLoopGroup: eventLoop, logger: logger, handler: session)
+            } else {
+                closeFrame = try await WebSocketClient.connect(
+                    url: plan.url, configuration: plan.webSocket, tlsConfiguration: plan.tls, eventLoopGroup: eventLoop,
+                    logger: logger, handler: session)
             }
             if let closeFrame, closeFrame.closeCode != .normalClosure, closeFrame.closeCode != .goingAway {
                 let code = Int(UInt16(webSocketErrorCode: closeFrame.closeCode))
@@ -233,18 +238,42 @@ final class ConnectPlan: Sendable {
     let url: String
     let webSocket: WebSocketClientConfiguration
     let tls: TLSConfiguration?
+    /// The proxy to connect through, if any.
+    let proxy: WebSocketProxySettings?
     let maxFrameSize: Int
     let maxMessageSize: Int
 
     private init(
-        url: String, webSocket: WebSocketClientConfiguration, tls: TLSConfiguration?, maxFrameSize: Int,
-        maxMessageSize: Int
+        url: String, webSocket: WebSocketClientConfiguration, tls: TLSConfiguration?, proxy: WebSocketProxySettings?,
+        maxFrameSize: Int, maxMessageSize: Int
     ) {
         self.url = url
         self.webSocket = webSocket
         self.tls = tls
+        self.proxy = proxy
         self.maxFrameSize = maxFrameSize
         self.maxMessageSize = maxMessageSize
+    }
+
+    /// `headers` as HTTP fields, sorted by name (`nil`: a name is not a valid field name).
+    static func fields(_ headers: [String: String]) -> HTTPFields? {
+        var fields = HTTPFields()
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            guard let fieldName = HTTPField.Name(name) else { return nil }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        return fields
+    }
+
+    /// swift-websocket's proxy settings for `proxy`.
+    static func settings(_ proxy: WebSocketTransport.Configuration.Proxy) -> WebSocketProxySettings? {
+        switch proxy.kind {
+        case .http(let host, let port, let headers):
+            guard let fields = fields(headers) else { return nil }
+            return WebSocketProxySettings(host: host, port: port, type: .http(connectHeaders: fields))
+        case .socks(let host, let port): return WebSocketProxySettings(host: host, port: port, type: .socks)
+        case .environment: return .environment()
+        }
     }
 
     /// The plan for `url`, or why it cannot be connected to (not a WebSocket URL; `wss` to an IP without a name).
@@ -265,6 +294,18 @@ final class ConnectPlan: Sendable {
             sniHostname: configuration.tlsServerName
         )
         webSocket.validateUTF8 = true
+        guard let upgradeHeaders = fields(configuration.upgradeHeaders) else {
+            let names = configuration.upgradeHeaders.keys.filter { HTTPField.Name($0) == nil }.sorted()
+            return .failure(TransportError(.invalidURL, "not valid HTTP field names for upgrade headers: \(names)"))
+        }
+        webSocket.additionalHeaders = upgradeHeaders
+        var proxy: WebSocketProxySettings?
+        if let configured = configuration.proxy {
+            guard let settings = settings(configured) else {
+                return .failure(TransportError(.invalidURL, "a proxy header name is not a valid HTTP field name"))
+            }
+            proxy = settings
+        }
         var tls: TLSConfiguration?
         if secure {
             if configuration.tlsServerName == nil, host.isIPAddressLiteral {
@@ -281,7 +322,7 @@ final class ConnectPlan: Sendable {
         }
         return .success(
             ConnectPlan(
-                url: url.absoluteString, webSocket: webSocket, tls: tls,
+                url: url.absoluteString, webSocket: webSocket, tls: tls, proxy: proxy,
                 maxFrameSize: configuration.maxFrameSize, maxMessageSize: configuration.maxMessageSize))
     }
 }

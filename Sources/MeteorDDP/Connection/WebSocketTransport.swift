@@ -49,6 +49,39 @@ public struct WebSocketTransport: Transport {
         /// The event loop group; default the shared singleton. A group of your own must outlive the client: the
         /// connection's tasks run on one of its loops.
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        /// Extra headers for the WebSocket upgrade request, by HTTP field name: an `Authorization` or `Cookie` for an
+        /// authenticating proxy in front of the server, a `User-Agent`. Their values never appear in the client's
+        /// logs. A name that is not a valid HTTP field name fails each connection attempt with
+        /// ``TransportError/Kind/invalidURL``.
+        public var upgradeHeaders: [String: String] = [:]
+        /// A proxy to reach the server through; `nil` (the default) connects directly.
+        public var proxy: Proxy?
+
+        /// A proxy between the client and the server.
+        public struct Proxy: Sendable {
+            enum Kind: Sendable {
+                case http(host: String, port: Int, headers: [String: String])
+                case socks(host: String, port: Int)
+                case environment
+            }
+
+            let kind: Kind
+
+            /// An HTTP proxy, through `CONNECT`; `headers` go with the `CONNECT` request (a `Proxy-Authorization`:
+            /// never logged either).
+            public static func http(host: String, port: Int, headers: [String: String] = [:]) -> Proxy {
+                Proxy(kind: .http(host: host, port: port, headers: headers))
+            }
+
+            /// A SOCKS5 proxy (no authentication).
+            public static func socks(host: String, port: Int) -> Proxy {
+                Proxy(kind: .socks(host: host, port: port))
+            }
+
+            /// The HTTP proxy the environment names (`HTTPS_PROXY` for `wss`, `HTTP_PROXY` for `ws`, upper or lower
+            /// case), or none.
+            public static let environment = Proxy(kind: .environment)
+        }
 
         /// Creates the default configuration.
         public init() {}

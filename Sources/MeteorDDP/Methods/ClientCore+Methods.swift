@@ -189,10 +189,23 @@ extension ClientCore {
     /// An `updated` the client makes up for call `id` (a deadline passed): handled now, even while data is held for
     /// quiescence (it carries no data for the hold to order; the call's app must not wait for the hold), then counted
     /// for the hold as the server's would be (it may end it: the hold's data then comes after the release).
+    ///
+    /// Its data becomes visible behind the cache's updates only, not behind the server versions of other calls'
+    /// stub-written documents (no server data comes with it): a wait for those is dropped when a new session's hold is
+    /// applied, and the call would never complete.
     mutating func synthesizedUpdatedActions(_ id: String) -> [Action] {
         let blocking = isHoldingForQuiescence && session.methodsBlockingQuiescence.contains(id)
-        var actions = updatedActions([id], storeIsIdle: false, held: true)
-        session.methodsBlockingQuiescence.remove(id)
+        var idle = false
+        var actions: [Action] = []
+        release(writtenBy: id, storeIsIdle: &idle, into: &actions)
+        methodUpdated(id)
+        if let invocation = session.methods.invocations[id] {
+            invocation.updatedReceived = true
+            let work = AfterUpdateWork.methodDataVisible(id: id)
+            if let action = afterUpdateAction(work, afterServerDocuments: false, storeIsIdle: idle) {
+                actions.append(action)
+            }
+        }
         if blocking, let hold = quiescenceIfReached() { actions.append(.applyQuiescence(hold)) }
         return actions
     }

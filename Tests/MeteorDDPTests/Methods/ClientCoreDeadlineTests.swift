@@ -210,4 +210,62 @@ final class ClientCoreDeadlineTests: XCTestCase {
         XCTAssertEqual(expired.first, "removeStoredCall(\(id))", "\(expired)")
         XCTAssertFalse(expired.contains("storeResult(todos.add)"), "its failure is not stored: it left the store")
     }
+
+    /// Found by the chaos soak: a call past its deadline while a new session's hold waits for another call's
+    /// `updated` had its made-up `updated` wait behind that call's stub-written documents; applying the hold dropped
+    /// the wait, and the call never completed. Its data now becomes visible behind the cache's updates alone.
+    func testADeadlineDuringANewSessionsHoldCompletesTheCallOnceTheHoldIsApplied() {
+        var core = connected()
+        let todos = core.subscribe("todos")
+        let writerID = core.nextMethodID
+        let key = DocumentKey(collectionName: "todos", documentID: "a")
+        _ = core.handle(.stubRan(ClientCore.StubRun(id: writerID, replay: nil, originals: [(key, nil)])))
+        let writer = MethodCoordinator.Invocation(
+            id: writerID, name: "todos.write",
+            message: .method(id: writerID, method: "todos.write", params: [], randomSeed: nil),
+            options: MethodOptions(), completion: { _ in })
+        _ = core.handle(.callMade(writer, kept: false))
+        let (late, _) = call(&core, "todos.add", timeout: .seconds(5))
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        _ = core.handle(.timerFired(.retry))
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
+        _ = core.handle(.reconnectHooksFinished(run: 2))
+        _ = core.handle(.connectedReceived(session: "s2"))
+        XCTAssertTrue(core.isHoldingForQuiescence)
+
+        var actions = core.handle(.timerFired(.callDeadline(id: late.id)))
+        actions += core.handle(.resultReceived(id: writerID, .success(nil)))
+        actions += core.handle(.updatedReceived(ids: [writerID], storeIsIdle: false, held: false))
+        actions += core.handle(.readyReceived(ids: [todos], storeIsIdle: false, held: false))
+        // The client performs what comes out, as its driver does: holds applied, flushes completed, due work done.
+        var completed: [String] = []
+        var tickets: [Int] = []
+        while !actions.isEmpty || !tickets.isEmpty {
+            if actions.isEmpty {
+                var due = core.due(after: .flushCompleted(ticket: tickets.removeFirst()))
+                while let work = due {
+                    if case .methodDataVisible(let id) = work { actions += core.handle(.methodDataVisible(id: id)) }
+                    due = core.due(after: .afterUpdatePerformed)
+                }
+                continue
+            }
+            switch actions.removeFirst() {
+            case .applyQuiescence(let hold):
+                for message in hold.messages {
+                    switch message {
+                    case .message(.updated(let ids)):
+                        actions += core.handle(.updatedReceived(ids: ids, storeIsIdle: false, held: true))
+                    case .message(.ready(let ids)):
+                        actions += core.handle(.readyReceived(ids: ids, storeIsIdle: false, held: true))
+                    default: break
+                    }
+                }
+                actions += core.handle(.sessionResetApplied)
+            case .requestFlush(let ticket): tickets.append(ticket)
+            case .completeCall(let invocation, _): completed.append(invocation.name)
+            default: break
+            }
+        }
+        XCTAssertEqual(completed.sorted(), ["todos.add", "todos.write"], "both complete once the hold is applied")
+    }
 }
