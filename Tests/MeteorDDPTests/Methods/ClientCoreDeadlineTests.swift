@@ -14,26 +14,32 @@ final class ClientCoreDeadlineTests: XCTestCase {
         var configuration = DDPClient.Configuration()
         configuration.resumesSessions = false
         configuration.callTimeout = callTimeout
-        var core = ClientCore(configuration: configuration)
-        _ = core.handle(.connectRequested)
-        _ = core.handle(.transportOpened(generation: 1))
-        _ = core.handle(.reconnectHooksFinished(run: 1))
-        _ = core.handle(.connectedReceived(session: "s1"))
-        return core
+        return ClientCore.established(configuration)
     }
 
+    /// Makes call `name` through the funnel (its stub wrote `originals`' documents; `kept`: in the offline store).
     private func call(
         _ core: inout ClientCore, _ name: String, timeout: Duration? = nil, wait: Bool = false,
-        options: MethodOptions? = nil
+        options: MethodOptions? = nil, originals: [(DocumentKey, EJSONObject?)] = [], kept: Bool = false
     ) -> (MethodCoordinator.Invocation, made: [String]) {
         let id = core.nextMethodID
-        _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: [])))
+        _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: originals)))
         var callOptions = options ?? MethodOptions(wait: wait)
         if let timeout { callOptions.timeout = timeout }
         let invocation = MethodCoordinator.Invocation(
             id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil),
             options: callOptions, completion: { _ in })
-        return (invocation, describe(core.handle(.callMade(invocation, kept: false))))
+        return (invocation, describe(core.handle(.callMade(invocation, kept: kept))))
+    }
+
+    /// The socket drops and a new one opens (no hooks): `connected` with a new session, whose hold waits for what the
+    /// reset sent again.
+    private func newSession(_ core: inout ClientCore) {
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        _ = core.handle(.timerFired(.retry))
+        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
+        _ = core.handle(.reconnectHooksFinished(run: 2))
+        _ = core.handle(.connectedReceived(session: "s2"))
     }
 
     func testASentCallWithNoResultByItsDeadlineFailsAsTimedOutAndALateAnswerIsLogged() {
@@ -144,11 +150,7 @@ final class ClientCoreDeadlineTests: XCTestCase {
         var core = connected()
         core.subscribe("todos")
         let (call, _) = call(&core, "todos.add", timeout: .seconds(5))
-        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
-        _ = core.handle(.timerFired(.retry))
-        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
-        _ = core.handle(.reconnectHooksFinished(run: 2))
-        _ = core.handle(.connectedReceived(session: "s2"))
+        newSession(&core)
         XCTAssertTrue(core.isHoldingForQuiescence, "the new session's hold: the call and the subscription")
         let expired = describe(core.handle(.timerFired(.callDeadline(id: call.id))))
         XCTAssertEqual(expired, ["resultArrived(todos.add)", "requestFlush(1)"])
@@ -198,16 +200,10 @@ final class ClientCoreDeadlineTests: XCTestCase {
     /// A call kept in the offline store leaves it at its deadline (a restart must not send it again).
     func testAKeptCallLeavesTheStoreAtItsDeadline() {
         var core = connected()
-        let id = core.nextMethodID
-        _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: [])))
-        var options = MethodOptions()
-        options.timeout = .seconds(5)
-        let invocation = MethodCoordinator.Invocation(
-            id: id, name: "todos.add", message: .method(id: id, method: "todos.add", params: [], randomSeed: nil),
-            options: options, completion: { _ in })
-        XCTAssertEqual(describe(core.handle(.callMade(invocation, kept: true))).last?.hasPrefix("schedule"), true)
-        let expired = describe(core.handle(.timerFired(.callDeadline(id: id))))
-        XCTAssertEqual(expired.first, "removeStoredCall(\(id))", "\(expired)")
+        let (kept, made) = call(&core, "todos.add", timeout: .seconds(5), kept: true)
+        XCTAssertEqual(made.first?.hasPrefix("schedule"), true, "\(made)")
+        let expired = describe(core.handle(.timerFired(.callDeadline(id: kept.id))))
+        XCTAssertEqual(expired.first, "removeStoredCall(\(kept.id))", "\(expired)")
         XCTAssertFalse(expired.contains("storeResult(todos.add)"), "its failure is not stored: it left the store")
     }
 
@@ -217,20 +213,11 @@ final class ClientCoreDeadlineTests: XCTestCase {
     func testADeadlineDuringANewSessionsHoldCompletesTheCallOnceTheHoldIsApplied() {
         var core = connected()
         let todos = core.subscribe("todos")
-        let writerID = core.nextMethodID
         let key = DocumentKey(collectionName: "todos", documentID: "a")
-        _ = core.handle(.stubRan(ClientCore.StubRun(id: writerID, replay: nil, originals: [(key, nil)])))
-        let writer = MethodCoordinator.Invocation(
-            id: writerID, name: "todos.write",
-            message: .method(id: writerID, method: "todos.write", params: [], randomSeed: nil),
-            options: MethodOptions(), completion: { _ in })
-        _ = core.handle(.callMade(writer, kept: false))
+        let (writer, _) = call(&core, "todos.write", originals: [(key, nil)])
+        let writerID = writer.id
         let (late, _) = call(&core, "todos.add", timeout: .seconds(5))
-        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
-        _ = core.handle(.timerFired(.retry))
-        _ = core.handle(.transportOpened(generation: core.connectionGeneration))
-        _ = core.handle(.reconnectHooksFinished(run: 2))
-        _ = core.handle(.connectedReceived(session: "s2"))
+        newSession(&core)
         XCTAssertTrue(core.isHoldingForQuiescence)
 
         var actions = core.handle(.timerFired(.callDeadline(id: late.id)))

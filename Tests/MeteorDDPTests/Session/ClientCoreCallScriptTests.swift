@@ -14,11 +14,7 @@ final class ClientCoreCallScriptTests: XCTestCase {
         // Meteor's classic reconnect (resumption has its own scripts).
         var configuration = configuration
         configuration.resumesSessions = false
-        var core = ClientCore(configuration: configuration)
-        _ = core.handle(.connectRequested)
-        _ = core.handle(.transportOpened(generation: 1))
-        _ = core.handle(.reconnectHooksFinished(run: 1))
-        _ = core.handle(.connectedReceived(session: "s1"))
+        let core = ClientCore.established(configuration)
         XCTAssertNotNil(core.sessionVersion)
         return core
     }

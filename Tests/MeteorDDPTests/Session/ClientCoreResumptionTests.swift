@@ -10,8 +10,8 @@ import XCTest
 final class ClientCoreResumptionTests: XCTestCase {
     private func describe(_ actions: [ClientCore.Action]) -> [String] { ClientCore.describe(actions) }
 
-    /// Connected to session "s1" with a login, a ready subscription and three messages received (a ping aside).
-    private func established() -> ClientCore {
+    /// Connected to session "s1" with a login (resume token "tok"), nothing else.
+    private func loggedIn() -> ClientCore {
         var core = ClientCore.scripted(resumesSessions: true)
         _ = core.handle(.connectRequested)
         _ = core.handle(.transportOpened(generation: 1))
@@ -19,6 +19,12 @@ final class ClientCoreResumptionTests: XCTestCase {
         _ = core.handle(.frameReceived(counted: true))
         _ = core.handle(.connectedReceived(session: "s1"))
         _ = core.handle(.resumeTokenChanged("tok"))
+        return core
+    }
+
+    /// Connected to session "s1" with a login, a ready subscription and three messages received (a ping aside).
+    private func established() -> ClientCore {
+        var core = loggedIn()
         core.subscribe("todos")
         for counted in [true, true, false] { _ = core.handle(.frameReceived(counted: counted)) }
         return core
@@ -287,13 +293,7 @@ final class ClientCoreResumptionTests: XCTestCase {
     /// document gone) until the login's data came. The new session's hold now waits for the calls the reset sends,
     /// the login first, as when `connected` comes after them (the classic reconnect).
     func testARefusedOfferHoldsTheResetUntilTheResumedLoginsData() {
-        var core = ClientCore.scripted(resumesSessions: true)
-        _ = core.handle(.connectRequested)
-        _ = core.handle(.transportOpened(generation: 1))
-        _ = core.handle(.reconnectHooksFinished(run: 1))
-        _ = core.handle(.frameReceived(counted: true))
-        _ = core.handle(.connectedReceived(session: "s1"))
-        _ = core.handle(.resumeTokenChanged("tok"))
+        var core = loggedIn()
         XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
         let refused = describe(core.handle(.connectedReceived(session: "s2")))
         XCTAssertTrue(refused.contains("resumeLogin(tok)"), "\(refused)")

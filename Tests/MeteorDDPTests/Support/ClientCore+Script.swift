@@ -15,6 +15,17 @@ extension ClientCore {
         return ClientCore(configuration: configuration)
     }
 
+    /// A core whose session ("s1") is established on its first socket, through the funnel. Meteor's classic reconnect
+    /// unless `configuration` turns resumption on (resumption has its own scripts).
+    static func established(_ configuration: DDPClient.Configuration = DDPClient.Configuration()) -> ClientCore {
+        var core = ClientCore(configuration: configuration)
+        _ = core.handle(.connectRequested)
+        _ = core.handle(.transportOpened(generation: 1))
+        _ = core.handle(.reconnectHooksFinished(run: 1))
+        _ = core.handle(.connectedReceived(session: "s1"))
+        return core
+    }
+
     /// Subscribes to `name` (id `sub-<name>`), sends it and, with `ready`, marks it ready; returns its id.
     @discardableResult
     mutating func subscribe(_ name: String, ready: Bool = true) -> String {
