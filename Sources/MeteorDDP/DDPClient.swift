@@ -83,6 +83,9 @@ public final class DDPClient: @unchecked Sendable {
     /// ``waitForPendingWrites()``'s waiters by token (the core keeps what each waits for). Confined to the client
     /// queue.
     var pendingWritesWaiters: [Int: @Sendable (Result<Void, any Error>) -> Void] = [:]
+    /// When the client last handled frames (on the scheduler's clock), for ``willEnterForeground()``'s staleness
+    /// rule. Confined to the client queue.
+    var lastFramesHandledAt: Date?
     /// The last token a ``waitForPendingWrites()`` took.
     let pendingWritesTokens = ManagedAtomic(0)
     /// Confined to `queue`.
@@ -267,6 +270,12 @@ extension DDPClient {
         /// ``MethodError/Kind/outcomeUnknown`` (default 30 s): its frame may have been lost with the old socket, and
         /// sending it again could run it twice.
         public var resumedCallTimeout: Duration = .seconds(30)
+        /// What the client does while the app is in the background (``DDPClient/didEnterBackground()``); default
+        /// ``BackgroundPolicy/keepConnection``: nothing changes while the OS lets the process run.
+        public var backgroundPolicy = BackgroundPolicy.keepConnection
+        /// When the app comes back (``DDPClient/willEnterForeground()``), how long a socket that heard nothing for
+        /// longer than ``heartbeatInterval`` has to answer a ping before it is replaced (default 2 s).
+        public var foregroundPingTimeout: Duration = .seconds(2)
         /// How long a call may take, stub to completion, unless its ``MethodOptions/timeout`` says otherwise; `nil`
         /// (the default, as in Meteor): no deadline. A call past it fails with ``MethodError/Kind/timedOut``. The
         /// client's own logins never take it (a slow server must not log the user out).

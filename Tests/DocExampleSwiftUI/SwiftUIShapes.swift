@@ -109,3 +109,27 @@ extension View {
     public func task(_ action: @escaping @Sendable () async -> Void) -> ModifiedView<Self> { ModifiedView() }
     public func onDisappear(perform action: @escaping () -> Void) -> ModifiedView<Self> { ModifiedView() }
 }
+
+/// SwiftUI's `ScenePhase`.
+public enum ScenePhase: Hashable, Sendable {
+    case background, inactive, active
+}
+
+/// SwiftUI's `EnvironmentValues` (the values the examples read).
+public struct EnvironmentValues {
+    public var scenePhase: ScenePhase { .active }
+}
+
+/// SwiftUI's `Environment`.
+@propertyWrapper
+public struct Environment<Value> {
+    private let keyPath: KeyPath<EnvironmentValues, Value>
+    public init(_ keyPath: KeyPath<EnvironmentValues, Value>) { self.keyPath = keyPath }
+    public var wrappedValue: Value { EnvironmentValues()[keyPath: keyPath] }
+}
+
+extension View {
+    public func onChange<Value: Equatable>(
+        of value: Value, _ action: @escaping (_ oldValue: Value, _ newValue: Value) -> Void
+    ) -> ModifiedView<Self> { ModifiedView() }
+}

@@ -284,6 +284,12 @@ extension ConnectionStateMachine {
     /// sends what matters again).
     var keepsSessionFramesForResumption: Bool { resumesSessions && sessionResumable && lastSession != nil }
 
+    /// Whether the client waits for its back-off before the next attempt.
+    var isWaitingToRetry: Bool {
+        if case .waiting = state { return true }
+        return false
+    }
+
     /// Whether frames can be sent: the socket is open (handshake pending or done).
     var isSocketOpen: Bool {
         switch state {

@@ -24,6 +24,10 @@ extension ClientCore {
         case networkReachabilityChanged(reachable: Bool)
         /// ``DDPClient/close()``.
         case closeRequested
+        /// ``DDPClient/didEnterBackground()``.
+        case enteredBackground
+        /// ``DDPClient/willEnterForeground()``: the socket heard nothing for `silentFor` (`nil`: none is open).
+        case enteringForeground(silentFor: Duration?)
         /// ``DDPClient/onReconnect(_:_:)``.
         case reconnectHookSet(name: String, hook: @Sendable () -> Void)
 
@@ -168,6 +172,10 @@ extension ClientCore {
         case unsubscribe(id: String, generation: Int)
         /// Call `id`'s deadline (``MethodOptions/timeout``, ``DDPClient/Configuration/callTimeout``).
         case callDeadline(id: String)
+        /// The app's time in the background reached ``BackgroundPolicy/disconnect(after:)``'s.
+        case backgroundDisconnect
+        /// The ping sent when the app came back had ``DDPClient/Configuration/foregroundPingTimeout`` to be answered.
+        case foregroundPing
     }
 
     /// What a new call's stub did (``Input/stubRan(_:)``).

@@ -40,6 +40,8 @@ struct ClientCore {
     /// ``DDPClient/waitForPendingWrites()``'s waits: by token, the calls each still waits for. Bounded by the app's
     /// waits and calls.
     var pendingWritesWaits: [Int: Set<String>] = [:]
+    /// The app's lifecycle (background, foreground) and what the background policy did.
+    var app = AppLifecycle()
     /// The pong owed for the pings of the batch of frames being handled: the last ping's id (`.some(nil)` for a ping
     /// without one). One pong answers every ping of a batch (``Input/pingReceived(id:)``).
     private var owedPong: String?? = nil
@@ -77,6 +79,10 @@ struct ClientCore {
         let resumedCallTimeout: Duration
         /// A call's deadline unless its options give one (``DDPClient/Configuration/callTimeout``).
         let callTimeout: Duration?
+        /// ``DDPClient/Configuration/backgroundPolicy``.
+        let backgroundPolicy: BackgroundPolicy
+        /// ``DDPClient/Configuration/foregroundPingTimeout``.
+        let foregroundPingTimeout: Duration
 
         init(_ configuration: DDPClient.Configuration) {
             connectTimeout = configuration.connectTimeout
@@ -87,6 +93,8 @@ struct ClientCore {
             reconciliationDelay = configuration.persistence?.reconciliationDelay ?? .zero
             resumedCallTimeout = configuration.resumedCallTimeout
             callTimeout = configuration.callTimeout
+            backgroundPolicy = configuration.backgroundPolicy
+            foregroundPingTimeout = configuration.foregroundPingTimeout
         }
     }
 
@@ -164,6 +172,25 @@ extension ClientCore {
                         failedCalls: session.methods.removeAll(),
                         stoppedSubscriptions: session.subscriptions.removeAll())))
             return actions
+        case .enteredBackground:
+            switch enteredBackground() {
+            case .nothing: return []
+            case .pauseHeartbeats: return heartbeatActions(heartbeat.stop())
+            case .disconnect(let after):
+                return after > .zero ? [.schedule(.backgroundDisconnect, after: after)] : backgroundDisconnectActions()
+            }
+        case .enteringForeground(let silentFor):
+            let step = enteringForeground(
+                silentFor: silentFor, established: machine.version != nil, waitingToRetry: machine.isWaitingToRetry)
+            var actions: [Action] = step.cancelsBackgroundDisconnect ? [.cancelTimer(.backgroundDisconnect)] : []
+            if step.restartsHeartbeats { actions += heartbeatActions(heartbeat.start()) }
+            switch step.connection {
+            case .keep: break
+            case .connect: actions += machineActions(machine.connectRequested())
+            case .probe:
+                actions += [.send(.ping(id: nil)), .schedule(.foregroundPing, after: settings.foregroundPingTimeout)]
+            }
+            return actions
         case .reconnectHookSet(let name, let hook):
             session.userReconnectHooks[name] = hook
             return []
@@ -184,6 +211,7 @@ extension ClientCore {
             ]
         case .frameReceived(let counted):
             machine.frameReceived(counted: counted)
+            guard !app.probing else { return foregroundProbeAnswered() + heartbeatActions(heartbeat.messageReceived()) }
             return heartbeatActions(heartbeat.messageReceived())
 
         case .connectedReceived(let session):
@@ -318,6 +346,10 @@ extension ClientCore {
             case .unsubscribe(let id, let generation): return unsubscribeActions(id, generation: generation)
             case .resumedCallsDeadline: return resumedCallsDeadlineActions()
             case .callDeadline(let id): return callDeadlineActions(id)
+            case .backgroundDisconnect: return backgroundDisconnectActions()
+            case .foregroundPing:
+                // Unanswered: the socket is replaced now, as a heartbeat timeout would replace it.
+                return foregroundPingExpired() ? machineActions(machine.heartbeatTimedOut()) : []
             }
         case .reconnectHooksFinished(let run):
             let held = reconnectHooksAreRunning
@@ -330,6 +362,15 @@ extension ClientCore {
                     + "re-sending methods and subscriptions without waiting for the hooks")
             return [.report(report)] + resendAfterReconnectHooks(held: true)
         }
+    }
+
+    /// The app's time in the background reached the policy's: the client disconnects (the server ends the session)
+    /// until the app comes back.
+    private mutating func backgroundDisconnectActions() -> [Action] {
+        guard backgroundDisconnectIsDue() else { return [] }
+        let actions = machineActions(machine.disconnectRequested())
+        if !actions.isEmpty { app.disconnectedInBackground = true }
+        return actions
     }
 
     /// The pong owed for the batch just handled, if any (then none is owed; ``Input/burstHandled``). Pings of one
@@ -377,7 +418,10 @@ extension ClientCore {
                 actions.append(.waitToRetry(retryCount: retryCount, delay: delay, reason: reason))
             case .cancelRetry: actions.append(.cancelTimer(.retry))
             case .startHeartbeat:
-                if settings.heartbeatInterval > .zero { actions += heartbeatActions(heartbeat.start()) }
+                // Not while the background policy pauses them (a socket opened in the background).
+                if settings.heartbeatInterval > .zero, !app.heartbeatsPaused {
+                    actions += heartbeatActions(heartbeat.start())
+                }
             case .stopHeartbeat: actions += heartbeatActions(heartbeat.stop())
             case .sessionEstablished(let session, let version, let isReconnect):
                 actions.append(.logSessionEstablished(session: session, version: version, isReconnect: isReconnect))

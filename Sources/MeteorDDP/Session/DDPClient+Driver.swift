@@ -22,6 +22,7 @@ extension DDPClient {
         if outermost { reportsOfThisDrain = [] }
         defer { if outermost { publishReportsOfThisDrain() } }
         var items = inbox.takeAll()
+        if !items.isEmpty { lastFramesHandledAt = scheduler.now }
         var index = items.startIndex
         while index < items.endIndex {
             // Moved out (a trivial item left in its place) and consumed down the path: the message's strings and

@@ -39,6 +39,8 @@ final class ReentrancySuiteTests: XCTestCase {
         client.onReconnect("reentrant") {}
         client.reconnect()
         client.networkDidBecomeReachable()
+        client.didEnterBackground()
+        client.willEnterForeground()
         let started: [Task<Void, Never>] = [
             Task { _ = try? await client.call("reentrantAsync") },
             Task { _ = try? await client.login(username: "ada", password: "secret") },
@@ -258,6 +260,8 @@ final class EveryAPIInsideATransactionTests: XCTestCase {
             client.connect()
             client.networkDidBecomeUnreachable()
             client.networkDidBecomeReachable()
+            client.didEnterBackground()
+            client.willEnterForeground()
         }
         try harness.insideATransactionWhileAStubWaitsForTheLock {
             if #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *) {
