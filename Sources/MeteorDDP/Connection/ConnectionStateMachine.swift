@@ -284,6 +284,14 @@ extension ConnectionStateMachine {
     /// sends what matters again).
     var keepsSessionFramesForResumption: Bool { resumesSessions && sessionResumable && lastSession != nil }
 
+    /// Whether the client is connecting, connected or waiting for its back-off (not offline, not failed).
+    var isActive: Bool {
+        switch state {
+        case .connecting, .connected, .waiting: return true
+        case .offline, .failed: return false
+        }
+    }
+
     /// Whether the client waits for its back-off before the next attempt.
     var isWaitingToRetry: Bool {
         if case .waiting = state { return true }

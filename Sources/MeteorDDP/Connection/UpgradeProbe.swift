@@ -15,7 +15,7 @@ enum UpgradeProbe {
     /// The status the server answers an upgrade request for `plan` with (`nil`: no answer in time, or none at all).
     static func status(for plan: ConnectPlan, on eventLoop: any EventLoop) async -> HTTPResponseStatus? {
         // Through a proxy the server cannot be asked directly: the status stays unknown (not a permanent refusal).
-        guard plan.proxy == nil else { return nil }
+        guard !plan.throughProxy else { return nil }
         guard let components = URLComponents(string: plan.url), let host = components.host else { return nil }
         let port = components.port ?? (plan.tls == nil ? 80 : 443)
         let path =

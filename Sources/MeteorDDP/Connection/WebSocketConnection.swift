@@ -240,6 +240,15 @@ final class ConnectPlan: Sendable {
     let tls: TLSConfiguration?
     /// The proxy to connect through, if any.
     let proxy: WebSocketProxySettings?
+    /// Whether the connection may go through a proxy (one given, or one the environment names): the server cannot be
+    /// asked directly what it answered an upgrade.
+    var throughProxy: Bool {
+        guard let proxy else { return false }
+        guard case .environment = proxy.address else { return true }
+        let environment = ProcessInfo.processInfo.environment
+        let names = tls == nil ? ["http_proxy"] : ["https_proxy", "HTTPS_PROXY", "http_proxy"]
+        return names.contains { environment[$0] != nil }
+    }
     let maxFrameSize: Int
     let maxMessageSize: Int
 
@@ -295,8 +304,10 @@ final class ConnectPlan: Sendable {
         )
         webSocket.validateUTF8 = true
         guard let upgradeHeaders = fields(configuration.upgradeHeaders) else {
-            let names = configuration.upgradeHeaders.keys.filter { HTTPField.Name($0) == nil }.sorted()
-            return .failure(TransportError(.invalidURL, "not valid HTTP field names for upgrade headers: \(names)"))
+            // Not the names themselves: a mistyped one may carry its value (`"Authorization: Bearer …"`).
+            let count = configuration.upgradeHeaders.keys.count { HTTPField.Name($0) == nil }
+            return .failure(
+                TransportError(.invalidURL, "\(count) upgrade header name(s) are not valid HTTP field names"))
         }
         webSocket.additionalHeaders = upgradeHeaders
         var proxy: WebSocketProxySettings?

@@ -78,8 +78,9 @@ public struct WebSocketTransport: Transport {
                 Proxy(kind: .socks(host: host, port: port))
             }
 
-            /// The HTTP proxy the environment names (`HTTPS_PROXY` for `wss`, `HTTP_PROXY` for `ws`, upper or lower
-            /// case), or none.
+            /// The HTTP proxy the environment names, as swift-websocket reads it: `http_proxy` for `ws`;
+            /// `https_proxy`, `HTTPS_PROXY` or `http_proxy` for `wss`; none for a host `no_proxy` names. Credentials
+            /// in the variable are not used.
             public static let environment = Proxy(kind: .environment)
         }
 

@@ -190,9 +190,10 @@ extension ClientCore {
     /// quiescence (it carries no data for the hold to order; the call's app must not wait for the hold), then counted
     /// for the hold as the server's would be (it may end it: the hold's data then comes after the release).
     ///
-    /// Its data becomes visible behind the cache's updates only, not behind the server versions of other calls'
-    /// stub-written documents (no server data comes with it): a wait for those is dropped when a new session's hold is
-    /// applied, and the call would never complete.
+    /// Its data becomes visible behind the server versions of the sent calls' stub-written documents, as a server's
+    /// `updated` would (Meteor's `_runWhenAllServerDocsAreFlushed`), except under a new session's hold: applying that
+    /// hold drops such waits (the cache is replaced), and the call would never complete; it waits for the cache
+    /// alone then.
     mutating func synthesizedUpdatedActions(_ id: String) -> [Action] {
         let blocking = isHoldingForQuiescence && session.methodsBlockingQuiescence.contains(id)
         var idle = false
@@ -202,7 +203,8 @@ extension ClientCore {
         if let invocation = session.methods.invocations[id] {
             invocation.updatedReceived = true
             let work = AfterUpdateWork.methodDataVisible(id: id)
-            if let action = afterUpdateAction(work, afterServerDocuments: false, storeIsIdle: idle) {
+            let resetting = session.quiescence?.resetting == true
+            if let action = afterUpdateAction(work, afterServerDocuments: !resetting, storeIsIdle: idle) {
                 actions.append(action)
             }
         }

@@ -154,13 +154,20 @@ extension ClientCore {
 
     private mutating func decide(_ input: consuming Input) -> [Action] {
         switch consume input {
-        case .connectRequested: return isClosed ? [] : machineActions(machine.connectRequested())
-        case .disconnectRequested: return isClosed ? [] : machineActions(machine.disconnectRequested())
-        case .reconnectRequested: return isClosed ? [] : machineActions(machine.reconnectRequested())
+        case .connectRequested:
+            app.disconnectedInBackground = false
+            return isClosed ? [] : machineActions(machine.connectRequested())
+        case .disconnectRequested:
+            app.disconnectedInBackground = false
+            return isClosed ? [] : machineActions(machine.disconnectRequested())
+        case .reconnectRequested:
+            app.disconnectedInBackground = false
+            return isClosed ? [] : machineActions(machine.reconnectRequested())
         case .networkReachabilityChanged(let reachable):
             return isClosed ? [] : machineActions(machine.networkReachabilityChanged(reachable: reachable))
         case .closeRequested:
             guard !isClosed else { return [] }
+            app = AppLifecycle()
             var actions = machineActions(machine.disconnectRequested())
             lifecycle = .closed
             login.closed()
@@ -173,15 +180,21 @@ extension ClientCore {
                         stoppedSubscriptions: session.subscriptions.removeAll())))
             return actions
         case .enteredBackground:
+            // A foreground ping still awaiting its answer is forgotten: the background policy decides from here.
+            let probe: [Action] = app.probing ? [.cancelTimer(.foregroundPing)] : []
+            app.probing = false
             switch enteredBackground() {
-            case .nothing: return []
-            case .pauseHeartbeats: return heartbeatActions(heartbeat.stop())
+            case .nothing: return probe
+            case .pauseHeartbeats: return probe + heartbeatActions(heartbeat.stop())
             case .disconnect(let after):
-                return after > .zero ? [.schedule(.backgroundDisconnect, after: after)] : backgroundDisconnectActions()
+                return probe
+                    + (after > .zero ? [.schedule(.backgroundDisconnect, after: after)] : backgroundDisconnectActions())
             }
         case .enteringForeground(let silentFor):
+            // Pings only where the session's version has heartbeats (not `pre1`).
             let step = enteringForeground(
-                silentFor: silentFor, established: machine.version != nil, waitingToRetry: machine.isWaitingToRetry)
+                silentFor: silentFor, established: machine.version?.hasHeartbeats == true,
+                waitingToRetry: machine.isWaitingToRetry)
             var actions: [Action] = step.cancelsBackgroundDisconnect ? [.cancelTimer(.backgroundDisconnect)] : []
             if step.restartsHeartbeats { actions += heartbeatActions(heartbeat.start()) }
             switch step.connection {
@@ -367,7 +380,9 @@ extension ClientCore {
     /// The app's time in the background reached the policy's: the client disconnects (the server ends the session)
     /// until the app comes back.
     private mutating func backgroundDisconnectActions() -> [Action] {
-        guard backgroundDisconnectIsDue() else { return [] }
+        // Offline or failed already (the app's `disconnect()`, a lost network, a refused upgrade): nothing to end, and
+        // coming back must not connect.
+        guard backgroundDisconnectIsDue(), machine.isActive else { return [] }
         let actions = machineActions(machine.disconnectRequested())
         if !actions.isEmpty { app.disconnectedInBackground = true }
         return actions

@@ -74,4 +74,39 @@ final class ClientCoreAppLifecycleTests: XCTestCase {
         XCTAssertEqual(back.first, "cancel(retry)", "\(back)")
         XCTAssertTrue(back.contains { $0.hasPrefix("openTransport") }, "\(back)")
     }
+
+    // MARK: - Review findings
+
+    /// A client offline until the network comes back is not "disconnected" by the policy (before, the disconnect
+    /// cleared its wait for the network, and neither reachability nor coming back connected it again).
+    func testTheDisconnectPolicyLeavesAClientWaitingForTheNetworkAlone() {
+        var core = connected(.disconnect(after: .seconds(30)))
+        _ = core.handle(.networkReachabilityChanged(reachable: false))
+        _ = core.handle(.transportClosed(nil, generation: core.connectionGeneration))
+        _ = core.handle(.enteredBackground)
+        XCTAssertEqual(describe(core.handle(.timerFired(.backgroundDisconnect))), [])
+        let reachable = describe(core.handle(.networkReachabilityChanged(reachable: true)))
+        XCTAssertTrue(reachable.contains { $0.hasPrefix("openTransport") }, "\(reachable)")
+    }
+
+    /// The app's own `disconnect()` after the policy's wins: coming back does not connect.
+    func testTheAppsDisconnectWinsOverThePolicys() {
+        var core = connected(.disconnect(after: .seconds(30)))
+        _ = core.handle(.enteredBackground)
+        _ = core.handle(.timerFired(.backgroundDisconnect))
+        _ = core.handle(.disconnectRequested)
+        XCTAssertEqual(describe(core.handle(.enteringForeground(silentFor: nil))), ["cancel(backgroundDisconnect)"])
+    }
+
+    /// A foreground ping still unanswered when the app leaves again is forgotten (under `pauseHeartbeats` it would
+    /// have closed the socket the policy keeps).
+    func testAForegroundPingIsForgottenWhenTheAppLeavesAgain() {
+        var core = connected(.pauseHeartbeats)
+        _ = core.handle(.enteredBackground)
+        XCTAssertEqual(
+            describe(core.handle(.enteringForeground(silentFor: .seconds(60)))).suffix(2),
+            ["send(ping)", "schedule(foregroundPing)"])
+        XCTAssertTrue(describe(core.handle(.enteredBackground)).contains("cancel(foregroundPing)"))
+        XCTAssertEqual(describe(core.handle(.timerFired(.foregroundPing))), [], "the socket is kept")
+    }
 }
