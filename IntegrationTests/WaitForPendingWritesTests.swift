@@ -64,6 +64,29 @@ final class WaitForPendingWritesTests: XCTestCase {
         XCTAssertEqual(client.database.collection("items").documents.map(\.id), ["added"])
     }
 
+    /// Without the offline store: it returns once the call completed, its write in the cache.
+    func testWithoutTheStoreItReturnsOnceTheCallsBeforeItCompleted() async throws {
+        let client = try await connected()
+        defer { client.close() }
+        server.holdMethods(named: ["items.add"])
+        let call = Task { try await client.call("items.add") }
+        _ = await server.waitForMessage { if case .method(_, "items.add", _, _) = $0 { true } else { false } }
+        let returned = NIOLockedValueBox(false)
+        let wait = Task {
+            try await client.waitForPendingWrites()
+            returned.withLockedValue { $0 = true }
+        }
+        try await withTimeout(10, "the wait registered") {
+            while client.pendingWritesWaitCount == 0 { await Task.yield() }
+        }
+        client.waitUntilIdle()
+        XCTAssertFalse(returned.withLockedValue { $0 }, "the call waits at the server: so does the wait")
+        server.releaseHeldMethods()
+        try await withTimeout(10, "the wait") { try await wait.value }
+        XCTAssertEqual(client.database.collection("items").documents.map(\.id), ["added"], "its write is in the cache")
+        _ = try await call.value
+    }
+
     func testAClosedClientEndsTheWait() async throws {
         let client = try await connected()
         server.holdMethods(named: ["items.add"])

@@ -62,6 +62,7 @@ extension DDPClient {
     /// How many ``waitForPendingWrites()`` calls wait.
     @_spi(Testing)
     public var pendingWritesWaitCount: Int {
-        queue.sync { core.pendingWritesWaits.count }
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        return queue.sync { core.pendingWritesWaits.count }
     }
 }
