@@ -33,14 +33,9 @@ final class WaitForPendingWritesTests: XCTestCase {
         return client
     }
 
-    func testItReturnsOnceTheCallsBeforeItCompletedAndWhatTheyWroteIsOnDisk() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "wait-for-pending-writes-\(UUID().uuidString)/cache.sqlite")
-        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let client = try await connected { $0.persistence = .sqlite(at: file) }
-        defer { client.close() }
-        try await withTimeout(10, "no call: at once") { try await client.waitForPendingWrites() }
-
+    /// Makes `items.add` while the server holds it, waits for pending writes (not returned while the call is held),
+    /// then lets the server answer and returns once the wait did. Returns the call's task.
+    private func waitForPendingWritesAcrossAHeldCall(_ client: DDPClient) async throws -> Task<EJSONValue?, any Error> {
         server.holdMethods(named: ["items.add"])
         let call = Task { try await client.call("items.add") }
         _ = await server.waitForMessage { if case .method(_, "items.add", _, _) = $0 { true } else { false } }
@@ -56,6 +51,18 @@ final class WaitForPendingWritesTests: XCTestCase {
         XCTAssertFalse(returned.withLockedValue { $0 }, "the call waits at the server: so does the wait")
         server.releaseHeldMethods()
         try await withTimeout(10, "the wait") { try await wait.value }
+        return call
+    }
+
+    func testItReturnsOnceTheCallsBeforeItCompletedAndWhatTheyWroteIsOnDisk() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "wait-for-pending-writes-\(UUID().uuidString)/cache.sqlite")
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let client = try await connected { $0.persistence = .sqlite(at: file) }
+        defer { client.close() }
+        try await withTimeout(10, "no call: at once") { try await client.waitForPendingWrites() }
+
+        let call = try await waitForPendingWritesAcrossAHeldCall(client)
         let stored = try SQLiteStore(fileURL: file).load()
         XCTAssertEqual(stored.methods.map(\.name), [], "the call completed and left the store before the wait returned")
         XCTAssertTrue(
@@ -68,21 +75,7 @@ final class WaitForPendingWritesTests: XCTestCase {
     func testWithoutTheStoreItReturnsOnceTheCallsBeforeItCompleted() async throws {
         let client = try await connected()
         defer { client.close() }
-        server.holdMethods(named: ["items.add"])
-        let call = Task { try await client.call("items.add") }
-        _ = await server.waitForMessage { if case .method(_, "items.add", _, _) = $0 { true } else { false } }
-        let returned = NIOLockedValueBox(false)
-        let wait = Task {
-            try await client.waitForPendingWrites()
-            returned.withLockedValue { $0 = true }
-        }
-        try await withTimeout(10, "the wait registered") {
-            while client.pendingWritesWaitCount == 0 { await Task.yield() }
-        }
-        client.waitUntilIdle()
-        XCTAssertFalse(returned.withLockedValue { $0 }, "the call waits at the server: so does the wait")
-        server.releaseHeldMethods()
-        try await withTimeout(10, "the wait") { try await wait.value }
+        let call = try await waitForPendingWritesAcrossAHeldCall(client)
         XCTAssertEqual(client.database.collection("items").documents.map(\.id), ["added"], "its write is in the cache")
         _ = try await call.value
     }
