@@ -81,10 +81,14 @@ extension ClientCore {
     /// `nosub` through the funnel (held while the session waits for quiescence): the subscription it ends is stopped,
     /// or failed with the server's error (an id no subscription has is logged); restored calls waiting for the
     /// server's data are judged once it is applied.
-    mutating func subscriptionEndedActions(_ id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool) -> [Action]
-    {
+    /// `expected`: the `nosub` answers an `unsub` the client sent (no subscription has its id any more: not logged).
+    mutating func subscriptionEndedActions(
+        _ id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool, expected: Bool = false
+    ) -> [Action] {
         if !held, isHoldingForQuiescence { return holdActions(.message(.nosub(id: id, error: error))) }
-        guard let record = subscriptionEnded(id) else { return [.logUnknownSubscription(frame: "nosub", id: id)] }
+        guard let record = subscriptionEnded(id) else {
+            return expected ? [] : [.logUnknownSubscription(frame: "nosub", id: id)]
+        }
         let status: SubscriptionStatus =
             error.map { .failed(SubscriptionError(name: record.name, meteorError: $0)) } ?? .stopped
         var actions: [Action] = [.settleSubscription(record, status)]
