@@ -62,8 +62,9 @@ extension ClientCore {
         mutating func sentAgain(subscription id: String) { subscriptionsSentAgain.insert(id) }
     }
 
-    /// `nosub` through the funnel: the subscription ends (``subscriptionEndedActions(_:error:storeIsIdle:held:expected:)``);
-    /// the answer to an `unsub` is not logged as unknown; one whose `sub` a resumed session sent again is unsubscribed.
+    /// `nosub` through the funnel: the subscription ends
+    /// (``subscriptionEndedActions(_:error:storeIsIdle:held:expected:)``); the answer to an `unsub` is not logged as
+    /// unknown; one whose `sub` a resumed session sent again is unsubscribed.
     mutating func nosubActions(_ id: String, error: MeteorError?, storeIsIdle: Bool, held: Bool) -> [Action] {
         if !held, isHoldingForQuiescence { return holdActions(.message(.nosub(id: id, error: error))) }
         let (awaited, unsubscribeAgain) = resumption.nosubReceived(id)
