@@ -60,7 +60,9 @@ let package = Package(
                 .product(name: "WSCompression", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "GRDB", package: "GRDB.swift")
-            ]
+            ],
+            // Collation (`Collator`): the ICU that Foundation itself uses on Linux, shipped with the toolchain.
+            linkerSettings: [.linkedLibrary("_FoundationICU", .when(platforms: [.linux]))]
         ),
         .target(
             name: "MeteorDDPTesting",

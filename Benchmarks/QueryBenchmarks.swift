@@ -13,6 +13,35 @@ enum QueryBenchmarks {
         selectorVersusClosure()
         liveQueryUpdates()
         typedLiveQueryDecodes()
+        collatedSort()
+    }
+
+    /// (d) Sorting 10k documents by a name under a collation (`{locale: "en", strength: 2}`, ICU as
+    /// `Intl.Collator`) against the same sort without one (UTF-8 order), both through `find`.
+    static func collatedSort() {
+        Bench.section("Queries (d): find + sort 10k documents by name, collation {locale: en, strength: 2} vs none")
+        let database = Database()
+        let first = ["Émile", "zoë", "Åsa", "bob", "Chloé", "dmitri", "Ölof", "amélie", "Zacharias", "björn"]
+        var generator = SystemRandomNumberGenerator()
+        let letters = Array("abcdefghijklmnopqrstuvwxyzéèöü")
+        database.apply(
+            (0..<10_000).map { index -> DataUpdate in
+                let suffix = String((0..<8).map { _ in letters.randomElement(using: &generator)! })
+                let name = "\(first[index % first.count]) \(suffix)"
+                return .added(DocumentKey(collectionName: "people", documentID: "p\(index)"), ["name": .string(name)])
+            })
+        let people = database.collection("people")
+        let collated = FindOptions(sort: ["name": 1], collation: Collation(locale: "en", strength: 2))
+        let plain = FindOptions(sort: ["name": 1])
+        var ours = 0.0
+        var baseline = 0.0
+        for _ in 0..<3 {
+            ours += Bench.medianSeconds(runs: 5) { _ = try! people.find([:], collated) }
+            baseline += Bench.medianSeconds(runs: 5) { _ = try! people.find([:], plain) }
+        }
+        Bench.report(
+            "sort 10k by name under a collation", ours: ours / 3 * 1000, baseline: baseline / 3 * 1000, unit: "ms",
+            baselineName: "no collation", target: "<= 3x")
     }
 
     static func database(count: Int) -> Database {

@@ -39,6 +39,7 @@ if requested.isEmpty {
         case "ejson": EJSONBenchmarks.run()
         case "database": DatabaseBenchmarks.run()
         case "queries": QueryBenchmarks.run()
+        case "collation": QueryBenchmarks.collatedSort()
         case "relationships": RelationshipBenchmarks.run()
         case "large": DatabaseBenchmarks.largeCache()
         case "clients": try await ManyClientsBenchmarks.run(deflate: false)

@@ -280,11 +280,14 @@ public final class DDPTestServer: @unchecked Sendable {
             }
             let options = context.params.count > 2 ? context.params[2].objectValue ?? [:] : [:]
             let collection = context.collection(name)
-            return .number(
-                Double(
-                    try collection.update(selector: context.params[0], context.params[1], options: options) {
-                        collection.idGeneration.newID(in: context, collection: name)
-                    }))
+            let (count, insertedID) = try collection.upsert(
+                selector: context.params[0], context.params[1], options: options
+            ) { collection.idGeneration.newID(in: context, collection: name) }
+            // Mongo.Collection's `update` with `_returnObject` (what a client's `upsertAsync` asks for).
+            guard options["_returnObject"]?.boolValue == true else { return .number(Double(count)) }
+            var result: EJSONObject = ["numberAffected": .number(Double(count))]
+            if let insertedID { result["insertedId"] = insertedID }
+            return .object(result)
         }
         methods["/\(name)/remove"] = { context in
             guard let selector = context.params.first else {

@@ -65,6 +65,13 @@ public final class ServerCollection: @unchecked Sendable {
     public func update(
         selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> EJSONValue
     ) throws -> Int {
+        try upsert(selector: selector, modifier, options: options, newID: newID).numberAffected
+    }
+
+    /// ``update(selector:_:options:newID:)`` with the inserted document's `_id`, if it inserted one.
+    public func upsert(
+        selector: EJSONValue, _ modifier: EJSONValue, options: EJSONObject = [:], newID: () -> EJSONValue
+    ) throws -> (numberAffected: Int, insertedID: EJSONValue?) {
         let compiled: MongoSelector
         let parsed: MongoModifier
         do {
@@ -90,7 +97,7 @@ public final class ServerCollection: @unchecked Sendable {
             documents[id] = after
             server?.documentChanged(collection: name, id: id, before: before, after: after)
         }
-        guard matching.isEmpty, options["upsert"]?.boolValue == true else { return matching.count }
+        guard matching.isEmpty, options["upsert"]?.boolValue == true else { return (matching.count, nil) }
         var fields: EJSONObject
         do {
             fields = try compiled.upsertDocument(applying: parsed)
@@ -100,7 +107,7 @@ public final class ServerCollection: @unchecked Sendable {
         let id = fields["_id"].flatMap { $0.isTruthy ? $0 : nil } ?? options["insertedId"] ?? newID()
         fields["_id"] = id
         try insert(fields, id: MongoID.stringify(id))
-        return 1
+        return (1, id)
     }
 
     /// Removes the documents matching a Mongo selector; returns how many.

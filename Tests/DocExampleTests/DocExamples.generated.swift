@@ -38,7 +38,7 @@ import UIKit
     }
 }
 
-// README.md:169
+// README.md:174
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -96,7 +96,7 @@ import UIKit
     }
 }
 
-// README.md:227
+// README.md:232
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -108,7 +108,7 @@ import UIKit
     }
 }
 
-// README.md:240
+// README.md:245
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -133,7 +133,7 @@ import UIKit
     }
 }
 
-// README.md:268
+// README.md:273
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -151,7 +151,7 @@ import UIKit
     }
 }
 
-// README.md:301
+// README.md:306
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -173,7 +173,7 @@ import UIKit
     }
 }
 
-// README.md:555
+// README.md:562
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -1020,6 +1020,18 @@ import UIKit
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
+        let people = client.collection("people")
+        let byName = FindOptions(sort: ["name": 1], collation: Collation(locale: "de", strength: 2))
+        let sorted = try people.find([:], byName)                       // "Ärger" next to "Arger", case ignored
+        let annas = try people.count(["name": "anna"], byName)           // "Anna" and "ANNA" too
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:37
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
         let live = try client.collection("players", as: Player.self).observe([:], FindOptions(sort: ["score": -1], limit: 10))
         for try await snapshot in live.snapshots {
             tableView.apply(snapshot.diff)   // your table: rows inserted, removed, moved and reloaded
@@ -1028,7 +1040,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1040,7 +1052,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1053,7 +1065,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1065,7 +1077,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1109,7 +1121,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1121,7 +1133,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1131,7 +1143,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1143,7 +1155,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1152,7 +1164,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1161,7 +1173,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1173,7 +1185,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1184,7 +1196,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1195,7 +1207,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1206,7 +1218,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1217,7 +1229,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1232,7 +1244,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1245,7 +1257,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1257,7 +1269,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1268,7 +1280,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1287,7 +1299,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1300,7 +1312,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1311,7 +1323,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1321,7 +1333,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1330,7 +1342,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1343,7 +1355,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1352,8 +1364,18 @@ import UIKit
     }
 }
 
+// Sources/MeteorDDP/Queries/Collation.swift:8
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        let people = try client.collection("people").find(
+            [:], FindOptions(sort: ["name": 1], collation: Collation(locale: "de", strength: 2)))
+    }
+}
+
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1363,7 +1385,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1373,7 +1395,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1384,7 +1406,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1395,7 +1417,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
-@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1418,7 +1440,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
-@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1430,7 +1452,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/Relationship.swift:7
-@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1447,7 +1469,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1457,7 +1479,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample110(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1469,7 +1491,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample111(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1479,7 +1501,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample110(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample112(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1488,7 +1510,7 @@ import UIKit
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:11
-@MainActor func docExample111(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample113(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1506,7 +1528,7 @@ import UIKit
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample112(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample114(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {

@@ -50,8 +50,10 @@ public struct DDPCollection: Sendable {
     {
         try local.findOne(selector, options)
     }
-    /// How many documents match a Mongo selector.
-    public func count(_ selector: EJSONValue) throws(QueryError) -> Int { try local.count(selector) }
+    /// How many documents `find(selector, options)` gives (`skip`, `limit` and a collation count).
+    public func count(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> Int {
+        try local.count(selector, options)
+    }
     /// A live query over the documents matching a Mongo selector.
     public func observe(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> LiveQuery
     {
@@ -139,6 +141,32 @@ public struct DDPCollection: Sendable {
         return result?.intValue ?? 0
     }
 
+    /// Updates the document `selector` names, or inserts one when there is none (Meteor's `collection.upsertAsync`):
+    /// the stub does it in the cache at once, the server then does the same. The inserted document is built from the
+    /// selector's `_id` and the modifier (`$setOnInsert` included), as minimongo builds it.
+    ///
+    /// - Returns: How many documents the server changed or inserted, and the inserted document's id if it inserted
+    ///   one (Meteor 3.3.2+; a server that answers with a bare count gives no id).
+    /// - Throws: `MeteorError` 403 for a selector other than an id (nothing is sent), ``QueryError`` for an invalid
+    ///   modifier, the server's ``MeteorError`` for its refusal (a restricted collection refuses every upsert).
+    @discardableResult
+    public func upsert(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions())
+        async throws -> UpsertResult
+    {
+        guard MongoModifier.documentID(inSelector: selector) != nil else {
+            throw MeteorError(
+                error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
+        }
+        _ = try MongoModifier(modifier)
+        var options = options
+        options.upsert = true
+        var sent = options.ejsonValue
+        sent["_returnObject"] = true
+        let result = try await client.call(
+            "/\(name)/update", params: [Self.idSelector(selector), modifier, .object(sent)])
+        return UpsertResult(result)
+    }
+
     /// Removes the document with `id` (``Document/id``); returns how many documents the server removed.
     @discardableResult
     public func remove(_ id: String) async throws -> Int {
@@ -175,6 +203,37 @@ extension DDPCollection {
     /// An id selector as Meteor's client sends it (`"id"` becomes `{_id: "id"}`, Mongo.Collection._rewriteSelector).
     static func idSelector(_ selector: EJSONValue) -> EJSONValue {
         selector.objectValue == nil ? ["_id": selector] : selector
+    }
+}
+
+/// What an upsert did (minimongo's `{numberAffected, insertedId}`).
+public struct UpsertResult: Sendable, Equatable {
+    /// How many documents were changed or inserted.
+    public var numberAffected: Int
+    /// The inserted document's id (``Document/id``), if the upsert inserted one.
+    public var insertedID: String?
+
+    public init(numberAffected: Int, insertedID: String? = nil) {
+        self.numberAffected = numberAffected
+        self.insertedID = insertedID
+    }
+
+    /// Reads a `/collection/update` result: the object an upsert with `_returnObject` answers, or a bare count.
+    init(_ result: EJSONValue?) {
+        switch result {
+        case .object(let object)?:
+            numberAffected = object["numberAffected"]?.intValue ?? 0
+            insertedID = object["insertedId"].map(MongoID.documentID)
+        default:
+            numberAffected = result?.intValue ?? 0
+        }
+    }
+
+    /// The object minimongo's `update` answers with `_returnObject`.
+    var ejsonValue: EJSONValue {
+        var object: EJSONObject = ["numberAffected": .number(Double(numberAffected))]
+        if let insertedID { object["insertedId"] = MongoID.parse(insertedID) ?? .string(insertedID) }
+        return .object(object)
     }
 }
 
@@ -243,13 +302,13 @@ extension DDPClient {
         defineStub("/\(name)/update") { [weak self] context in
             guard let self, let selector = context.params[0], let modifier = context.params[1] else { return 0 }
             let options = context.params[2]?.objectValue ?? [:]
-            return .number(
-                Double(
-                    try LocalWrites.update(
-                        selector: selector, modifier: MongoModifier(modifier), options: options,
-                        newID: { self.idGeneration(ofCollection: name).newID(in: context, collection: name) }, in: name,
-                        database: self.database
-                    )))
+            let (count, insertedID) = try LocalWrites.upsert(
+                selector: selector, modifier: MongoModifier(modifier), options: options,
+                newID: { self.idGeneration(ofCollection: name).newID(in: context, collection: name) }, in: name,
+                database: self.database)
+            // minimongo's `finishUpdate`: the object (with the inserted id, Meteor 3.3.2+) when asked for it.
+            guard options["_returnObject"]?.isTruthy == true else { return .number(Double(count)) }
+            return UpsertResult(numberAffected: count, insertedID: insertedID.map(MongoID.documentID)).ejsonValue
         }
         defineStub("/\(name)/remove") { [weak self] context in
             guard let self, let selector = context.params.first else { return 0 }

@@ -37,6 +37,17 @@ enum LocalWrites {
         selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> EJSONValue,
         in collection: String, database: Database
     ) throws -> Int {
+        try upsert(
+            selector: selector, modifier: modifier, options: options, newID: newID, in: collection, database: database
+        ).numberAffected
+    }
+
+    /// ``update(selector:modifier:options:newID:in:database:)`` with the inserted document's `_id`, if it inserted
+    /// one (minimongo's `{numberAffected, insertedId}`, Meteor 3.3.2+).
+    static func upsert(
+        selector: EJSONValue, modifier: MongoModifier, options: EJSONObject, newID: () -> EJSONValue,
+        in collection: String, database: Database
+    ) throws -> (numberAffected: Int, insertedID: EJSONValue?) {
         let compiled = try MongoSelector(selector)
         let multi = options["multi"]?.isTruthy ?? false
         var matching: [Document] = []
@@ -61,12 +72,12 @@ enum LocalWrites {
             let updated = try modifier.applyKeepingID(document.id, to: document.fields, arrayIndices: indices)
             database.apply(.replaced(DocumentKey(collectionName: collection, documentID: document.id), updated))
         }
-        guard matching.isEmpty, options["upsert"]?.isTruthy == true else { return matching.count }
+        guard matching.isEmpty, options["upsert"]?.isTruthy == true else { return (matching.count, nil) }
         var inserted = try compiled.upsertDocument(applying: modifier)
         // minimongo's _createUpsertDocument keeps the selector's _id if it is truthy (an ObjectID stays one).
         let id = inserted["_id"].flatMap { $0.isTruthy ? $0 : nil } ?? options["insertedId"] ?? newID()
         inserted["_id"] = id
-        return insert(inserted, id: id, into: collection, database: database) == nil ? 0 : 1
+        return insert(inserted, id: id, into: collection, database: database) == nil ? (0, nil) : (1, id)
     }
 
     /// The ids a selector restricts its documents to, in its order (minimongo's `_idsMatchedBySelector`), or `nil`.

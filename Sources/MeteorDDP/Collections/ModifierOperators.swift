@@ -95,7 +95,7 @@ enum ModifierOperators {
             } else if case .object = argument {
                 // A condition: a selector for object elements, or (Mongo's, beyond minimongo) operators on values.
                 if try SelectorCompiler.isValueCondition(argument) {
-                    let matcher = try SelectorCompiler.valueSelector(argument)
+                    let matcher = try SelectorCompiler().valueSelector(argument)
                     keep = { !matcher(.single($0)) }
                 } else {
                     let selector = try MongoSelector(argument)
@@ -106,7 +106,7 @@ enum ModifierOperators {
                 }
             } else if case .regularExpression = argument {
                 // MongoDB's: a regular expression removes the strings it matches (minimongo's matches every object).
-                let matcher = try SelectorCompiler.valueSelector(argument)
+                let matcher = try SelectorCompiler().valueSelector(argument)
                 keep = { !matcher(.single($0)) }
             } else {
                 keep = { !MongoEquality.equal($0, argument) }

@@ -34,13 +34,18 @@ public struct MongoModifier: Sendable {
         guard case .object(let object) = value else { throw QueryError("Modifier must be an object") }
         let operatorCount = object.keys.filter { $0.hasPrefix("$") }.count
         if operatorCount > 0, operatorCount < object.count {
-            throw QueryError("Update parameter cannot have both modifier and non-modifier fields.")
+            // minimongo's `_modify` (`isOperatorObject`) on the document it changes.
+            throw QueryError("Inconsistent operator: \(EJSON.stringify(value))")
         }
         isReplacement = operatorCount == 0
         if !isReplacement {
             for (name, operand) in object {
                 guard Self.operators.contains(name) else { throw QueryError("Invalid modifier specified \(name)") }
-                guard case .object = operand else { throw QueryError("Modifier \(name) needs an object of fields") }
+                // `$v` (the update format's version, sent by MongoDB 3.6+) is a no-op to minimongo, whatever it holds.
+                guard case .object = operand else {
+                    if name == "$v" { continue }
+                    throw QueryError("Modifier \(name) needs an object of fields")
+                }
             }
         }
         self.object = object
@@ -65,10 +70,12 @@ public struct MongoModifier: Sendable {
         -> EJSONObject
     {
         if isReplacement {
-            if let id = document["_id"], let newID = object["_id"], !MongoEquality.equal(id, newID) {
+            if let id = document["_id"], id.isTruthy, let newID = object["_id"], newID.isTruthy,
+                !MongoEquality.equal(id, newID)
+            {
                 throw QueryError(
-                    "The _id field cannot be changed from {_id: \(EJSON.stringify(id))} "
-                        + "to {_id: \(EJSON.stringify(newID))}"
+                    "The _id field cannot be changed from {_id: \"\(Self.templateString(id))\"} "
+                        + "to {_id: \"\(Self.templateString(newID))\"}"
                 )
             }
             try Self.assertValidFieldNames(.object(object))
@@ -99,14 +106,22 @@ public struct MongoModifier: Sendable {
             }
         }
         guard case .object(let modified) = result else { return document }
-        if let id = document["_id"], !(modified["_id"].map { MongoEquality.equal(id, $0) } ?? false) {
-            let altered = modified["_id"].map { EJSON.stringify($0) } ?? "undefined"
+        // minimongo checks only a truthy `_id` (a document whose `_id` is 0 or "" may have it changed).
+        if let id = document["_id"], id.isTruthy, !(modified["_id"].map { MongoEquality.equal(id, $0) } ?? false) {
+            let altered = modified["_id"].map(Self.templateString) ?? "undefined"
             throw QueryError(
-                "After applying the update to the document {_id: \(EJSON.stringify(id)), ...}, "
-                    + "the (immutable) field '_id' was found to have been altered to _id: \(altered)"
+                "After applying the update to the document {_id: \"\(Self.templateString(id))\", ...}, "
+                    + "the (immutable) field '_id' was found to have been altered to _id: \"\(altered)\""
             )
         }
         return modified
+    }
+
+    /// A value as a JavaScript template literal writes it (`${value}`), as minimongo's `_id` messages do: an ObjectID
+    /// as `ObjectID("…")`, anything else as `String(value)`.
+    static func templateString(_ value: EJSONValue) -> String {
+        if case .custom(type: "oid", value: .string(let hex)) = value { return "ObjectID(\"\(hex)\")" }
+        return MongoSelector.javaScriptString(value)
     }
 
     /// The fields (without `_id`) of the document with `id` after the modifier; changing the id is an error.
@@ -120,7 +135,9 @@ public struct MongoModifier: Sendable {
         return result
     }
 
-    /// minimongo's `assertHasValidFieldNames`: no key, at any depth, starts with `$` or contains `.` or a null byte.
+    /// minimongo's `assertHasValidFieldNames` (Meteor 3.4.1+): no key, at any depth, starts with `$`, starts or ends
+    /// with `.`, holds two dots in a row or a null byte. A key like `api_key.created` is valid (MongoDB 5+ stores it);
+    /// no path reaches it (`a.b` in a selector, projection, sort or modifier is always the path).
     static func assertValidFieldNames(_ value: EJSONValue) throws(QueryError) {
         switch value {
         case .object(let object):
@@ -136,9 +153,21 @@ public struct MongoModifier: Sendable {
     }
 
     static func assertValidFieldName(_ key: String) throws(QueryError) {
-        if key.hasPrefix("$") { throw QueryError("Key \(key) must not start with '$'") }
-        if key.contains(".") { throw QueryError("Key \(key) must not contain '.'") }
-        if key.contains("\0") { throw QueryError("Key \(key) must not contain null bytes") }
+        // minimongo tests `/^\$|^\.|\.\.|\.$|\0/` and names the first match, scanning from the start.
+        let utf8 = key.utf8
+        if utf8.first == UInt8(ascii: "$") { throw QueryError("Key \(key) must not start with '$'") }
+        if utf8.first == UInt8(ascii: ".") { throw QueryError("Key \(key) must not start or end with '.'") }
+        var previous: UInt8 = 0
+        for (offset, byte) in utf8.enumerated() {
+            if byte == 0 { throw QueryError("Key \(key) must not contain null bytes") }
+            if byte == UInt8(ascii: "."), previous == UInt8(ascii: ".") {
+                throw QueryError("Key \(key) must not contain consecutive dots")
+            }
+            if byte == UInt8(ascii: "."), offset == utf8.count - 1 {
+                throw QueryError("Key \(key) must not start or end with '.'")
+            }
+            previous = byte
+        }
     }
 }
 

@@ -47,6 +47,22 @@ public struct StubCollection: Sendable {
             newID: { idGeneration.newID(in: context, collection: name) }, in: name, database: database)
     }
 
+    /// Updates the documents matching a Mongo selector or, when none does, inserts one (minimongo's `upsert`): the
+    /// inserted document's id comes from the selector's `_id`, `insertedID`, or the invocation's sequence.
+    ///
+    /// - Returns: How many documents changed or were inserted, and the inserted id (Meteor 3.3.2+).
+    @discardableResult
+    public func upsert(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions())
+        throws -> UpsertResult
+    {
+        var options = options
+        options.upsert = true
+        let (count, insertedID) = try LocalWrites.upsert(
+            selector: selector, modifier: MongoModifier(modifier), options: options.ejsonValue,
+            newID: { idGeneration.newID(in: context, collection: name) }, in: name, database: database)
+        return UpsertResult(numberAffected: count, insertedID: insertedID.map(MongoID.documentID))
+    }
+
     /// Removes the document with `id`; returns 1 if it existed, else 0.
     @discardableResult
     public func remove(_ id: String) -> Int {

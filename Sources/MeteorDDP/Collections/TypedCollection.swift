@@ -34,9 +34,9 @@ public struct TypedCollection<Model: Codable & Sendable>: Sendable {
         try untyped.findOne(selector, options).map(Self.decode)
     }
 
-    /// How many documents match a Mongo selector (nothing is decoded).
-    public func count(_ selector: EJSONValue = [:]) throws(QueryError) -> Int {
-        try untyped.count(selector)
+    /// How many documents `find(selector, options)` gives (nothing is decoded).
+    public func count(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError) -> Int {
+        try untyped.count(selector, options)
     }
 
     /// A live query whose snapshots hold decoded values; a change to one document decodes that document only.

@@ -65,7 +65,7 @@ public struct LocalCollection: Sendable {
     public func find(_ selector: EJSONValue = [:], _ options: FindOptions = FindOptions()) throws(QueryError)
         -> [Document]
     {
-        if let id = MongoID.id(namedBy: selector) { return try find(id: id, options) }
+        if options.collation == nil, let id = MongoID.id(namedBy: selector) { return try find(id: id, options) }
         return find(try Query(selector, options))
     }
 
@@ -87,11 +87,15 @@ public struct LocalCollection: Sendable {
         return try find(selector, options).first
     }
 
-    /// How many documents match a Mongo selector (Meteor's `find(selector).count()`).
-    public func count(_ selector: EJSONValue) throws(QueryError) -> Int {
-        if let id = MongoID.id(namedBy: selector) { return document(id: MongoID.documentID(id)) == nil ? 0 : 1 }
-        let selector = try MongoSelector(selector)
-        return database.snapshot.allDocuments(in: name).lazy.filter { selector.matches($0) }.count
+    /// How many documents `find(selector, options)` gives (Meteor's `find(selector, options).count()`): `skip` and
+    /// `limit` count, and a collation decides which strings are equal.
+    public func count(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) -> Int {
+        if options.collation == nil, let id = MongoID.id(namedBy: selector) {
+            return try find(id: id, options).count
+        }
+        let query = try Query(selector, options)
+        let matching = database.snapshot.allDocuments(in: name).lazy.filter { query.matches($0) }.count
+        return query.window(count: matching).count
     }
 
     /// Observes the documents matching a Mongo selector, sorted and windowed as `options` say.

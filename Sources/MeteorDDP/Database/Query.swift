@@ -30,7 +30,10 @@ public struct Query: Sendable {
     /// tie, and every document when there are no sort keys, keep the order in which they came into the cache (the
     /// server's `added` frames, inserts), as minimongo's results do.
     public var sort: [SortDescriptor] {
-        didSet { sorter = MongoSort(unchecked: sort) }
+        didSet {
+            sorter = MongoSort(unchecked: sort)
+            sorter.collator = collator
+        }
     }
     /// How many documents of the sorted result to leave out first (negative: all but that many of the last, as
     /// JavaScript's `slice`, which minimongo uses).
@@ -39,7 +42,10 @@ public struct Query: Sendable {
     public var limit: Int?
     /// Which fields the result's documents keep (`nil`: all). Matching and sorting see every field.
     public var fields: MongoProjection?
+    /// How strings compare, in the selector and the sort (`FindOptions.collation`; `nil`: code unit by code unit).
+    public var collation: Collation? { collator?.collation }
     private var sorter: MongoSort
+    private var collator: Collator?
 
     /// Creates a query from Swift code.
     public init(
@@ -54,15 +60,22 @@ public struct Query: Sendable {
 
     /// Creates a query from a Mongo selector and Meteor's find options, as `collection.find(selector, options)`.
     ///
-    /// - Throws: ``QueryError`` for a selector or sort specifier minimongo would refuse.
+    /// - Throws: ``QueryError`` for a selector, sort specifier or collation minimongo would refuse.
     public init(_ selector: EJSONValue, _ options: FindOptions = FindOptions()) throws(QueryError) {
         let sort = try options.sort.map { specifier throws(QueryError) in try MongoSort(specifier) }
+        let collator = try options.collation.map { collation throws(QueryError) in try Collator(collation) }
         // `limit: 0` means no limit, as in Meteor and Mongo; negative bounds are minimongo's (see `skip`, `limit`).
         self.init(
             sort: (sort?.keys ?? []).map { SortDescriptor(path: $0.path, ascending: $0.ascending) },
             limit: options.limit.flatMap { $0 != 0 ? $0 : nil })
         skip = options.skip
-        self.selector = try MongoSelector(selector)
+        self.collator = collator
+        sorter.collator = collator
+        // A selector naming one id (`{_id: 0}` too) takes minimongo's id fast path in `find` (not under a
+        // collation); a live query of it matches that id (as the scalar selector does), so that it shows what `find`
+        // shows.
+        let fastPathID = collator == nil ? MongoID.id(namedBy: selector) : nil
+        self.selector = try MongoSelector(fastPathID ?? selector, collator: collator)
         self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
     }
 
@@ -113,7 +126,7 @@ public struct Query: Sendable {
     }
 }
 
-/// Meteor's options of `find` and `findOne`: `sort`, `skip`, `limit`, `fields`.
+/// Meteor's options of `find` and `findOne`: `sort`, `skip`, `limit`, `fields`, `collation`.
 public struct FindOptions: Sendable {
     /// A Mongo sort specifier (`{createdAt: -1}` or `[["createdAt", "desc"]]`).
     public var sort: EJSONValue?
@@ -122,12 +135,18 @@ public struct FindOptions: Sendable {
     public var limit: Int?
     /// A projection (`{title: 1}` or `{secret: 0}`).
     public var fields: EJSONValue?
+    /// How strings compare in the selector and the sort (Meteor 3.5): see ``Collation``.
+    public var collation: Collation?
 
-    public init(sort: EJSONValue? = nil, skip: Int = 0, limit: Int? = nil, fields: EJSONValue? = nil) {
+    public init(
+        sort: EJSONValue? = nil, skip: Int = 0, limit: Int? = nil, fields: EJSONValue? = nil,
+        collation: Collation? = nil
+    ) {
         self.sort = sort
         self.skip = skip
         self.limit = limit
         self.fields = fields
+        self.collation = collation
     }
 }
 

@@ -156,14 +156,19 @@ struct ServerDocumentBuffer {
         case keptAside(Anomaly?)
     }
 
-    /// An `added` for a tracked document updates the copy.
+    /// An `added` for a tracked document sets the copy; a repeated `added` (the copy exists) merges into it, fields it
+    /// does not list kept, as Meteor 3.6 does (PR #14768) and as the cache takes an `added` for a document it has.
     mutating func serverAdded(_ key: DocumentKey, fields: @autoclosure () -> EJSONObject) -> Routing {
         // No stub-written document is tracked, almost always: no hashing of the key.
         guard !documents.isEmpty, documents[key] != nil else { return .toCache }
-        let anomaly: Anomaly? = documents[key]!.fields == nil ? nil : .addedExistingDocument
-        documents[key]!.fields = fields()
         noteChange(key)
-        return .keptAside(anomaly)
+        guard var current = documents[key]!.fields else {
+            documents[key]!.fields = fields()
+            return .keptAside(nil)
+        }
+        for (name, value) in fields() { current[name] = value }
+        documents[key]!.fields = current
+        return .keptAside(.addedExistingDocument)
     }
 
     /// A `changed` for a tracked document updates the copy (tolerantly: a change of a missing copy makes one).

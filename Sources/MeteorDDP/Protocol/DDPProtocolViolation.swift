@@ -30,6 +30,8 @@ public struct DDPProtocolViolation: Error, Sendable, Hashable, CustomStringConve
     /// The call or subscription ids an unreadable `result`, `updated`, `ready` or `nosub` names (see
     /// ``UnreadableFrame``): their waiters fail instead of waiting forever.
     var unreadable: UnreadableFrame?
+    /// A greeting Meteor's client ignores (``MessageReader/isGreeting(_:)``): dropped, not reported.
+    var isGreeting = false
 
     /// Creates a violation for a decoded message.
     public init(_ kind: Kind, message: EJSONValue) {

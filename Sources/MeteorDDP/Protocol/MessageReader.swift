@@ -9,13 +9,25 @@ struct MessageReader {
 
     init(_ value: EJSONValue) throws(DDPProtocolViolation) {
         guard case .object(let object) = value else { throw DDPProtocolViolation(.notAnObject, message: value) }
-        guard let msg = object["msg"] else { throw DDPProtocolViolation(.missingMsg, message: value) }
+        guard let msg = object["msg"] else {
+            var violation = DDPProtocolViolation(.missingMsg, message: value)
+            violation.isGreeting = Self.isGreeting(object)
+            throw violation
+        }
         guard case .string(let name) = msg else {
             throw DDPProtocolViolation(.wrongFieldType(message: "?", field: "msg"), message: value)
         }
         self.value = value
         self.object = object
         self.msg = name
+    }
+
+    /// A frame without `msg` that Meteor's client drops without a word (connection_stream_handlers.js `onMessage`):
+    /// the `{"server_id": "0"}` welcome servers before Meteor 2.3 send on every new socket (exactly one key, a truthy
+    /// `server_id`), and the `{"testMessageOnConnect": true}` of a server run by `meteor test`.
+    static func isGreeting(_ object: EJSONObject) -> Bool {
+        if object["testMessageOnConnect"]?.isTruthy == true { return true }
+        return object.count == 1 && object["server_id"]?.isTruthy == true
     }
 
     func string(_ field: String) throws(DDPProtocolViolation) -> String {

@@ -4,31 +4,36 @@ import Foundation
 /// Mongo's order of values (minimongo's `LocalCollection._f._cmp` and `_typeorder`): a missing value before
 /// everything, then null, numbers, strings, objects, arrays, binary data, ObjectIDs, booleans, dates, regular
 /// expressions. Values of one type compare by value: objects as their `[key, value, key, value…]` lists, arrays
-/// element by element, binary data shorter first, then byte by byte. mongo-decimal's `Decimal` is a number.
+/// element by element, binary data shorter first, then byte by byte. mongo-decimal's `Decimal` is a number. With a
+/// collator (a query's ``Collation``) strings compare with it, at any depth, object keys and ObjectIDs' hex digits
+/// too (minimongo's `_cmp(a, b, collator)`).
 enum EJSONOrdering {
     /// Negative when `a` sorts first, positive when `b` does, zero when they are equivalent.
-    static func compare(_ a: EJSONValue?, _ b: EJSONValue?) -> Int {
+    static func compare(_ a: EJSONValue?, _ b: EJSONValue?, collator: Collator? = nil) -> Int {
         guard let a else { return b == nil ? 0 : -1 }
         guard let b else { return 1 }
-        return compare(a, b)
+        return compare(a, b, collator: collator)
     }
 
-    static func compare(_ a: EJSONValue, _ b: EJSONValue) -> Int {
+    static func compare(_ a: EJSONValue, _ b: EJSONValue, collator: Collator? = nil) -> Int {
         let (ra, rb) = (typeOrder(a), typeOrder(b))
         if ra != rb { return ra < rb ? -1 : 1 }
         switch (a, b) {
         case (.number(let x), .number(let y)): return x < y ? -1 : x > y ? 1 : 0
-        case (.string(let x), .string(let y)): return x < y ? -1 : x > y ? 1 : 0
+        case (.string(let x), .string(let y)):
+            if let collator { return collator.compare(x, y) }
+            return x < y ? -1 : x > y ? 1 : 0
         case (.bool(let x), .bool(let y)): return x == y ? 0 : (x ? 1 : -1)
         case (.date(let x), .date(let y)):
             let (p, q) = (x.isNaN ? 0 : x, y.isNaN ? 0 : y)
             return p < q ? -1 : p > q ? 1 : 0
-        case (.array(let x), .array(let y)): return compareElements(x, y)
+        case (.array(let x), .array(let y)): return compareElements(x, y, collator)
         case (.binary(let x), .binary(let y)):
             if x.count != y.count { return x.count < y.count ? -1 : 1 }
             for (p, q) in zip(x, y) where p != q { return p < q ? -1 : 1 }
             return 0
         case (.custom(type: "oid", value: .string(let x)), .custom(type: "oid", value: .string(let y))):
+            if let collator { return collator.compare(x, y) }
             return x < y ? -1 : x > y ? 1 : 0
         case (.custom(type: "Decimal", _), _), (_, .custom(type: "Decimal", _)):
             // mongo-decimal's Decimal is a number to minimongo (`_type` 1): compared by value with numbers too.
@@ -37,7 +42,7 @@ enum EJSONOrdering {
             // minimongo refuses to sort regular expressions; a total order is kinder.
             return "/\(p)/\(f)" < "/\(q)/\(g)" ? -1 : (p == q && f == g ? 0 : 1)
         case (.object, _), (.custom, _):
-            return compareElements(keyValueList(a), keyValueList(b))
+            return compareElements(keyValueList(a), keyValueList(b), collator)
         default:
             // Same type order, nothing to tell apart (null and null).
             return 0
@@ -55,9 +60,9 @@ enum EJSONOrdering {
         return value.decimalValue
     }
 
-    private static func compareElements(_ x: [EJSONValue], _ y: [EJSONValue]) -> Int {
+    private static func compareElements(_ x: [EJSONValue], _ y: [EJSONValue], _ collator: Collator?) -> Int {
         for (p, q) in zip(x, y) {
-            let order = compare(p, q)
+            let order = compare(p, q, collator: collator)
             if order != 0 { return order }
         }
         return x.count < y.count ? -1 : x.count > y.count ? 1 : 0

@@ -21,10 +21,20 @@ public struct MongoSelector: Sendable {
     ///
     /// - Throws: ``QueryError`` with minimongo's message for a selector it would refuse.
     public init(_ selector: EJSONValue) throws(QueryError) {
+        try self.init(selector, collator: nil)
+    }
+
+    /// Compiles a selector whose strings compare under `collator` (a query's ``Collation``).
+    init(_ selector: EJSONValue, collator: Collator?) throws(QueryError) {
         self.selector = selector
+        let compiler = SelectorCompiler(collator: collator)
         switch selector {
         case .string, .number, .custom(type: "oid", _):
-            // An id: minimongo's `_selectorIsId`.
+            // An id: minimongo's `_selectorIsId`. Under a collation, `{_id: id}` (`"abc"` finds `_id: "ABC"`).
+            if collator != nil {
+                matcher = try compiler.documentSelector(["_id": selector])
+                return
+            }
             let id = selector
             matcher = { root in
                 switch root {
@@ -38,7 +48,7 @@ public struct MongoSelector: Sendable {
             if let id = object["_id"], !id.isTruthy {
                 matcher = { _ in false }
             } else {
-                matcher = try SelectorCompiler.documentSelector(object)
+                matcher = try compiler.documentSelector(object)
             }
         case .null, .bool(false):
             // A falsy selector is probably a mistake: it matches nothing (minimongo); `true` is refused below.

@@ -21,6 +21,8 @@ public struct MongoSort: Sendable {
     /// The keys, most significant first.
     public let keys: [Key]
     private let lookups: [FieldLookup]
+    /// The query's collation: strings compare with it (minimongo's `Sorter(spec, collator)`).
+    var collator: Collator?
 
     /// Sorts by `keys`.
     public init(keys: [Key]) throws(QueryError) {
@@ -81,7 +83,7 @@ public struct MongoSort: Sendable {
             guard let x = simpleValue(a, index), let y = simpleValue(b, index) else {
                 return compareKeys(minKey(a), minKey(b))
             }
-            let order = EJSONOrdering.compare(x, y)
+            let order = EJSONOrdering.compare(x, y, collator: collator)
             if order != 0 { return keys[index].ascending ? order : -order }
         }
         return 0
@@ -89,7 +91,7 @@ public struct MongoSort: Sendable {
 
     func compareKeys(_ a: [EJSONValue?], _ b: [EJSONValue?]) -> Int {
         for index in keys.indices {
-            let order = EJSONOrdering.compare(a[index], b[index])
+            let order = EJSONOrdering.compare(a[index], b[index], collator: collator)
             if order != 0 { return keys[index].ascending ? order : -order }
         }
         return 0
@@ -148,7 +150,7 @@ public struct MongoSort: Sendable {
     private func independentMinKey(_ valuesByPath: [[(indices: [Int], value: EJSONValue?)]]) -> [EJSONValue?] {
         zip(keys, valuesByPath).map { key, values -> EJSONValue? in
             let best: EJSONValue?? = values.map(\.value).min { a, b in
-                let order = EJSONOrdering.compare(a, b)
+                let order = EJSONOrdering.compare(a, b, collator: collator)
                 return key.ascending ? order < 0 : order > 0
             }
             return best ?? EJSONValue?.none

@@ -38,7 +38,7 @@ extension MongoSelector {
         var elementValueMatch: BranchedMatcher?
         if case .object(let operators) = condition, operators.count == 1, let inner = operators["$elemMatch"] {
             if (try? SelectorCompiler.isValueCondition(inner)) == true {
-                elementValueMatch = try? SelectorCompiler.valueSelector(inner)
+                elementValueMatch = try? SelectorCompiler().valueSelector(inner)
             } else {
                 elementMatch = try? MongoSelector(inner)
             }
@@ -49,7 +49,7 @@ extension MongoSelector {
             // Inverted conditions match no particular element (minimongo gives them no indices).
             return nil
         }
-        guard let matcher = try? SelectorCompiler.valueSelector(condition) else { return nil }
+        guard let matcher = try? SelectorCompiler().valueSelector(condition) else { return nil }
         for (value, dontIterate, indices) in lookup.branchesWithIndices(of: .value(.object(document))) {
             if case .array(let elements)? = value, elementMatch != nil || elementValueMatch != nil {
                 // $elemMatch picks the element it matched.

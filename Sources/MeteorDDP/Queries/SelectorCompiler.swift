@@ -28,8 +28,11 @@ typealias ElementMatcher = @Sendable (EJSONValue?) -> Bool
 /// field's value selector matches when *some* branch matches (arrays expanded into their elements, except for
 /// `$size` and `$elemMatch`, and `$type`, which looks at the elements only); `$ne`, `$nin`, `$not` and
 /// `$exists: false` invert the whole branched match.
-enum SelectorCompiler {
-    static func documentSelector(_ selector: EJSONObject, inElemMatch: Bool = false) throws(QueryError)
+struct SelectorCompiler {
+    /// The query's collation (minimongo's collator): strings compare with it in equality and ordering.
+    var collator: Collator?
+
+    func documentSelector(_ selector: EJSONObject, inElemMatch: Bool = false) throws(QueryError)
         -> DocumentMatcher
     {
         var matchers: [DocumentMatcher] = []
@@ -55,7 +58,7 @@ enum SelectorCompiler {
         return all(matchers)
     }
 
-    private static func all(_ matchers: [DocumentMatcher]) -> DocumentMatcher {
+    private func all(_ matchers: [DocumentMatcher]) -> DocumentMatcher {
         switch matchers.count {
         case 0: return { _ in true }
         case 1: return matchers[0]
@@ -66,7 +69,7 @@ enum SelectorCompiler {
         }
     }
 
-    private static func logicalOperator(_ name: String, _ operand: EJSONValue, inElemMatch: Bool) throws(QueryError)
+    private func logicalOperator(_ name: String, _ operand: EJSONValue, inElemMatch: Bool) throws(QueryError)
         -> DocumentMatcher
     {
         switch name {
@@ -100,12 +103,12 @@ enum SelectorCompiler {
         }
     }
 
-    static func valueSelector(_ selector: EJSONValue) throws(QueryError) -> BranchedMatcher {
+    func valueSelector(_ selector: EJSONValue) throws(QueryError) -> BranchedMatcher {
         if case .regularExpression(let pattern, let flags) = selector {
             let expression = try MongoRegularExpression(pattern: pattern, flags: flags)
             return expanding { expression.matches($0) }
         }
-        if try isOperatorObject(selector), case .object(let operators) = selector {
+        if try Self.isOperatorObject(selector), case .object(let operators) = selector {
             return try operatorSelector(operators)
         }
         return expanding(try equality(selector))
@@ -136,14 +139,14 @@ enum SelectorCompiler {
         guard case .object(let object) = value else { return false }
         let nonLogical = EJSONObject(
             uniqueKeysWithValues: object.filter { !logicalOperators.contains($0.key) }.map { ($0.key, $0.value) })
-        return try isOperatorObject(.object(nonLogical), inconsistentOK: true)
+        return try Self.isOperatorObject(.object(nonLogical), inconsistentOK: true)
     }
 
     // MARK: - Branched matching
 
     /// minimongo's `convertElementMatcherToBranchedMatcher`: some branch, or (unless told otherwise) some element of
     /// an array branch, matches.
-    static func expanding(
+    func expanding(
         expandLeafArrays: Bool = true, includeLeafArrays: Bool = true, _ element: @escaping ElementMatcher
     ) -> BranchedMatcher {
         guard expandLeafArrays else {
@@ -158,11 +161,11 @@ enum SelectorCompiler {
         }
     }
 
-    private static func inverted(_ matcher: @escaping BranchedMatcher) -> BranchedMatcher {
+    private func inverted(_ matcher: @escaping BranchedMatcher) -> BranchedMatcher {
         { !matcher($0) }
     }
 
-    private static func operatorSelector(_ operators: EJSONObject) throws(QueryError) -> BranchedMatcher {
+    private func operatorSelector(_ operators: EJSONObject) throws(QueryError) -> BranchedMatcher {
         var matchers: [BranchedMatcher] = []
         for (name, operand) in operators {
             matchers.append(try valueOperator(name, operand, selector: operators))
@@ -172,7 +175,7 @@ enum SelectorCompiler {
         return { branches in compiled.allSatisfy { $0(branches) } }
     }
 
-    private static func valueOperator(_ name: String, _ operand: EJSONValue, selector: EJSONObject) throws(QueryError)
+    private func valueOperator(_ name: String, _ operand: EJSONValue, selector: EJSONObject) throws(QueryError)
         -> BranchedMatcher
     {
         switch name {
@@ -192,7 +195,7 @@ enum SelectorCompiler {
             if criteria.isEmpty { return { _ in false } }
             var matchers: [BranchedMatcher] = []
             for criterion in criteria {
-                if try isOperatorObject(criterion) { throw QueryError("no $ expressions in $all") }
+                if try Self.isOperatorObject(criterion) { throw QueryError("no $ expressions in $all") }
                 matchers.append(try valueSelector(criterion))
             }
             let compiled = matchers
@@ -264,10 +267,18 @@ enum SelectorCompiler {
 
     // MARK: - Element matchers
 
-    /// minimongo's `equalityElementMatcher`: `null` matches null or undefined; anything else deep equality with key
-    /// order counted.
-    static func equality(_ operand: EJSONValue) throws(QueryError) -> ElementMatcher {
-        if try isOperatorObject(operand) { throw QueryError("Can't create equalityValueSelector for operator object") }
+    /// minimongo's `equalityElementMatcher`: `null` matches null or undefined; a string, under a collation, a string
+    /// the collator finds equal; anything else deep equality with key order counted.
+    func equality(_ operand: EJSONValue) throws(QueryError) -> ElementMatcher {
+        if try Self.isOperatorObject(operand) {
+            throw QueryError("Can't create equalityValueSelector for operator object")
+        }
+        if let collator, case .string(let text) = operand {
+            return { value in
+                guard case .string(let other)? = value else { return false }
+                return collator.compare(text, other) == 0
+            }
+        }
         if case .null = operand {
             return { value in
                 guard let value else { return true }
@@ -278,7 +289,7 @@ enum SelectorCompiler {
         return { value in value.map { MongoEquality.equal(operand, $0) } ?? false }
     }
 
-    private static func membership(_ operand: EJSONValue) throws(QueryError) -> ElementMatcher {
+    private func membership(_ operand: EJSONValue) throws(QueryError) -> ElementMatcher {
         guard case .array(let options) = operand else { throw QueryError("$in needs an array") }
         var matchers: [ElementMatcher] = []
         var plainValues: Set<EJSONValue> = []
@@ -286,7 +297,7 @@ enum SelectorCompiler {
             if case .regularExpression(let pattern, let flags) = option {
                 let expression = try MongoRegularExpression(pattern: pattern, flags: flags)
                 matchers.append { expression.matches($0) }
-            } else if try isOperatorObject(option) {
+            } else if try Self.isOperatorObject(option) {
                 throw QueryError("cannot nest $ under $in")
             } else if option.isScalar {
                 // Scalars compare the same with or without key order: one hash lookup for them all.
@@ -298,6 +309,20 @@ enum SelectorCompiler {
         let matchesNull = plainValues.contains(.null)
         // Strings (the usual members) are looked up as strings: cheaper to hash than EJSON values.
         let strings = Set(plainValues.compactMap(\.stringValue))
+        if let collator, !strings.isEmpty {
+            // Under a collation equal strings need not be the same: each is asked.
+            let others = plainValues.filter { $0.stringValue == nil }
+            let compiled = matchers
+            return { value in
+                guard let value else { return matchesNull }
+                if case .string(let text) = value {
+                    if strings.contains(where: { collator.compare($0, text) == 0 }) { return true }
+                } else if others.contains(value) {
+                    return true
+                }
+                return compiled.contains { $0(value) }
+            }
+        }
         // A handful are compared one by one: two strings of different lengths differ at once, where a lookup hashes
         // every byte of the value first (the benchmark's three names: 1.6-1.9x a closure's `contains` with the set,
         // on a fast machine).
@@ -323,17 +348,18 @@ enum SelectorCompiler {
     /// minimongo's `makeInequality`: values of another type never match (`$gt: 5` skips strings); an array operand
     /// matches nothing; numbers compare as their difference (`_cmp`), so NaN and `Infinity` vs `Infinity` match no
     /// inequality.
-    private static func inequality(_ operand: EJSONValue, _ accepts: @escaping @Sendable (Int) -> Bool)
+    private func inequality(_ operand: EJSONValue, _ accepts: @escaping @Sendable (Int) -> Bool)
         throws(QueryError) -> ElementMatcher
     {
         if case .array = operand { return { _ in false } }
         let operandType = MongoType.code(of: operand)
         if case .number(let bound) = operand {
+            let collator = collator
             return { value in
                 guard case .number(let number)? = value else {
                     // A Decimal is a number to minimongo.
                     guard let value, MongoType.code(of: value) == 1 else { return false }
-                    return accepts(EJSONOrdering.compare(value, operand))
+                    return accepts(EJSONOrdering.compare(value, operand, collator: collator))
                 }
                 // minimongo compares numbers as `a - b`: with NaN, or Infinity against itself, no comparison holds.
                 let difference = number - bound
@@ -341,14 +367,15 @@ enum SelectorCompiler {
                 return accepts(difference < 0 ? -1 : difference > 0 ? 1 : 0)
             }
         }
+        let collator = collator
         return { value in
             let value = value ?? .null
             guard MongoType.code(of: value) == operandType else { return false }
-            return accepts(EJSONOrdering.compare(value, operand))
+            return accepts(EJSONOrdering.compare(value, operand, collator: collator))
         }
     }
 
-    private static func typeCode(_ operand: EJSONValue) throws(QueryError) -> Int {
+    private func typeCode(_ operand: EJSONValue) throws(QueryError) -> Int {
         switch operand {
         case .string(let alias):
             guard let code = MongoType.aliases[alias] else {
@@ -365,9 +392,9 @@ enum SelectorCompiler {
         }
     }
 
-    private static func elementMatch(_ operand: EJSONValue) throws(QueryError) -> BranchedMatcher {
+    private func elementMatch(_ operand: EJSONValue) throws(QueryError) -> BranchedMatcher {
         guard case .object(let object) = operand else { throw QueryError("$elemMatch need an object") }
-        let isDocumentMatcher = !(try isValueCondition(.object(object)))
+        let isDocumentMatcher = !(try Self.isValueCondition(.object(object)))
         if isDocumentMatcher {
             let matcher = try documentSelector(object, inElemMatch: true)
             return expanding(expandLeafArrays: false) { value in

@@ -75,6 +75,8 @@ extension DDPClient {
         run(decide(.frameReceived(counted: Self.isCounted(parsed))))
         // Consumed: each message moves on down the path, its strings and fields never copied (retained) on the way.
         switch consume parsed {
+        case .failure(let violation) where violation.isGreeting:
+            logger.trace("ignored a greeting", metadata: ["frame": "\(violation.excerpt)"])
         case .failure(let violation):
             report(.protocolViolation(violation))
             if let unreadable = violation.unreadable, core.sessionVersion != nil {

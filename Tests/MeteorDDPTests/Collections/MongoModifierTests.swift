@@ -170,9 +170,28 @@ final class MongoModifierTests: XCTestCase {
                     + #"the (immutable) field '_id' was found to have been altered to _id: "y""#
             ),
             (#"{}"#, #"{"a":{"$b":1}}"#, "Key $b must not start with '$'"),
-            (#"{}"#, #"{"a":{"b.c":1}}"#, "Key b.c must not contain '.'"),
+            (#"{}"#, #"{"a":{".c":1}}"#, "Key .c must not start or end with '.'"),
+            (#"{}"#, #"{"a":{"b.":1}}"#, "Key b. must not start or end with '.'"),
+            (#"{}"#, #"{"a":{"b..c":1}}"#, "Key b..c must not contain consecutive dots"),
+            (#"{}"#, #"{"$set":{"x":{"p..q":1}}}"#, "Key p..q must not contain consecutive dots"),
             (#"{}"#, #"{"$set":{"a":{"$b":1}}}"#, "Key $b must not start with '$'")
         ])
+    }
+
+    /// Meteor 3.4.1 (PR #13975) stores keys with dots (MongoDB 5+ does): a literal `a.b` key is kept as it is, and a
+    /// dotted path in a modifier still means the path, next to it.
+    func testKeysWithDotsAreStoredAndAPathLeavesThemAlone() throws {
+        try modify([
+            (
+                #"{"_id":"x"}"#, #"{"api_key.created":1,"n":{"a.b":{"c.d":2}}}"#,
+                #"{"_id":"x","api_key.created":1,"n":{"a.b":{"c.d":2}}}"#
+            ),
+            (#"{"_id":"x"}"#, #"{"$set":{"x":{"p.q":1,"a.$b":2}}}"#, #"{"_id":"x","x":{"p.q":1,"a.$b":2}}"#),
+            (#"{"_id":"x","a.b":1}"#, #"{"$set":{"a.b":2}}"#, #"{"_id":"x","a.b":1,"a":{"b":2}}"#),
+            (#"{"_id":"x","a.b":1}"#, #"{"$unset":{"a.b":1}}"#, #"{"_id":"x","a.b":1}"#),
+            (#"{"_id":"x","a.b":1}"#, #"{"$push":{"l":{"k.v":1}}}"#, #"{"_id":"x","a.b":1,"l":[{"k.v":1}]}"#)
+        ])
+        XCTAssertNoThrow(try MongoModifier.assertValidFieldNames(["api_key.created": ["a.$b": 1, "1.5": 2]]))
     }
 
     func testPathErrors() throws {
@@ -196,7 +215,7 @@ final class MongoModifierTests: XCTestCase {
         ])
         XCTAssertThrowsError(try MongoModifier(["$set": ["a": 1], "b": 2])) {
             XCTAssertEqual(
-                ($0 as? QueryError)?.message, "Update parameter cannot have both modifier and non-modifier fields.")
+                ($0 as? QueryError)?.message, #"Inconsistent operator: {"$set":{"a":1},"b":2}"#)
         }
         XCTAssertThrowsError(try MongoModifier(["$foo": ["a": 1]])) {
             XCTAssertEqual(($0 as? QueryError)?.message, "Invalid modifier specified $foo")

@@ -41,6 +41,35 @@ final class DDPClientBadInputTests: XCTestCase {
         await assertReportedAndSurvived(#"{"server_id":"0","x":1}"#) { $0 == .missingMsg }
     }
 
+    /// Meteor's client drops, without a word, the `{"server_id":"0"}` welcome of servers before Meteor 2.3 and the
+    /// `{"testMessageOnConnect":true}` of a server run by `meteor test`; a frame merely like them is still reported.
+    func testOlderServersGreetingsAreIgnoredNotReported() async {
+        let harness = ClientHarness()
+        var errors = harness.client.errors.makeAsyncIterator()
+        harness.client.connect()
+        harness.settle()
+        harness.transport.open()
+        harness.settle()
+        harness.receive(frame: #"{"server_id":"0"}"#)
+        harness.receive(.connected(session: "SESSION-1"))
+        XCTAssertEqual(harness.status, .connected)
+        for greeting in [#"{"server_id":"0"}"#, #"{"testMessageOnConnect":true}"#, #"{"testMessageOnConnect":1,"x":2}"#]
+        {
+            harness.receive(frame: greeting)
+        }
+        // Not greetings (Meteor logs each): a second key, a falsy server_id, a falsy testMessageOnConnect.
+        let reported = [
+            #"{"server_id":"0","x":1}"#, #"{"server_id":""}"#, #"{"server_id":0}"#, #"{"testMessageOnConnect":false}"#
+        ]
+        for frame in reported { harness.receive(frame: frame) }
+        for frame in reported {
+            let error = await errors.next()
+            XCTAssertEqual(error?.violation?.kind, .missingMsg)
+            XCTAssertEqual(error?.violation?.excerpt, frame, "the greetings before it were not reported")
+        }
+        XCTAssertEqual(harness.status, .connected)
+    }
+
     func testUnknownMessageTypeIsReported() async {
         await assertReportedAndSurvived(#"{"msg":"addedBefore","collection":"c","id":"1","fields":{},"before":null}"#) {
             $0 == .unknownMessage("addedBefore")

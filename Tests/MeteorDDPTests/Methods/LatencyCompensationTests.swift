@@ -98,6 +98,24 @@ final class LatencyCompensationTests: XCTestCase {
         XCTAssertEqual(details?.changedFields, ["score": .set(30), "color": .removed])
     }
 
+    /// A second `added` for a document a pending stub wrote (a second publication's, say) merges into the server's
+    /// copy kept aside: the fields it does not list stay (Meteor 3.6, PR #14768; before it the copy was replaced).
+    func testARepeatedAddedForAStubWrittenDocumentMergesIntoTheServersCopy() async throws {
+        let harness = connectedWithPlayers()
+        let task = Task { try await harness.client.collection("players").update("lovelace", ["$set": ["score": 30]]) }
+        await harness.transport.waitUntilSent(count: 1) { if case .method = $0 { true } else { false } }
+        harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 30, "rank": 1]))
+        harness.flushData()
+        XCTAssertNil(harness.document("players", "lovelace")?["rank"], "server data for a stub-written document waits")
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "1", result: 1, error: nil))
+        _ = try await value(of: task)
+        harness.flushData()
+        XCTAssertEqual(
+            harness.document("players", "lovelace").map { EJSONValue.object($0.fields) },
+            ["name": "Ada Lovelace", "score": 30, "color": "blue", "rank": 1])
+    }
+
     // MARK: - Update and remove
 
     func testUpdatingCallsTheUpdateMethodAndChangesTheCacheAtOnce() async throws {

@@ -22,7 +22,10 @@ final class ReentrancySuiteTests: XCTestCase {
         sub.whenReady { _ in client.subscribe("reentrantAgain", notInUseTimeout: .zero).stop() }
         sub.stop()
         _ = try? client.call("reentrant") { _ in }
-        client.defineStub("reentrantStub") { _ in .string("stubbed") }
+        client.defineStub("reentrantStub") { context in
+            _ = try? context.collection("reentrant").upsert(["n": 9], ["$set": ["m": 1]])
+            return .string("stubbed")
+        }
         _ = try? client.call("reentrantStub", options: MethodOptions(returnStubValue: true)) { _ in }
         var deadline = MethodOptions()
         deadline.timeout = .milliseconds(1)
@@ -32,6 +35,10 @@ final class ReentrancySuiteTests: XCTestCase {
         _ = collection.count
         _ = collection.find(Query())
         _ = try? collection.insert(["n": 1])
+        let collated = FindOptions(sort: ["n": 1], collation: Collation(locale: "en", strength: 2))
+        _ = try? collection.find([:], collated)
+        _ = try? collection.count(["n": 1], collated)
+        try? collection.observe([:], collated).stop()
         let live = collection.observe()
         live.onChange { _ in }
         live.stop()
@@ -48,7 +55,8 @@ final class ReentrancySuiteTests: XCTestCase {
             Task { try? await client.subscribe("reentrantReady").ready() },
             Task { try? await client.subscribe("reentrantReadyInTime").ready(timeout: .milliseconds(1)) },
             Task { try? await client.waitForPendingWrites() },
-            Task { _ = try? await client.collection("reentrant").insert(["n": 2]) }
+            Task { _ = try? await client.collection("reentrant").insert(["n": 2]) },
+            Task { _ = try? await client.collection("reentrant").upsert("reentrantUpsert", ["$set": ["n": 3]]) }
         ]
         tasks.mutate { $0.append(contentsOf: started) }
     }

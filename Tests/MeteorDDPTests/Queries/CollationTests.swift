@@ -1,0 +1,209 @@
+import EJSON
+import XCTest
+
+@testable import MeteorDDP
+
+/// Meteor 3.5's `collation` (minimongo through `Intl.Collator`): the collator's order is JavaScript's, and queries use
+/// it where minimongo does.
+final class CollationTests: XCTestCase {
+    private let words = [
+        "b", "B", "a", "A", "á", "Á", "ä", "item10", "item2", "Résumé", "resume", "resumé", "z", "ø", "o", "Ö", "å",
+        "ch", "cz", "h", "ll", "l", "m", " a", "-a", "a-b", "ab"
+    ]
+
+    /// Node 20 (ICU 78): `[...words].sort(new Intl.Collator(locale, options).compare).join("|")`.
+    private let javaScriptOrders: [(Collation, String)] = [
+        (
+            Collation(locale: "en"),
+            " a|-a|a|A|á|Á|å|ä|a-b|ab|b|B|ch|cz|h|item10|item2|l|ll|m|o|Ö|ø|resume|resumé|Résumé|z"
+        ),
+        (
+            Collation(locale: "sv"),
+            " a|-a|a|A|á|Á|a-b|ab|b|B|ch|cz|h|item10|item2|l|ll|m|o|resume|resumé|Résumé|z|å|ä|Ö|ø"
+        ),
+        (
+            Collation(locale: "en", caseFirst: .upper),
+            " a|-a|A|a|Á|á|å|ä|a-b|ab|B|b|ch|cz|h|item10|item2|l|ll|m|o|Ö|ø|resume|resumé|Résumé|z"
+        ),
+        (
+            Collation(locale: "en", numericOrdering: true),
+            " a|-a|a|A|á|Á|å|ä|a-b|ab|b|B|ch|cz|h|item2|item10|l|ll|m|o|Ö|ø|resume|resumé|Résumé|z"
+        ),
+        (
+            Collation(locale: "cs"),
+            " a|-a|a|A|á|Á|å|ä|a-b|ab|b|B|cz|h|ch|item10|item2|l|ll|m|o|Ö|ø|resume|resumé|Résumé|z"
+        )
+    ]
+
+    func testTheCollatorSortsAsJavaScriptsIntlCollator() throws {
+        for (collation, expected) in javaScriptOrders {
+            let collator = try Collator(collation)
+            // A stable sort: words the collator finds equal keep their order, as in JavaScript.
+            let sorted = words.enumerated().sorted { x, y in
+                let order = collator.compare(x.element, y.element)
+                return order != 0 ? order < 0 : x.offset < y.offset
+            }.map(\.element)
+            XCTAssertEqual(sorted.joined(separator: "|"), expected, "\(collation)")
+        }
+    }
+
+    func testStrengthAndCaseLevelDecideWhatIsEqual() throws {
+        func equal(_ a: String, _ b: String, _ collation: Collation) throws -> Bool {
+            try Collator(collation).compare(a, b) == 0
+        }
+        XCTAssertTrue(try equal("abc", "ÁBC", Collation(locale: "en", strength: 1)))
+        XCTAssertTrue(try equal("abc", "ABC", Collation(locale: "en", strength: 2)))
+        XCTAssertFalse(try equal("abc", "ábc", Collation(locale: "en", strength: 2)))
+        XCTAssertFalse(try equal("a", "A", Collation(locale: "en", strength: 1, caseLevel: true)))
+        XCTAssertTrue(try equal("a", "á", Collation(locale: "en", strength: 1, caseLevel: true)))
+        XCTAssertTrue(
+            try equal("a", "A", Collation(locale: "en", strength: 2, caseLevel: true)), "caseLevel only at strength 1")
+        XCTAssertFalse(try equal("a", "A", Collation(locale: "en", strength: 3)))
+        XCTAssertFalse(try equal("a", "A", Collation(locale: "en", strength: 5)), "4 and 5 compare as 3")
+        XCTAssertLessThan(try Collator(Collation(locale: "en", caseFirst: .upper)).compare("A", "a"), 0)
+        XCTAssertGreaterThan(try Collator(Collation(locale: "en", caseFirst: .lower)).compare("A", "a"), 0)
+    }
+
+    /// Apple platforms compare through Foundation: on Linux both exist, and Foundation's gives ICU's order here.
+    func testFoundationsComparisonAgreesWithICUsOnTheseWords() throws {
+        for (collation, _) in javaScriptOrders {
+            let icu = try Collator(collation)
+            let foundation = try Collator(collation, usingICU: false)
+            for a in words {
+                for b in words {
+                    XCTAssertEqual(
+                        icu.compare(a, b).signum(), foundation.compare(a, b).signum(), "\(a) vs \(b) under \(collation)"
+                    )
+                }
+            }
+        }
+    }
+
+    func testACollationDocumentIsCheckedAsMinimongoChecksIt() {
+        func message(_ document: EJSONValue) -> String? {
+            do {
+                _ = try Collator(Collation(document))
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        XCTAssertEqual(message("en"), "collation must be an object")
+        XCTAssertEqual(message(["strength": 2]), "collation.locale must be a non-empty string")
+        XCTAssertEqual(message(["locale": ""]), "collation.locale must be a non-empty string")
+        XCTAssertEqual(
+            message(["locale": "en", "strength": 0]), "collation.strength must be an integer between 1 and 5")
+        XCTAssertEqual(
+            message(["locale": "en", "strength": 6]), "collation.strength must be an integer between 1 and 5")
+        XCTAssertEqual(
+            message(["locale": "en", "caseFirst": "bogus"]),
+            "Value bogus out of range for Intl.Collator options property caseFirst")
+        XCTAssertEqual(message(["locale": "en_US"]), "Incorrect locale information provided: en_US")
+        XCTAssertNil(message(["locale": "zh-Hant-TW", "strength": 2, "numericOrdering": true, "caseFirst": "off"]))
+        XCTAssertEqual(
+            try Collation(["locale": "de", "strength": 1, "caseLevel": true]),
+            Collation(locale: "de", strength: 1, caseLevel: true))
+    }
+
+    // MARK: - Queries (minimongo_tests.js's collation cases)
+
+    private func matches(_ selector: EJSONValue, _ document: EJSONObject, strength: Int) throws -> Bool {
+        try MongoSelector(selector, collator: Collator(Collation(locale: "en", strength: strength))).matches(document)
+    }
+
+    func testEqualityUsesTheCollatorOnlyBetweenTwoStrings() throws {
+        XCTAssertTrue(try matches(["name": "john"], ["name": "JOHN"], strength: 2))
+        XCTAssertTrue(try matches(["name": "john"], ["name": ["Ann", "John"]], strength: 2), "array elements too")
+        XCTAssertFalse(try matches(["name": "cafe"], ["name": "café"], strength: 2))
+        XCTAssertTrue(try matches(["name": "cafe"], ["name": "CAFÉ"], strength: 1))
+        XCTAssertTrue(try matches(["name": ["$eq": "john"]], ["name": "JOHN"], strength: 2))
+        XCTAssertFalse(try matches(["name": ["$ne": "john"]], ["name": "JOHN"], strength: 2))
+        XCTAssertTrue(try matches(["name": ["$in": ["john", "jane"]]], ["name": "Jane"], strength: 2))
+        XCTAssertFalse(try matches(["name": ["$in": ["john", "jane"]]], ["name": "bob"], strength: 2))
+        XCTAssertFalse(try matches(["name": ["$nin": ["john", "jane"]]], ["name": "JOHN"], strength: 2))
+        XCTAssertTrue(try matches(["tags": ["$all": ["a", "b"]]], ["tags": ["B", "A"]], strength: 2))
+        XCTAssertFalse(
+            try matches(["p": ["n": "john"]], ["p": ["n": "JOHN"]], strength: 2), "a string inside an object: EJSON")
+        XCTAssertFalse(try matches(["age": ["$gt": 30]], ["age": 20], strength: 2), "numbers as before")
+        XCTAssertFalse(try matches(["name": "john"], ["name": "JOHN"], strength: 3))
+    }
+
+    func testInequalitiesCompareWithTheCollator() throws {
+        XCTAssertTrue(try matches(["name": ["$gt": "a"]], ["name": "B"], strength: 2))
+        XCTAssertFalse(try matches(["name": ["$gt": "b"]], ["name": "A"], strength: 2))
+        XCTAssertTrue(try matches(["name": ["$lt": "b"]], ["name": "A"], strength: 2))
+        XCTAssertTrue(try matches(["name": ["$gte": "john"]], ["name": "JOHN"], strength: 2))
+        XCTAssertTrue(try matches(["name": ["$lte": "john"]], ["name": "JOHN"], strength: 2))
+        XCTAssertFalse(try matches(["name": ["$gte": "john"]], ["name": "alice"], strength: 2))
+        XCTAssertTrue(
+            try matches(["p": ["$gte": ["n": "JOHN"]]], ["p": ["n": "john"]], strength: 2), "ordering goes deep")
+        XCTAssertFalse(try matches(["name": ["$gt": "B"]], ["name": "a"], strength: 3))
+    }
+
+    private func people(_ names: [String]) -> LocalCollection {
+        let database = Database()
+        for (index, name) in names.enumerated() {
+            database.apply(
+                .added(DocumentKey(collectionName: "people", documentID: "p\(index)"), ["name": .string(name)]))
+        }
+        return database.collection("people")
+    }
+
+    func testFindSortsAndCountsUnderTheCollation() throws {
+        let people = people(["Alice", "bob", "CHARLIE", "alice"])
+        let strength2 = Collation(locale: "en", strength: 2)
+        let sorted = try people.find([:], FindOptions(sort: ["name": 1], collation: strength2))
+        XCTAssertEqual(sorted.map { $0["name"] }, ["Alice", "alice", "bob", "CHARLIE"], "ties keep their arrival")
+        XCTAssertEqual(
+            try people.find([:], FindOptions(sort: ["name": 1])).map { $0["name"] },
+            ["Alice", "CHARLIE", "alice", "bob"])
+        XCTAssertEqual(try people.count(["name": "ALICE"], FindOptions(collation: strength2)), 2)
+        XCTAssertEqual(try people.count(["name": "ALICE"], FindOptions(limit: 1, collation: strength2)), 1)
+        XCTAssertEqual(try people.count(["name": "ALICE"]), 0)
+        XCTAssertEqual(
+            try people.findOne(["name": "BOB"], FindOptions(collation: strength2))?.id, "p1")
+    }
+
+    func testAnIDSelectorLeavesTheFastPathUnderACollation() throws {
+        let database = Database()
+        database.apply(.added(DocumentKey(collectionName: "c", documentID: "ABC"), ["v": 1]))
+        database.apply(.added(DocumentKey(collectionName: "c", documentID: MongoID.documentID(0)), ["v": 0]))
+        let c = database.collection("c")
+        let strength2 = FindOptions(collation: Collation(locale: "en", strength: 2))
+        XCTAssertEqual(try c.findOne("abc", strength2)?.id, "ABC")
+        XCTAssertNil(try c.findOne("abc"))
+        XCTAssertEqual(try c.find(["_id": 0]).count, 1, "the fast path")
+        XCTAssertEqual(try c.find(["_id": 0], strength2).count, 0, "the matcher: a falsy _id matches nothing")
+        XCTAssertEqual(try c.find(0, strength2).count, 1)
+    }
+
+    func testNumericOrderingSortsDigitsAsNumbers() throws {
+        let database = Database()
+        for (index, value) in ["20", "10", "2"].enumerated() {
+            database.apply(.added(DocumentKey(collectionName: "c", documentID: "\(index)"), ["val": .string(value)]))
+        }
+        let sorted = try database.collection("c").find(
+            [:], FindOptions(sort: ["val": 1], collation: Collation(locale: "en", numericOrdering: true)))
+        XCTAssertEqual(sorted.map { $0["val"] }, ["2", "10", "20"])
+    }
+
+    func testALiveQueryKeepsItsCollatedOrderAsDocumentsChange() throws {
+        let database = Database()
+        let key = { (id: String) in DocumentKey(collectionName: "people", documentID: id) }
+        database.apply(.added(key("1"), ["name": "bob"]))
+        database.apply(.added(key("2"), ["name": "Alice"]))
+        let live = try database.collection("people").observe(
+            ["name": ["$gte": "b"]],
+            FindOptions(sort: ["name": -1], collation: Collation(locale: "en", strength: 2)))
+        defer { live.stop() }
+        database.waitUntilDelivered()
+        XCTAssertEqual(live.documents.map(\.id), ["1"])
+        database.apply(.added(key("3"), ["name": "Carl"]))
+        database.apply(.added(key("4"), ["name": "BOBBY"]))
+        database.waitUntilDelivered()
+        XCTAssertEqual(live.documents.map(\.id), ["3", "4", "1"])
+        database.apply(.changed(key("3"), ["name": "aaron"], cleared: []))
+        database.waitUntilDelivered()
+        XCTAssertEqual(live.documents.map(\.id), ["4", "1"])
+    }
+}
