@@ -24,7 +24,7 @@ enum MethodBenchmarks {
         let transport = InMemoryTransport()
         let client = DDPClient(transport: transport)
         client.defineStub("add") { context in
-            context.collection("items").insert(["n": context.params[0] ?? nil]).map { .string($0) }
+            try context.collection("items").insert(["n": context.params[0] ?? nil]).map { .string($0) }
         }
         // The observer notes when it is called; the benchmark thread waits for it only to start the next call, so
         // its own wake-up is not part of the figure.
@@ -70,7 +70,7 @@ enum MethodBenchmarks {
         func completionsPerSecond(block: Int, backlog: Int) -> Double {
             let (client, transport) = DDPClient.connectedInMemory()
             client.defineStub("add") { context in
-                context.collection("items").insert(["n": context.params[0] ?? nil]).map { .string($0) }
+                try context.collection("items").insert(["n": context.params[0] ?? nil]).map { .string($0) }
             }
             let completed = DispatchGroup()
             for n in 0..<block {

@@ -127,7 +127,7 @@ enum OfflineBenchmarks {
         configuration.persistence = .sqlite(at: directory.appendingPathComponent("calls.sqlite"))
         let client = DDPClient(transport: transport, configuration: configuration)
         client.defineStub("add") { context in
-            context.collection("items").insert(["n": context.params[0] ?? nil]).map { .string($0) }
+            try context.collection("items").insert(["n": context.params[0] ?? nil]).map { .string($0) }
         }
         client.connect()
         transport.inner.waitUntilOpenable(client)

@@ -78,7 +78,7 @@ enum StubRebaseBenchmarks {
             .number(Double(try context.collection("players").update("lovelace", ["$inc": ["score": 1]])))
         }
         client.defineStub("add") { context in
-            .string(context.collection("players").insert(["score": 0]) ?? "")
+            try .string(context.collection("players").insert(["score": 0]) ?? "")
         }
         let observed = Observed(client.database)
         transport.receive(ServerMessage.added(collection: "players", id: "lovelace", fields: ["score": 0]))

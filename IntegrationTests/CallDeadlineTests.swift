@@ -24,7 +24,7 @@ final class CallDeadlineTests: XCTestCase {
         configuration.scheduler = clock
         let client = DDPClient(url: server.url, configuration: configuration)
         client.defineStub("items.add") { context in
-            context.collection("items").insert(["_id": "stub-made", "n": 1]).map(EJSONValue.string) ?? .null
+            try context.collection("items").insert(["_id": "stub-made", "n": 1]).map(EJSONValue.string) ?? .null
         }
         let errors = client.errors
         let reported = Task { await errors.reduce(into: [DDPError]()) { $0.append($1) } }

@@ -82,7 +82,7 @@ final class ObjectIDCollectionTests: XCTestCase {
 
         // A stub's insert: its ObjectID comes from the call's random stream, as the server's does.
         client.defineStub("things.add") { context in
-            context.collection("things").insert(["name": context.params.first ?? .null]).flatMap {
+            try context.collection("things").insert(["name": context.params.first ?? .null]).flatMap {
                 ObjectID($0)?.ejsonValue
             }
         }

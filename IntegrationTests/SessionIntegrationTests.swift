@@ -91,7 +91,7 @@ final class SessionIntegrationTests: XCTestCase {
         try await withTimeout(10, "ready") { try await sub.ready() }
         let localID = Locked<String?>(nil)
         client.defineStub("addPlayer") { context in
-            let id = context.collection("players").insert(["name": context.params.first ?? .null, "score": 0])
+            let id = try context.collection("players").insert(["name": context.params.first ?? .null, "score": 0])
             localID.mutate { $0 = id }
             return id.map { .string($0) }
         }

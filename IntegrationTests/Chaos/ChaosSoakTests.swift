@@ -209,7 +209,7 @@ final class ChaosSoakTests: XCTestCase {
     private func defineStubs(_ client: DDPClient, ledger: ChaosLedger) {
         client.defineStub("items.add") { [collection] context in
             let items = context.collection(collection)
-            guard let id = items.insert(["text": context.params.first ?? .null, "n": 0]) else { return nil }
+            guard let id = try items.insert(["text": context.params.first ?? .null, "n": 0]) else { return nil }
             ledger.stubInserted(id, items.document(id: id)?.fields)
             return .string(id)
         }

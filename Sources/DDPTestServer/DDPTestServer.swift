@@ -284,7 +284,7 @@ public final class DDPTestServer: @unchecked Sendable {
                 selector: context.params[0], context.params[1], options: options
             ) { collection.idGeneration.newID(in: context, collection: name) }
             // Mongo.Collection's `update` with `_returnObject` (what a client's `upsertAsync` asks for).
-            guard options["_returnObject"]?.boolValue == true else { return .number(Double(count)) }
+            guard options["_returnObject"]?.isTruthy == true else { return .number(Double(count)) }
             var result: EJSONObject = ["numberAffected": .number(Double(count))]
             if let insertedID { result["insertedId"] = insertedID }
             return .object(result)

@@ -813,7 +813,7 @@ import UIKit
     _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.insert") { (context, listId: String, text: String) -> String? in
-            context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
+            try context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
         }
     }
 }
@@ -1190,7 +1190,7 @@ import UIKit
     _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.add") { (context, listId: String, text: String) -> String? in
-            context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
+            try context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
         }
     }
 }
@@ -1263,7 +1263,7 @@ import UIKit
     do {
         client.defineStub("todos.add") { context in
             guard let text = context.params[0]?.stringValue else { return nil }
-            return context.collection("todos").insert(["text": .string(text)]).map { .string($0) }
+            return try context.collection("todos").insert(["text": .string(text)]).map { .string($0) }
         }
     }
 }
@@ -1274,7 +1274,7 @@ import UIKit
     _ = (client, database, server, logger, lists, todos)
     do {
         client.defineStub("todos.add") { (context, text: String) in
-            context.collection("todos").insert(["text": .string(text)])
+            try context.collection("todos").insert(["text": .string(text)])
         }
     }
 }

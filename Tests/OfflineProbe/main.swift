@@ -45,7 +45,7 @@ let client = DDPClient(url: URL(string: "ws://127.0.0.1:\(port)/websocket")!, co
 client.defineStub("addItem") { context in
     var fields: EJSONObject = ["n": context.params.first ?? .null, "c": 0]
     if context.params.count > 1 { fields["note"] = context.params[1] }
-    return context.collection("items").insert(fields).map { .string($0) }
+    return try context.collection("items").insert(fields).map { .string($0) }
 }
 client.defineStub("bump") { context in
     guard let id = context.params.first?.stringValue else { return nil }

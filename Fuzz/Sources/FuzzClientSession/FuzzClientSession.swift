@@ -20,7 +20,7 @@ func fuzzClientSession(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     configuration.bufferedWritesInterval = .zero
     let client = DDPClient(transport: transport, configuration: configuration)
     client.defineStub("touch") { context in
-        _ = context.collection("c").insert(["n": 1])
+        _ = try context.collection("c").insert(["n": 1])
         return nil
     }
     client.connect()

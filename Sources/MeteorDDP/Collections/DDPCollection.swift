@@ -67,11 +67,14 @@ public struct DDPCollection: Sendable {
     ///
     /// - Returns: The document's id (``Document/id``: an ObjectID's 24 hex digits) at once; `completion` gets the
     ///   server's outcome.
-    /// - Throws: ``MethodError`` when a document with that id already exists locally.
+    /// - Throws: ``QueryError`` for a field name minimongo refuses (`$x`, `.a`, `a.`, `a..b`; nothing is sent, as
+    ///   `update` refuses an invalid modifier), ``MethodError`` when a document with that id
+    ///   already exists locally.
     @discardableResult
     public func insert(
         _ fields: EJSONObject, completion: @escaping @Sendable (Result<String, any Error>) -> Void = { _ in }
     ) throws -> String {
+        try MongoModifier.assertValidFieldNames(.object(fields))
         var document = EJSONObject(minimumCapacity: fields.count + 1)
         // Meteor's client leaves the id of a top-level insert to the stub's random stream (sending the seed); an id
         // made here, sent with the document, makes the same document on the server and is known before the call.
@@ -223,7 +226,7 @@ public struct UpsertResult: Sendable, Equatable {
         switch result {
         case .object(let object)?:
             numberAffected = object["numberAffected"]?.intValue ?? 0
-            insertedID = object["insertedId"].map(MongoID.documentID)
+            insertedID = object["insertedId"].flatMap { $0 == .null ? nil : MongoID.documentID($0) }
         default:
             numberAffected = result?.intValue ?? 0
         }
@@ -297,7 +300,7 @@ extension DDPClient {
             let id =
                 MongoID.givenID(of: document)
                 ?? self.idGeneration(ofCollection: name).newID(in: context, collection: name)
-            return LocalWrites.insert(document, id: id, into: name, database: self.database)
+            return try LocalWrites.insert(document, id: id, into: name, database: self.database)
         }
         defineStub("/\(name)/update") { [weak self] context in
             guard let self, let selector = context.params[0], let modifier = context.params[1] else { return 0 }

@@ -7,8 +7,11 @@ enum LocalWrites {
     /// Inserts `document` with the `_id` `id` (a string, an ObjectID, …), keyed as DDP carries it
     /// (`MongoID.documentID`); returns the id, or `nil` when a document with that id exists.
     static func insert(_ document: EJSONObject, id: EJSONValue, into collection: String, database: Database)
-        -> EJSONValue?
+        throws(QueryError) -> EJSONValue?
     {
+        // minimongo's `prepareInsert` (`assertHasValidFieldNames`): no `$` first, no key with a dot at either end or
+        // two dots in a row, no null byte, at any depth.
+        try MongoModifier.assertValidFieldNames(.object(document))
         let key = DocumentKey(collectionName: collection, documentID: MongoID.documentID(id))
         guard database.document(key) == nil else { return nil }
         var fields = document
@@ -77,7 +80,7 @@ enum LocalWrites {
         // minimongo's _createUpsertDocument keeps the selector's _id if it is truthy (an ObjectID stays one).
         let id = inserted["_id"].flatMap { $0.isTruthy ? $0 : nil } ?? options["insertedId"] ?? newID()
         inserted["_id"] = id
-        return insert(inserted, id: id, into: collection, database: database) == nil ? (0, nil) : (1, id)
+        return try insert(inserted, id: id, into: collection, database: database) == nil ? (0, nil) : (1, id)
     }
 
     /// The ids a selector restricts its documents to, in its order (minimongo's `_idsMatchedBySelector`), or `nil`.

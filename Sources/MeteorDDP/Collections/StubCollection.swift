@@ -17,10 +17,12 @@ public struct StubCollection: Sendable {
     /// Inserts a document; its id is `fields["_id"]` (a string or an ObjectID) or the next id of the invocation's
     /// `/collection/<name>` sequence.
     /// - Returns: The id (``Document/id``), or `nil` when a document with that id already exists.
+    /// - Throws: ``QueryError`` for a field name minimongo refuses (`$x`, `.a`, `a.`, `a..b`, a null byte), as its
+    ///   `insert` throws.
     @discardableResult
-    public func insert(_ fields: EJSONObject) -> String? {
+    public func insert(_ fields: EJSONObject) throws -> String? {
         let id = MongoID.givenID(of: fields) ?? idGeneration.newID(in: context, collection: name)
-        return LocalWrites.insert(fields, id: id, into: name, database: database).map(MongoID.documentID)
+        return try LocalWrites.insert(fields, id: id, into: name, database: database).map(MongoID.documentID)
     }
 
     /// Updates the document with `id` with a Mongo modifier; returns 1 if it exists, else 0.

@@ -29,7 +29,7 @@ public struct TypedStubCollection<Model: Codable & Sendable>: Sendable {
                 stubErrorDescription: "\(Model.self) does not encode as an object")
         }
         if fields["_id"] == .null { fields.removeValue(forKey: "_id") }
-        return untyped.insert(fields)
+        return try untyped.insert(fields)
     }
 
     /// Updates the document with `id` with a Mongo modifier; returns 1 if it exists, else 0.

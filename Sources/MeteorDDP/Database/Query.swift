@@ -46,6 +46,9 @@ public struct Query: Sendable {
     public var collation: Collation? { collator?.collation }
     private var sorter: MongoSort
     private var collator: Collator?
+    /// The selector names one id (minimongo's id fast path): `skip` other than 0 leaves nothing, `limit` is not
+    /// looked at, as `find` does.
+    private var isIDFastPath = false
 
     /// Creates a query from Swift code.
     public init(
@@ -75,6 +78,7 @@ public struct Query: Sendable {
         // collation); a live query of it matches that id (as the scalar selector does), so that it shows what `find`
         // shows.
         let fastPathID = collator == nil ? MongoID.id(namedBy: selector) : nil
+        isIDFastPath = fastPathID != nil
         self.selector = try MongoSelector(fastPathID ?? selector, collator: collator)
         self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
     }
@@ -101,6 +105,7 @@ public struct Query: Sendable {
     /// `results.slice(skip, limit ? limit + skip : results.length)`, JavaScript's `slice` included (a negative
     /// bound counts from the end: `limit: -2` leaves out the last two).
     func window(count: Int) -> Range<Int> {
+        if isIDFastPath { return skip == 0 ? 0..<count : 0..<0 }
         func bound(_ position: Int) -> Int { position < 0 ? max(count + position, 0) : min(position, count) }
         let start = bound(skip)
         let end =

@@ -33,7 +33,7 @@ extension DDPClient {
     /// For example:
     /// ```swift
     /// client.defineStub("todos.add") { (context, listId: String, text: String) -> String? in
-    ///     context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
+    ///     try context.collection("todos").insert(["listId": .string(listId), "text": .string(text)])
     /// }
     /// ```
     public func defineStub<each Parameter: Decodable & SendableMetatype, Value: Encodable & SendableMetatype>(

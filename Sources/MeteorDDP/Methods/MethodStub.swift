@@ -7,13 +7,13 @@ import EJSON
 /// ```swift
 /// client.defineStub("todos.add") { context in
 ///     guard let text = context.params[0]?.stringValue else { return nil }
-///     return context.collection("todos").insert(["text": .string(text)]).map { .string($0) }
+///     return try context.collection("todos").insert(["text": .string(text)]).map { .string($0) }
 /// }
 /// ```
 /// A stub with typed parameters decodes them first (a missing or mistyped one throws ``MethodParameterError``):
 /// ```swift
 /// client.defineStub("todos.add") { (context, text: String) in
-///     context.collection("todos").insert(["text": .string(text)])
+///     try context.collection("todos").insert(["text": .string(text)])
 /// }
 /// ```
 /// A stub that throws does not stop the call (Meteor's rule): its error is logged, what it wrote before throwing is

@@ -72,6 +72,8 @@ public struct Collation: Sendable, Hashable, Codable {
         if let value = object["numericOrdering"], value != .null { numericOrdering = value.isTruthy }
         switch object["caseFirst"] {
         case nil, .null?: break
+        case .string("false")?:
+            caseFirst = .off // `Intl.Collator`'s own name for it
         case .string(let name)?:
             guard let value = CaseFirst(rawValue: name) else {
                 throw QueryError("Value \(name) out of range for Intl.Collator options property caseFirst")
@@ -102,11 +104,14 @@ public struct Collation: Sendable, Hashable, Codable {
         case variant
     }
 
-    /// Whether `locale` is a well-formed BCP 47 tag: letters and digits in subtags of 1 to 8, joined by `-`, the
-    /// first of letters only. `Intl.Collator` refuses the rest (`"en_US"`: "Incorrect locale information provided").
+    /// Whether `locale` is a well-formed BCP 47 language tag: a language of 2-3 or 5-8 letters, then subtags of 1 to 8
+    /// letters and digits, joined by `-`. `Intl.Collator` refuses the rest (`"en_US"`, `"root"`, `"x-foo"`:
+    /// "Incorrect locale information provided").
     var hasWellFormedLocale: Bool {
         let subtags = locale.split(separator: "-", omittingEmptySubsequences: false)
-        guard let first = subtags.first, first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
+        guard let first = subtags.first, [2, 3, 5, 6, 7, 8].contains(first.count),
+            first.allSatisfy({ $0.isASCII && $0.isLetter })
+        else { return false }
         return subtags.allSatisfy { subtag in
             (1...8).contains(subtag.count) && subtag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
         }

@@ -82,6 +82,8 @@ final class Collator: @unchecked Sendable {
             func set(_ attribute: UColAttribute, _ value: UColAttributeValue) {
                 swift_ucol_setAttribute(collator, attribute, value, &status)
             }
+            // V8 turns normalization on ("by the spec"): accents in another order compare equal.
+            set(UCOL_NORMALIZATION_MODE, UCOL_ON)
             switch collation.sensitivity {
             case .base: set(UCOL_STRENGTH, UCOL_PRIMARY)
             case .accent: set(UCOL_STRENGTH, UCOL_SECONDARY)

@@ -10,8 +10,10 @@ import EJSON
 /// ```
 ///
 /// Supported: `$eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists $type $regex $options $mod $all $size
-/// $elemMatch $comment`, regular-expression values, dotted paths through arrays and numeric path parts. Not
-/// supported (a ``QueryError``): `$where` (JavaScript), geospatial operators and the `$bits…` operators.
+/// $elemMatch $comment $bitsAllSet $bitsAnySet $bitsAllClear $bitsAnyClear`, regular-expression values, dotted paths
+/// through arrays and numeric path parts, and a ``Collation`` (through ``Query`` and ``FindOptions``). Not supported
+/// (a ``QueryError``): `$where` (JavaScript) and minimongo's geospatial operators (`$near`, `$geoWithin`);
+/// `$geoIntersects` is an unrecognized operator, as in minimongo.
 public struct MongoSelector: Sendable {
     /// The selector as given.
     public let selector: EJSONValue

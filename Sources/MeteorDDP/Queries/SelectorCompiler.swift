@@ -256,7 +256,7 @@ struct SelectorCompiler {
             return expanding { expression.matches($0) }
         case "$elemMatch":
             return try elementMatch(operand)
-        case "$near", "$maxDistance", "$geoWithin", "$geoIntersects":
+        case "$near", "$maxDistance", "$geoWithin":
             throw QueryError("\(name) is not supported (geospatial queries)")
         case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
             return expanding(try BitwiseOperators.matcher(name, operand))

@@ -96,7 +96,7 @@ final class ObjectIDWritesTests: XCTestCase {
         let client = harness.client
         _ = client.collection("things", idGeneration: .objectID)
         client.defineStub("things.add") { context in
-            context.collection("things").insert(["name": "rug"]).map { .string($0) }
+            try context.collection("things").insert(["name": "rug"]).map { .string($0) }
         }
         let value = try client.call("things.add", options: MethodOptions(returnStubValue: true)) { _ in }
         guard case .method(_, "things.add", _, let seed?)? = harness.sent.last else {

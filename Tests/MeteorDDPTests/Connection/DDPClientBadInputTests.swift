@@ -37,6 +37,11 @@ final class DDPClientBadInputTests: XCTestCase {
         await assertReportedAndSurvived("[1,2,3]") { $0 == .notAnObject }
     }
 
+    /// Meteor 3.5.1 (PR #14530) stopped its client's message handler throwing on a `null` frame; here it never did.
+    func testANullFrameIsReportedAndTheConnectionGoesOn() async {
+        await assertReportedAndSurvived("null") { $0 == .notAnObject }
+    }
+
     func testMessageWithoutMsgIsReported() async {
         await assertReportedAndSurvived(#"{"server_id":"0","x":1}"#) { $0 == .missingMsg }
     }

@@ -146,7 +146,7 @@ final class LatencyCompensationTests: XCTestCase {
         struct Halfway: Error {}
         harness.client.defineStub("halfway") { context in
             try context.collection("players").update("lovelace", ["$set": ["score": 99]])
-            _ = context.collection("players").insert(["_id": "ghost", "name": "Ghost"])
+            _ = try context.collection("players").insert(["_id": "ghost", "name": "Ghost"])
             throw Halfway()
         }
         XCTAssertThrowsError(
@@ -239,7 +239,7 @@ final class LatencyCompensationTests: XCTestCase {
         harness.client.defineStub("touch") { context in
             let id = (context.params[0]?.stringValue ?? "")
             if context.collection("players").document(id: id) == nil {
-                context.collection("players").insert(["_id": .string(id)])
+                try context.collection("players").insert(["_id": .string(id)])
             }
             try context.collection("players").update(id, ["$set": ["touched": true]])
             return nil
@@ -300,7 +300,7 @@ final class LatencyCompensationTests: XCTestCase {
         let harness = connectedWithPlayers()
         let made = SeedBox()
         harness.client.defineStub("addPlayer") { context in
-            let id = context.collection("players").insert(["name": context.params[0] ?? nil])
+            let id = try context.collection("players").insert(["name": context.params[0] ?? nil])
             made.set(id ?? "")
             return id.map { .string($0) }
         }

@@ -10,7 +10,7 @@ final class MethodCallTests: XCTestCase {
         let harness = ClientHarness()
         harness.establishConnection()
         harness.client.defineStub("todos.add") { (context, text: String) -> String? in
-            context.collection("todos").insert(["text": .string(text)])
+            try context.collection("todos").insert(["text": .string(text)])
         }
         let call = harness.client.callAsync("todos.add", params: ["milk"])
         let stubValue = try await withTimeout(5, "stub value") { try await call.stubValue }

@@ -167,7 +167,7 @@ final class StubRebaseTests: XCTestCase {
     func testAReplayMakesTheSameIDs() throws {
         let harness = connected()
         harness.client.defineStub("addAndBump") { context in
-            let id = context.collection("players").insert(["score": 1])
+            let id = try context.collection("players").insert(["score": 1])
             try context.collection("players").update("lovelace", ["$inc": ["score": 1]])
             return id.map(EJSONValue.string)
         }

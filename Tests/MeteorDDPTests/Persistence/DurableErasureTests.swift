@@ -33,7 +33,7 @@ final class DurableErasureTests: XCTestCase {
             configure(&configuration)
         }
         harness.client.defineStub("note") { context in
-            _ = context.collection("notes").insert(["text": context.params[0] ?? nil])
+            _ = try context.collection("notes").insert(["text": context.params[0] ?? nil])
             return nil
         }
         return harness

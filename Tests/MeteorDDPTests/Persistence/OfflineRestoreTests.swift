@@ -27,7 +27,7 @@ final class OfflineRestoreTests: XCTestCase {
             configure(&configuration)
         }
         harness.client.defineStub("addTodo") { context in
-            _ = context.collection("todos").insert(["title": context.params[0] ?? nil])
+            _ = try context.collection("todos").insert(["title": context.params[0] ?? nil])
             return nil
         }
         return harness
@@ -271,7 +271,7 @@ final class OfflineRestoreTests: XCTestCase {
         let store = ScriptedClientStore(gated: true)
         let harness = ClientHarness { $0.persistence = .store(store) }
         harness.client.defineStub("addTodo") { context in
-            _ = context.collection("todos").insert(["title": context.params[0] ?? nil])
+            _ = try context.collection("todos").insert(["title": context.params[0] ?? nil])
             return nil
         }
         harness.establishConnection()
@@ -354,7 +354,7 @@ final class OfflineRestoreTests: XCTestCase {
         let harness = ClientHarness { $0.persistence = .sqlite(at: blocker.appendingPathComponent("cache.sqlite")) }
         XCTAssertEqual(harness.client.restoreReport.problem?.kind, .cannotOpen)
         harness.client.defineStub("addTodo") { context in
-            _ = context.collection("todos").insert(["title": context.params[0] ?? nil])
+            _ = try context.collection("todos").insert(["title": context.params[0] ?? nil])
             return nil
         }
         harness.establishConnection()

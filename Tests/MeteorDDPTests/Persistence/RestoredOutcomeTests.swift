@@ -24,7 +24,7 @@ final class RestoredOutcomeTests: XCTestCase {
     private func launch(_ persistence: Persistence? = nil) -> ClientHarness {
         let harness = ClientHarness { $0.persistence = persistence ?? .sqlite(at: self.file) }
         harness.client.defineStub("addTodo") { context in
-            context.collection("todos").insert(["title": context.params.first ?? .null, "c": 0]).map { .string($0) }
+            try context.collection("todos").insert(["title": context.params.first ?? .null, "c": 0]).map { .string($0) }
         }
         harness.client.defineStub("bump") { context in
             guard let id = context.params.first?.stringValue else { return nil }

@@ -30,7 +30,8 @@ final class MinimongoNewerReleasesTests: XCTestCase {
         XCTAssertEqual(try c.find([:], FindOptions(sort: ["a.b": -1])).first?.id, "2", "the others sort as missing")
     }
 
-    /// Before Meteor 3.4.1 (meteor#13552) a stub refused such a document: `Key api_key.created must not contain '.'`.
+    /// Before Meteor 3.4.1 (meteor#13552) a stub refused such a document: `Key api_key.created must not contain '.'`;
+    /// a key 3.4.1 still refuses is refused by `insert`, as minimongo's `prepareInsert` does.
     func testAStubInsertsAndSetsKeysWithDots() async throws {
         let harness = ClientHarness()
         harness.establishConnection()
@@ -41,6 +42,22 @@ final class MinimongoNewerReleasesTests: XCTestCase {
         await harness.transport.waitUntilSent(count: 2) { if case .method = $0 { true } else { false } }
         XCTAssertEqual(harness.document("keys", id)?["meta"], ["v.2": false])
         task.cancel()
+        for (key, message) in [("$x", "must not start with '$'"), ("a..b", "must not contain consecutive dots")] {
+            XCTAssertThrowsError(try keys.insert(["n": [key: 1]]) { _ in }) { error in
+                XCTAssertEqual((error as? QueryError)?.message, "Key \(key) \(message)")
+            }
+            let refused = Locked<String?>(nil)
+            harness.client.defineStub("insertBadKey") { context in
+                do { try context.collection("keys").insert(["_id": "bad", key: 1]) } catch {
+                    refused.mutate { $0 = "\(error)" }
+                }
+                return nil
+            }
+            _ = try harness.client.call("insertBadKey") { _ in }
+            harness.settle()
+            XCTAssertEqual(refused.value, "Key \(key) \(message)", "a stub's insert refuses it too")
+            XCTAssertNil(harness.document("keys", "bad"))
+        }
     }
 
     /// A difference (README): Meteor's store turns a `changed` into `{$set: {"a.b": 2}}`, the path; the server's
@@ -55,6 +72,30 @@ final class MinimongoNewerReleasesTests: XCTestCase {
         harness.receive(.changed(collection: "keys", id: "k", fields: [:], cleared: ["a.b"]))
         harness.flushData()
         XCTAssertEqual(harness.document("keys", "k")?.fields, ["a": ["c": 1]])
+    }
+
+    /// Meteor 3.5.1 (PR #14536): stopping a subscription twice unhooked other listeners of its collection (on the
+    /// server). Here: the second stop does nothing, the other handle keeps the subscription, a live query goes on.
+    func testStoppingASubscriptionTwiceLeavesLiveQueriesAndOtherHandlesAlone() throws {
+        let harness = ClientHarness()
+        harness.establishConnection()
+        let live = try harness.client.collection("c").observe([:])
+        defer { live.stop() }
+        let first = harness.client.subscribe("items", notInUseTimeout: .zero)
+        let second = harness.client.subscribe("items", notInUseTimeout: .zero)
+        harness.receive(.added(collection: "c", id: "1", fields: [:]))
+        harness.receive(.ready(subscriptionIDs: [first.id]))
+        first.stop()
+        first.stop()
+        harness.settle()
+        XCTAssertFalse(harness.sent.contains(.unsub(id: first.id)), "the second handle still holds it")
+        harness.receive(.added(collection: "c", id: "2", fields: [:]))
+        harness.flushData()
+        harness.client.database.waitUntilDelivered()
+        XCTAssertEqual(live.documents.map(\.id), ["1", "2"])
+        second.stop()
+        harness.settle()
+        XCTAssertTrue(harness.sent.contains(.unsub(id: first.id)))
     }
 
     // MARK: - 3.3.2: an upsert's inserted id
@@ -141,6 +182,15 @@ final class MinimongoNewerReleasesTests: XCTestCase {
             .changed(DocumentKey(collectionName: "c", documentID: MongoID.documentID(0)), ["v": 3], cleared: []))
         database.waitUntilDelivered()
         XCTAssertEqual(live.documents.first?["v"], 3)
+        // The fast path's window too: a skip other than 0 leaves nothing, a limit is not looked at.
+        for options in [FindOptions(skip: 1), FindOptions(skip: -1), FindOptions(limit: -1), FindOptions(limit: 1)] {
+            let windowed = try database.collection("c").observe(["_id": 0], options)
+            database.waitUntilDelivered()
+            XCTAssertEqual(
+                windowed.documents.map(\.id), try database.collection("c").find(["_id": 0], options).map(\.id),
+                "skip \(options.skip), limit \(String(describing: options.limit))")
+            windowed.stop()
+        }
     }
 
     /// minimongo's `$v` modifier does nothing (Mongo ≥ 3.6 sends it; meteor#9623).

@@ -26,7 +26,7 @@ final class ReconnectQuiescenceTests: XCTestCase {
             return nil
         }
         harness.client.defineStub("addGauss") { context in
-            context.collection("players").insert(["_id": "gauss", "name": "Gauss"])
+            try context.collection("players").insert(["_id": "gauss", "name": "Gauss"])
             return nil
         }
         return (harness, sub)
@@ -155,7 +155,7 @@ final class ReconnectQuiescenceTests: XCTestCase {
     func testManyCallsMixingStubsAndPlainCallsCompleteInTheServersOrder() throws {
         let (harness, _) = connectedWithReadyPlayers()
         harness.client.defineStub("add") { context in
-            context.collection("players").insert(["_id": context.params[0] ?? nil, "n": context.params[0] ?? nil])
+            try context.collection("players").insert(["_id": context.params[0] ?? nil, "n": context.params[0] ?? nil])
             return nil
         }
         let order = Locked<[String]>([])

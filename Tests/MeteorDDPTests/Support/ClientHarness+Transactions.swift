@@ -18,7 +18,7 @@ extension ClientHarness {
     func insideATransactionWhileAStubWaitsForTheLock(_ body: @escaping @Sendable () -> Void) throws {
         let client = self.client
         client.defineStub("touch") { context in
-            context.collection("players").insert(["n": 1])
+            try context.collection("players").insert(["n": 1])
             return nil
         }
         let clientGate = DispatchSemaphore(value: 0)

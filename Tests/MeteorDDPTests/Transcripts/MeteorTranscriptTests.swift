@@ -73,7 +73,9 @@ final class MeteorTranscriptTests: XCTestCase {
     func testMethodsAndLatencyCompensation() throws {
         let harness = ClientHarness()
         harness.client.defineStub("addTodo") { context in
-            context.collection("todos").insert(["text": context.params[0] ?? nil, "done": false]).map { .string($0) }
+            try context.collection("todos").insert(["text": context.params[0] ?? nil, "done": false]).map {
+                .string($0)
+            }
         }
         harness.client.defineStub("setDone") { context in
             try context.collection("todos").update(context.params[0]?.stringValue ?? "", ["$set": ["done": true]])
@@ -116,7 +118,7 @@ final class MeteorTranscriptTests: XCTestCase {
     func testReconnect() throws {
         let harness = ClientHarness()
         harness.client.defineStub("addTodo") { context in
-            context.collection("todos").insert(["text": context.params[0] ?? nil]).map { .string($0) }
+            try context.collection("todos").insert(["text": context.params[0] ?? nil]).map { .string($0) }
         }
         let results = ResultsLog()
         let payment = ResultBox()
