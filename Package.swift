@@ -17,6 +17,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // The client's metrics (`Configuration.metricsFactory`); no-op until the app bootstraps a backend.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -45,6 +47,7 @@ let package = Package(
             dependencies: [
                 "EJSON",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 // The modules used, not the `Collections` umbrella (which also builds BitCollections, _RopeModule, …).
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
@@ -148,7 +151,9 @@ let package = Package(
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCompression", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Atomics", package: "swift-atomics")
             ],
             path: "Benchmarks"
         ),
@@ -158,7 +163,8 @@ let package = Package(
             name: "DocExampleTests",
             dependencies: [
                 "MeteorDDP", "MeteorDDPTesting", "DDPTestServer", "EJSON", "DocExampleSwiftUI",
-                .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl")
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Metrics", package: "swift-metrics")
             ],
             path: "Tests/DocExampleTests",
             exclude: ["update.sh"]
@@ -170,7 +176,10 @@ let package = Package(
         ),
         .testTarget(
             name: "MeteorDDPTests",
-            dependencies: ["MeteorDDP", "MeteorDDPTesting", "TestSupport", "EJSON"],
+            dependencies: [
+                "MeteorDDP", "MeteorDDPTesting", "TestSupport", "EJSON",
+                .product(name: "MetricsTestKit", package: "swift-metrics")
+            ],
             resources: [.copy("Fixtures")]
         ),
         // The test doubles as an app's tests use them: no `@testable` import in this target.

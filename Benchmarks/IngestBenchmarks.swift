@@ -41,7 +41,12 @@ enum IngestBenchmarks {
                     "fields": ["score": .number(Double(i)), "name": .string("Document \(i), again")]
                 ])
             }
-            let (client, transport) = DDPClient.connectedInMemory()
+            // MDDP_METRICS_BACKEND=1: with the benchmark's counting metrics backend (its cost, in instructions).
+            var configuration = DDPClient.Configuration()
+            if ProcessInfo.processInfo.environment["MDDP_METRICS_BACKEND"] == "1" {
+                configuration.metricsFactory = CountingMetrics()
+            }
+            let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
             transport.deliver(frames, thenReadyOf: client.subscribe("bench"))
             for round in 0..<10 {
                 let start = DispatchTime.now()

@@ -1,4 +1,5 @@
 import Atomics
+import CoreMetrics
 import Dispatch
 import EJSON
 import Foundation
@@ -59,6 +60,10 @@ public final class DDPClient: @unchecked Sendable {
     let logger: Logger
     /// Bounds the lines a flood of frames or of protocol violations logs.
     let logThrottle: LogThrottle
+    /// The client's swift-metrics.
+    let metrics: ClientMetrics
+    /// Frames and bytes read, counted by the reader, reported by the client queue.
+    let receivedTraffic = ReceivedTraffic()
 
     // MARK: - Mutable State (confined to `queue`)
 
@@ -86,6 +91,8 @@ public final class DDPClient: @unchecked Sendable {
     /// When the client last handled frames (on the scheduler's clock), for ``willEnterForeground()``'s staleness
     /// rule. Confined to the client queue.
     var lastFramesHandledAt: Date?
+    /// Start times and counts behind the metrics' latencies and gauges.
+    var metricTimings = MetricTimings()
     /// The last token a ``waitForPendingWrites()`` took.
     let pendingWritesTokens = ManagedAtomic(0)
     /// Confined to `queue`.
@@ -183,6 +190,8 @@ public final class DDPClient: @unchecked Sendable {
         let scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
         self.scheduler = scheduler
         self.logger = configuration.logger
+        self.metrics = ClientMetrics(
+            factory: configuration.metricsFactory ?? MetricsSystem.factory, label: configuration.metricsLabel)
         let logThrottle = LogThrottle(scheduler: scheduler, logger: configuration.logger)
         self.logThrottle = logThrottle
         self.core = ClientCore(configuration: configuration)
@@ -338,6 +347,13 @@ extension DDPClient {
         /// before the call is done: ``PendingStubMode/holdServerData`` (Meteor's rule, the default) or
         /// ``PendingStubMode/rebase`` (the server's newest version with the pending stubs replayed over it).
         public var pendingStubMode: PendingStubMode = .holdServerData
+        /// Where the client's swift-metrics go (the DocC article "Metrics" lists them); `nil` (the default) takes the
+        /// process's `MetricsSystem.factory`, which records nothing until the app bootstraps a backend. The metrics are
+        /// made when the client is: bootstrap first.
+        public var metricsFactory: (any MetricsFactory)?
+        /// A `client` dimension for this client's metrics, to tell clients of one process apart; `nil` (the default):
+        /// none, so a thousand clients in a process share one series per metric.
+        public var metricsLabel: String?
 
         /// Creates the default configuration.
         public init() {}

@@ -11,6 +11,7 @@ import EJSON
 import Foundation
 import MeteorDDP
 import MeteorDDPTesting
+import Metrics
 import NIOSSL
 import XCTest
 #if canImport(Network)
@@ -25,7 +26,7 @@ import DocExampleSwiftUI
 import UIKit
 #endif
 
-// README.md:132
+// README.md:136
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -38,7 +39,7 @@ import UIKit
     }
 }
 
-// README.md:174
+// README.md:178
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -96,7 +97,7 @@ import UIKit
     }
 }
 
-// README.md:232
+// README.md:236
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -108,7 +109,7 @@ import UIKit
     }
 }
 
-// README.md:245
+// README.md:249
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -133,7 +134,7 @@ import UIKit
     }
 }
 
-// README.md:273
+// README.md:277
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -151,7 +152,7 @@ import UIKit
     }
 }
 
-// README.md:306
+// README.md:310
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -173,7 +174,7 @@ import UIKit
     }
 }
 
-// README.md:562
+// README.md:567
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -551,7 +552,7 @@ import UIKit
     }
 }
 
-// Sources/MeteorDDP/DDPClient.swift:17
+// Sources/MeteorDDP/DDPClient.swift:18
 @MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -873,8 +874,23 @@ import UIKit
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:33
+// Sources/MeteorDDP/MeteorDDP.docc/Metrics.md:13
 @MainActor func docExample67(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+
+        func startWorker(metricsBackend: any MetricsFactory) -> DDPClient {
+            MetricsSystem.bootstrap(metricsBackend)  // once per process, before the clients are made
+            var configuration = DDPClient.Configuration()
+            configuration.metricsLabel = "worker-3"  // optional: a `client` dimension
+            return DDPClient(url: URL(string: "wss://example.com/websocket")!, configuration: configuration)
+        }
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:33
+@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -898,7 +914,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:56
-@MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -920,7 +936,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:80
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -943,7 +959,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -972,7 +988,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -993,7 +1009,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:82
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1005,7 +1021,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1016,7 +1032,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1028,7 +1044,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:37
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1040,7 +1056,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1052,7 +1068,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1065,7 +1081,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1077,7 +1093,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1121,7 +1137,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1133,7 +1149,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1143,7 +1159,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1155,7 +1171,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1164,7 +1180,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1173,7 +1189,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1185,7 +1201,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1196,7 +1212,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1207,7 +1223,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1218,7 +1234,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1229,7 +1245,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1244,7 +1260,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1257,7 +1273,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1269,7 +1285,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1280,7 +1296,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
-@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1299,7 +1315,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1312,7 +1328,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1323,7 +1339,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1333,7 +1349,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1342,7 +1358,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1355,7 +1371,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1365,7 +1381,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Queries/Collation.swift:8
-@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1375,7 +1391,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1385,7 +1401,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1395,7 +1411,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1406,7 +1422,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1417,7 +1433,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
-@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1440,7 +1456,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
-@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1452,7 +1468,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/Relationship.swift:7
-@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1469,7 +1485,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample110(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1479,7 +1495,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample110(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample111(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1491,7 +1507,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample111(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample112(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1501,7 +1517,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample112(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample113(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1510,7 +1526,7 @@ import UIKit
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:11
-@MainActor func docExample113(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample114(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1528,7 +1544,7 @@ import UIKit
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample114(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample115(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {

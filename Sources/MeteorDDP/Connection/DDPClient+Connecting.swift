@@ -106,6 +106,10 @@ extension DDPClient {
             return
         }
         let frame = EJSON.stringify(message.ejsonValue)
+        if metrics.isRecording {
+            metrics.framesSent.increment()
+            metrics.bytesSent.increment(by: Int64(frame.utf8.count))
+        }
         if logger.logLevel <= .trace, logThrottle.admitFrame("sent", message.name) {
             logger.trace("sent", metadata: ["frame": "\(loggable(frame, message: message))"])
         }
@@ -127,6 +131,9 @@ extension DDPClient {
             let item: IncomingInbox.Item
             var waiter = FrameWaiter.client
             if case .text(let frame) = event {
+                // Counted here, reported from the client queue (a metrics backend is the app's code: never run on
+                // the reader's thread, which may be an event loop's).
+                if self.metrics.isRecording { self.receivedTraffic.frameRead(bytes: frame.utf8.count) }
                 let parsed = DDPClient.parse(frame, scratch: scratch, options: parseOptions)
                 waiter = self.waiter(of: parsed)
                 item = .message(parsed, generation: generation)

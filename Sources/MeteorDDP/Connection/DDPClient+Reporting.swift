@@ -13,6 +13,8 @@ extension DDPClient {
     /// Reports an error the client survived: logged at `.debug` (at most one line a second per kind, the others
     /// counted in a summary: ``LogThrottle``) and published on ``errors`` (every one).
     func report(_ error: DDPError) {
+        if let violation = error.violation { metrics.protocolViolation(violation) }
+        if error.code == .heartbeatTimedOut { metrics.heartbeatTimeouts.increment() }
         if admitsDebugLine(error.throttleKind) { logger.debug("\(error.description)") }
         // `reportsOfThisDrain` belongs to the client queue: asked only there (the offline store's writer reports too).
         guard isOnClientQueue, reportsOfThisDrain != nil else { return errorBroadcaster.yield(error) }
@@ -51,12 +53,18 @@ extension DDPClient {
         // new status reads the version that goes with it.
         let version = core.sessionVersion
         publishedVersion.withLockedValue { $0 = version }
-        let changed: Bool = publishedStatus.withLockedValue { current in
-            guard current != status else { return false }
-            current = status
-            return true
+        let previous: ConnectionStatus? = publishedStatus.withLockedValue { current in
+            guard current != status else { return nil }
+            defer { current = status }
+            return current
         }
-        guard changed else { return }
+        guard let previous else { return }
+        if status.isConnected, let start = status.sessionStart,
+            !previous.isConnected || previous.sessionStart != start
+        {
+            metrics.sessionBegan(start, afterAnother: !previous.isConnected && metricTimings.hadSession)
+            metricTimings.hadSession = true
+        }
         if let reason = status.reason {
             lastConnectionFailure.withLockedValue { $0 = reason }
         } else if status.isConnected {

@@ -257,6 +257,7 @@ extension DDPClient {
         invocation.waiter = waiter
         let kept = persistCall(
             invocation, randomSeed: stubRun.randomSeed, params: params, stubOriginals: stubRun.originals)
+        callStarted(invocation.id)
         handle(.callMade(invocation, kept: kept))
         return options.returnStubValue ? stubRun.value : nil
     }

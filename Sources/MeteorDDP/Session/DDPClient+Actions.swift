@@ -31,7 +31,9 @@ extension DDPClient {
 
     private func run(_ action: consuming ClientCore.Action) {
         switch consume action {
-        case .openTransport(let generation): openTransport(generation: generation)
+        case .openTransport(let generation):
+            metrics.connectionAttempts.increment()
+            openTransport(generation: generation)
         case .closeTransport:
             connection?.close()
             connection = nil
@@ -45,10 +47,15 @@ extension DDPClient {
             logger.info("session resumed: nothing sent or downloaded again", metadata: ["session": "\(session)"])
         case .send(let message): send(message)
         case .sendCalls(let invocations): send(calls: invocations)
-        case .resultArrived(let invocation): notifyResultReceived(invocation)
+        case .resultArrived(let invocation):
+            if let started = metricTimings.callsStartedAt[invocation.id] {
+                metrics.callResultLatency.recordNanoseconds(Int64(ClientMetrics.now() - started))
+            }
+            notifyResultReceived(invocation)
         case .storeResult(let invocation): persistResult(invocation)
         case .pendingWritesSettled(let token, let closed): pendingWritesSettled(token, closed: closed)
         case .completeCall(let invocation, let wasKept):
+            callEnded(invocation)
             run(decide(.callCompleted(id: invocation.id, wasKept: wasKept)))
             complete(invocation)
         case .applyToCache(let update): store.enqueue(update)
@@ -69,12 +76,14 @@ extension DDPClient {
         case .restoredCallAwaitsServerData(let id): persistence?.restoredCalls.awaitServerData(for: id)
         case .restoredCallJudged(let id, let match):
             persistence?.restoredCalls.noteServerVersions(of: id, matchStub: match)
-        case .subscribed(let record, _, let state):
+        case .subscribed(let record, let isNew, let state):
+            if isNew { subscriptionStarted(record.shared) }
             // A handle made inside a transaction that joined another's subscription follows its state.
             if let state, record.shared !== state { state.follow(record.shared) }
         case .logUnsubscribed(let record):
             logger.debug("unsubscribed", metadata: ["name": "\(record.name)", "id": "\(record.id)"])
         case .settleSubscription(let record, let status):
+            if status != .ready { subscriptionEnded(record.shared) }
             if case .failed(let error) = status {
                 logger.debug(
                     "subscription failed", metadata: ["name": "\(record.name)", "error": "\(error.meteorError)"])
@@ -137,8 +146,12 @@ extension DDPClient {
         // sent): a login waiting for its user's document fails.
         endUserDocumentWaits()
         awaitedCalls.withLockedValue { $0.removeAll() }
+        metricTimings = MetricTimings(hadSession: metricTimings.hadSession)
+        metrics.callsPending.record(0)
+        metrics.subscriptionsActive.record(0)
         for invocation in closing.failedCalls {
             let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
+            metrics.callCompleted(.failure(failure))
             let completion = invocation.completion
             userCode.run { completion(.failure(failure)) }
         }

@@ -43,6 +43,7 @@ extension DDPClient {
             }
         }
         inbox.recycle(consume items)
+        metrics.report(receivedTraffic)
         run(decide(.burstHandled))
     }
 
@@ -222,7 +223,9 @@ extension DDPClient {
     func perform(_ work: AfterUpdateWork) {
         switch work {
         case .methodDataVisible(let id): methodDataBecameVisible(id)
-        case .subscriptionReady(let state): state.update(.ready)
+        case .subscriptionReady(let state):
+            subscriptionBecameReady(state)
+            state.update(.ready)
         case .judgeRestoredCalls: run(decide(.restoredCallsJudgementDue(force: false)))
         }
     }

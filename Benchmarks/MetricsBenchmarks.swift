@@ -1,0 +1,88 @@
+import Atomics
+import CoreMetrics
+import DDPTestServer
+import Dispatch
+import MeteorDDP
+import MeteorDDPTesting
+
+/// The cost of the client's metrics: the in-process ingest (`added`, `changed`) with a recording backend against
+/// none, interleaved in one run.
+enum MetricsBenchmarks {
+    static func run() {
+        Bench.section("Metrics: in-process ingest of 100k frames with a counting metrics backend vs none")
+        let count = IngestBenchmarks.count
+        let added = (0..<count).map(BenchDocuments.addedFrame)
+        let changed = (0..<count).map(BenchDocuments.changedFrame)
+        let backend = CountingMetrics()
+        var seconds: [Bool: (added: [Double], changed: [Double])] = [true: ([], []), false: ([], [])]
+        for round in 0..<10 {
+            // Alternating which goes first, so neither always meets a warmer heap.
+            for withBackend in round % 2 == 0 ? [false, true] : [true, false] {
+                var configuration = DDPClient.Configuration()
+                if withBackend { configuration.metricsFactory = backend }
+                let (client, transport) = DDPClient.connectedInMemory(configuration: configuration)
+                let start = DispatchTime.now()
+                transport.deliver(added, thenReadyOf: client.subscribe("bench"))
+                let middle = DispatchTime.now()
+                transport.deliver(changed, thenReadyOf: client.subscribe("marker"))
+                let end = DispatchTime.now()
+                seconds[withBackend]!.added.append(Double(middle.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+                seconds[withBackend]!.changed.append(Double(end.uptimeNanoseconds - middle.uptimeNanoseconds) / 1e9)
+                client.close()
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        for (name, path) in [
+            ("added → cache → ready", \(added: [Double], changed: [Double]).added),
+            ("changed → cache", \(added: [Double], changed: [Double]).changed)
+        ] {
+            Bench.report(
+                "\(name) with a metrics backend", ours: Double(count) / median(seconds[true]![keyPath: path]),
+                baseline: Double(count) / median(seconds[false]![keyPath: path]), unit: "msgs/s",
+                baselineName: "none", target: ">= 0.97x")
+        }
+        print("frames counted by the backend: \(backend.total(of: "meteor_ddp_frames_received_total"))")
+    }
+}
+
+/// A metrics backend that adds everything up with atomics: what a real one costs at least.
+final class CountingMetrics: MetricsFactory {
+    private final class Handler: CounterHandler, RecorderHandler, TimerHandler, Sendable {
+        let label: String
+        let sum = ManagedAtomic<Int64>(0)
+        init(_ label: String) { self.label = label }
+        func increment(by amount: Int64) { sum.wrappingIncrement(by: amount, ordering: .relaxed) }
+        func reset() { sum.store(0, ordering: .relaxed) }
+        func record(_ value: Int64) { sum.store(value, ordering: .relaxed) }
+        func record(_ value: Double) { sum.store(Int64(value), ordering: .relaxed) }
+        func recordNanoseconds(_ duration: Int64) { sum.wrappingIncrement(by: duration, ordering: .relaxed) }
+    }
+
+    private let made = Handlers()
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { made.handler(label) }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        made.handler(label)
+    }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { made.handler(label) }
+    func destroyCounter(_ handler: any CounterHandler) {}
+    func destroyRecorder(_ handler: any RecorderHandler) {}
+    func destroyTimer(_ handler: any TimerHandler) {}
+
+    func total(of label: String) -> Int64 { made.total(of: label) }
+
+    /// The handlers made, by label (several clients share them, as with a real backend).
+    private final class Handlers: @unchecked Sendable {
+        private let lock = DispatchQueue(label: "CountingMetrics")
+        private var byLabel: [String: Handler] = [:]
+        func handler(_ label: String) -> Handler {
+            lock.sync {
+                if let handler = byLabel[label] { return handler }
+                let handler = Handler(label)
+                byLabel[label] = handler
+                return handler
+            }
+        }
+        func total(of label: String) -> Int64 { lock.sync { byLabel[label]?.sum.load(ordering: .relaxed) ?? 0 } }
+    }
+}

@@ -1,0 +1,211 @@
+import Atomics
+import CoreMetrics
+import Dispatch
+import EJSON
+
+/// The client's swift-metrics: made once per client from ``DDPClient/Configuration/metricsFactory`` (by default
+/// the process's `MetricsSystem.factory`, which records nothing until the app bootstraps a backend), so emitting is a
+/// call on a handler made in advance. The names, labels and units are the DocC article "Metrics" table.
+///
+/// Every figure is emitted on the client queue (or, for the frames a socket reads, by its reader); a handler must be
+/// thread-safe, as swift-metrics requires.
+final class ClientMetrics: Sendable {
+    /// What ended a call, its `outcome` dimension.
+    enum CallOutcome: String, CaseIterable {
+        case result, error
+        case timedOut = "timed_out"
+        case outcomeUnknown = "outcome_unknown"
+        case clientClosed = "client_closed"
+        case stubFailed = "stub_failed"
+        case protocolViolation = "protocol_violation"
+    }
+
+    /// Whether anything records the metrics (a backend was bootstrapped or given): without one, the per-frame counts
+    /// are not even added up.
+    let isRecording: Bool
+    let connectionAttempts: Counter
+    private let sessions: [ConnectionStatus.SessionStart: Counter]
+    let reconnects: Counter
+    let heartbeatTimeouts: Counter
+    let framesReceived: Counter
+    let bytesReceived: Counter
+    let framesSent: Counter
+    let bytesSent: Counter
+    let callsStarted: Counter
+    private let callsCompleted: [CallOutcome: Counter]
+    let callResultLatency: Timer
+    let callUpdatedLatency: Timer
+    let subscriptionReadyLatency: Timer
+    let subscriptionsActive: Gauge
+    let callsPending: Gauge
+    private let violations: [String: Counter]
+
+    /// The metrics of one client: labelled `client: label` when `label` is set.
+    init(factory: any MetricsFactory, label: String?) {
+        isRecording = !(factory is NOOPMetricsHandler)
+        let base: [(String, String)] = label.map { [("client", $0)] } ?? []
+        func counter(_ name: String, _ dimensions: [(String, String)] = []) -> Counter {
+            Counter(label: name, dimensions: base + dimensions, factory: factory)
+        }
+        func timer(_ name: String) -> Timer {
+            Timer(label: name, dimensions: base, preferredDisplayUnit: .milliseconds, factory: factory)
+        }
+        connectionAttempts = counter("meteor_ddp_connection_attempts_total")
+        sessions = Dictionary(
+            uniqueKeysWithValues: [ConnectionStatus.SessionStart.new, .resumed, .resumeRefused].map {
+                ($0, counter("meteor_ddp_sessions_total", [("start", Self.name(of: $0))]))
+            })
+        reconnects = counter("meteor_ddp_reconnects_total")
+        heartbeatTimeouts = counter("meteor_ddp_heartbeat_timeouts_total")
+        framesReceived = counter("meteor_ddp_frames_received_total")
+        bytesReceived = counter("meteor_ddp_bytes_received_total")
+        framesSent = counter("meteor_ddp_frames_sent_total")
+        bytesSent = counter("meteor_ddp_bytes_sent_total")
+        callsStarted = counter("meteor_ddp_calls_started_total")
+        callsCompleted = Dictionary(
+            uniqueKeysWithValues: CallOutcome.allCases.map {
+                ($0, counter("meteor_ddp_calls_completed_total", [("outcome", $0.rawValue)]))
+            })
+        callResultLatency = timer("meteor_ddp_call_result_duration")
+        callUpdatedLatency = timer("meteor_ddp_call_updated_duration")
+        subscriptionReadyLatency = timer("meteor_ddp_subscription_ready_duration")
+        subscriptionsActive = Gauge(label: "meteor_ddp_subscriptions_active", dimensions: base, factory: factory)
+        callsPending = Gauge(label: "meteor_ddp_calls_pending", dimensions: base, factory: factory)
+        violations = Dictionary(
+            uniqueKeysWithValues: DDPProtocolViolation.kindNames.map {
+                ($0, counter("meteor_ddp_protocol_violations_total", [("kind", $0)]))
+            })
+    }
+
+    /// A connection reached ``ConnectionStatus/State/connected`` (`afterAnother`: the client had a session before).
+    func sessionBegan(_ start: ConnectionStatus.SessionStart, afterAnother: Bool) {
+        sessions[start]?.increment()
+        if afterAnother { reconnects.increment() }
+    }
+
+    static func name(of start: ConnectionStatus.SessionStart) -> String {
+        switch start {
+        case .new: "new"
+        case .resumed: "resumed"
+        case .resumeRefused: "resume_refused"
+        }
+    }
+
+    func callCompleted(_ result: Result<EJSONValue?, any Error>) {
+        callsCompleted[Self.outcome(of: result)]?.increment()
+    }
+
+    func protocolViolation(_ violation: DDPProtocolViolation) {
+        violations[violation.kindName]?.increment()
+    }
+
+    static func outcome(of result: Result<EJSONValue?, any Error>) -> CallOutcome {
+        guard case .failure(let error) = result else { return .result }
+        guard let methodError = error as? MethodError else { return .error }
+        switch methodError.kind {
+        case .invocationFailed: return .error
+        case .stubFailed: return .stubFailed
+        case .clientClosed: return .clientClosed
+        case .protocolViolation: return .protocolViolation
+        case .outcomeUnknown: return .outcomeUnknown
+        case .timedOut: return .timedOut
+        }
+    }
+
+    /// Reports the frames and bytes the reader counted since the last report.
+    func report(_ traffic: ReceivedTraffic) {
+        let frames = traffic.frames.exchange(0, ordering: .relaxed)
+        guard frames > 0 else { return }
+        framesReceived.increment(by: Int64(frames))
+        bytesReceived.increment(by: Int64(traffic.bytes.exchange(0, ordering: .relaxed)))
+    }
+
+    /// Nanoseconds on the monotonic clock, for the latencies.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+/// The frames and bytes the reader read, added up on its thread (two relaxed atomic adds a frame) and reported by
+/// the client queue with the burst that handles them.
+final class ReceivedTraffic: Sendable {
+    let frames = ManagedAtomic<Int>(0)
+    let bytes = ManagedAtomic<Int>(0)
+
+    func frameRead(bytes count: Int) {
+        frames.wrappingIncrement(ordering: .relaxed)
+        bytes.wrappingIncrement(by: count, ordering: .relaxed)
+    }
+}
+
+/// What the latencies and gauges need between two events, kept on the client queue.
+struct MetricTimings {
+    /// When each call in flight was made (its `call`), by id.
+    var callsStartedAt: [String: UInt64] = [:]
+    /// When each subscription not yet ready was made, by its shared state.
+    var subscriptionsStartedAt: [ObjectIdentifier: UInt64] = [:]
+    /// The subscriptions the client holds (made, not stopped or ended).
+    var activeSubscriptions: Set<ObjectIdentifier> = []
+    /// Whether the client was connected before (a new connection is a reconnect).
+    var hadSession = false
+}
+
+extension DDPClient {
+    /// A call was made: its latencies start.
+    func callStarted(_ id: String) {
+        metrics.callsStarted.increment()
+        metricTimings.callsStartedAt[id] = ClientMetrics.now()
+        metrics.callsPending.record(metricTimings.callsStartedAt.count)
+    }
+
+    /// A call completed (with its `result` and its `updated`, its data visible, or failed).
+    func callEnded(_ invocation: MethodCoordinator.Invocation) {
+        if let result = invocation.result { metrics.callCompleted(result) }
+        if let started = metricTimings.callsStartedAt.removeValue(forKey: invocation.id),
+            invocation.updatedReceived
+        {
+            metrics.callUpdatedLatency.recordNanoseconds(Int64(ClientMetrics.now() - started))
+        }
+        metrics.callsPending.record(metricTimings.callsStartedAt.count)
+    }
+
+    func subscriptionStarted(_ state: SubscriptionState) {
+        metricTimings.subscriptionsStartedAt[ObjectIdentifier(state)] = ClientMetrics.now()
+        metricTimings.activeSubscriptions.insert(ObjectIdentifier(state))
+        metrics.subscriptionsActive.record(metricTimings.activeSubscriptions.count)
+    }
+
+    /// A subscription became ready for its handles (its data in the cache).
+    func subscriptionBecameReady(_ state: SubscriptionState) {
+        if let started = metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state)) {
+            metrics.subscriptionReadyLatency.recordNanoseconds(Int64(ClientMetrics.now() - started))
+        }
+    }
+
+    /// A subscription failed or stopped.
+    func subscriptionEnded(_ state: SubscriptionState) {
+        metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state))
+        if metricTimings.activeSubscriptions.remove(ObjectIdentifier(state)) != nil {
+            metrics.subscriptionsActive.record(metricTimings.activeSubscriptions.count)
+        }
+    }
+}
+
+extension DDPProtocolViolation {
+    /// The `kind` dimension of each violation (its ``Kind`` case, without the details).
+    static let kindNames = [
+        "malformed_json", "binary_frame", "not_an_object", "missing_msg", "unknown_message", "missing_field",
+        "wrong_field_type", "unexpected"
+    ]
+
+    var kindName: String {
+        switch kind {
+        case .malformedJSON: "malformed_json"
+        case .binaryFrame: "binary_frame"
+        case .notAnObject: "not_an_object"
+        case .missingMsg: "missing_msg"
+        case .unknownMessage: "unknown_message"
+        case .missingField: "missing_field"
+        case .wrongFieldType: "wrong_field_type"
+        case .unexpected: "unexpected"
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import EJSON
+import MetricsTestKit
+import XCTest
+
+@testable import MeteorDDP
+
+/// The client's swift-metrics, recorded by swift-metrics' own test backend while a session runs: connect, a
+/// subscription, calls, a protocol violation, a reconnect.
+final class ClientMetricsTests: XCTestCase {
+    private func harness(_ metrics: TestMetrics, label: String? = nil) -> ClientHarness {
+        ClientHarness {
+            $0.metricsFactory = metrics
+            $0.metricsLabel = label
+        }
+    }
+
+    func testASessionEmitsTheDocumentedMetrics() throws {
+        let metrics = TestMetrics()
+        let harness = harness(metrics)
+        harness.establishConnection()
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_connection_attempts_total"), 1)
+        XCTAssertEqual(try metrics.expectCounter("meteor_ddp_sessions_total", [("start", "new")]).totalValue, 1)
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_reconnects_total"), 0)
+
+        // A subscription: active, then ready.
+        let subscription = harness.client.subscribe("players")
+        harness.settle()
+        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_subscriptions_active").lastValue, 1)
+        harness.receive(.ready(subscriptionIDs: [subscription.id]))
+        harness.settle()
+        XCTAssertEqual(try metrics.expectTimer("meteor_ddp_subscription_ready_duration").values.count, 1)
+
+        // Two calls: one answered (result, then updated), one refused by the server.
+        _ = try harness.client.call("answered") { _ in }
+        _ = try harness.client.call("refused") { _ in }
+        harness.settle()
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_calls_started_total"), 2)
+        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_calls_pending").lastValue, 2)
+        harness.receive(.result(id: "1", result: 42, error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.result(id: "2", result: nil, error: MeteorError(error: .number(403), reason: "no")))
+        harness.receive(.updated(methodIDs: ["2"]))
+        harness.flushData()
+        XCTAssertEqual(
+            try metrics.expectCounter("meteor_ddp_calls_completed_total", [("outcome", "result")]).totalValue, 1)
+        XCTAssertEqual(
+            try metrics.expectCounter("meteor_ddp_calls_completed_total", [("outcome", "error")]).totalValue, 1)
+        XCTAssertEqual(try metrics.expectTimer("meteor_ddp_call_result_duration").values.count, 2)
+        XCTAssertEqual(try metrics.expectTimer("meteor_ddp_call_updated_duration").values.count, 2)
+        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_calls_pending").lastValue, 0)
+
+        // A frame that is no DDP message.
+        harness.receive(frame: #"{"msg":"added","id":"1"}"#)
+        harness.settle()
+        XCTAssertEqual(
+            try metrics.expectCounter("meteor_ddp_protocol_violations_total", [("kind", "missing_field")]).totalValue, 1
+        )
+
+        // Frames both ways, counted with their bytes.
+        let sentFrames = harness.transport.sentFrames
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_frames_sent_total"), Int64(sentFrames.count))
+        XCTAssertEqual(
+            metrics.counterTotal(label: "meteor_ddp_bytes_sent_total"),
+            Int64(sentFrames.reduce(0) { $0 + $1.utf8.count }))
+        XCTAssertGreaterThanOrEqual(metrics.counterTotal(label: "meteor_ddp_frames_received_total"), 6)
+        XCTAssertGreaterThan(metrics.counterTotal(label: "meteor_ddp_bytes_received_total"), 100)
+
+        // A reconnect: a second attempt and a second (new) session, counted as a reconnect.
+        harness.dropAndReopen()
+        harness.receive(.connected(session: "SESSION-2"))
+        harness.settle()
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_connection_attempts_total"), 2)
+        XCTAssertEqual(try metrics.expectCounter("meteor_ddp_sessions_total", [("start", "new")]).totalValue, 2)
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_reconnects_total"), 1)
+        withExtendedLifetime(subscription) {}
+    }
+
+    func testAResumedSessionAndAStoppedSubscriptionAreCounted() throws {
+        let metrics = TestMetrics()
+        let harness = ClientHarness {
+            $0.metricsFactory = metrics
+            $0.resumesSessions = true
+        }
+        harness.establishConnection()
+        let subscription = harness.client.subscribe("players", notInUseTimeout: .zero)
+        harness.settle()
+        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_subscriptions_active").lastValue, 1)
+        harness.dropAndReopen()
+        harness.receive(.connected(session: "SESSION-1"))
+        harness.settle()
+        XCTAssertEqual(harness.client.status.sessionStart, .resumed)
+        XCTAssertEqual(try metrics.expectCounter("meteor_ddp_sessions_total", [("start", "resumed")]).totalValue, 1)
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_reconnects_total"), 1)
+        subscription.stop()
+        harness.settle()
+        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_subscriptions_active").lastValue, 0)
+        XCTAssertEqual(
+            try metrics.expectTimer("meteor_ddp_subscription_ready_duration").values.count, 0, "never ready")
+    }
+
+    func testAHeartbeatTimeoutIsCounted() throws {
+        let metrics = TestMetrics()
+        let harness = harness(metrics)
+        harness.establishConnection()
+        harness.advance(by: .milliseconds(17_500)) // silence: a ping
+        harness.advance(by: .seconds(15)) // no answer
+        harness.settle()
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_heartbeat_timeouts_total"), 1)
+    }
+
+    /// With `metricsLabel`, every metric carries the `client` dimension; without it, none does.
+    func testTheClientDimensionIsThereOnlyWhenAsked() throws {
+        let labelled = TestMetrics()
+        harness(labelled, label: "bot-7").establishConnection()
+        XCTAssertEqual(
+            try labelled.expectCounter("meteor_ddp_sessions_total", [("client", "bot-7"), ("start", "new")]).totalValue,
+            1)
+        XCTAssertTrue(labelled.counters.allSatisfy { $0.dimensions.contains { $0 == ("client", "bot-7") } })
+        let plain = TestMetrics()
+        harness(plain).establishConnection()
+        XCTAssertTrue(plain.counters.allSatisfy { !$0.dimensions.contains { $0.0 == "client" } })
+    }
+}
