@@ -42,6 +42,33 @@ enum MetricsBenchmarks {
                 baselineName: "none", target: ">= 0.97x")
         }
         print("frames counted by the backend: \(backend.total(of: "meteor_ddp_frames_received_total"))")
+        diagnosticsCost()
+    }
+
+    /// `diagnostics()` on a busy client: 100k documents, 1,000 calls pending, 100 subscriptions.
+    static func diagnosticsCost() {
+        let (client, transport) = DDPClient.connectedInMemory()
+        transport.deliver(
+            (0..<IngestBenchmarks.count).map(BenchDocuments.addedFrame), thenReadyOf: client.subscribe("bench"))
+        let subscriptions = (0..<100).map { client.subscribe("extra\($0)") }
+        for n in 0..<1_000 { _ = try? client.call("pending", params: [.number(Double(n))]) { _ in } }
+        let rounds = 200
+        let done = DispatchSemaphore(value: 0)
+        let seconds = Bench.medianSeconds(runs: 5) {
+            Task {
+                for _ in 0..<rounds {
+                    let pending = await client.diagnostics().pendingCalls.count
+                    precondition(pending == 1_000)
+                }
+                done.signal()
+            }
+            done.wait()
+        }
+        Bench.figure(
+            "diagnostics() with 100k documents, 1,000 pending calls, 100 subscriptions", seconds / Double(rounds) * 1e6,
+            unit: "µs",
+            note: "polled once a second: \(String(format: "%.3f", seconds / Double(rounds) * 100)) % of a core")
+        withExtendedLifetime(subscriptions) { client.close() }
     }
 }
 

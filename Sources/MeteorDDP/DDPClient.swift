@@ -1,5 +1,6 @@
 import Atomics
 import CoreMetrics
+import DequeModule
 import Dispatch
 import EJSON
 import Foundation
@@ -62,6 +63,8 @@ public final class DDPClient: @unchecked Sendable {
     let logThrottle: LogThrottle
     /// The client's swift-metrics.
     let metrics: ClientMetrics
+    /// The last errors reported, for ``diagnostics()``.
+    let recentErrors = NIOLockedValueBox(Deque<ClientDiagnostics.RecordedError>())
     /// Frames and bytes read, counted by the reader, reported by the client queue.
     let receivedTraffic = ReceivedTraffic()
 

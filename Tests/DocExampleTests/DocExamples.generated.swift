@@ -26,7 +26,7 @@ import DocExampleSwiftUI
 import UIKit
 #endif
 
-// README.md:136
+// README.md:138
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -39,7 +39,7 @@ import UIKit
     }
 }
 
-// README.md:178
+// README.md:180
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -97,7 +97,7 @@ import UIKit
     }
 }
 
-// README.md:236
+// README.md:238
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -109,7 +109,7 @@ import UIKit
     }
 }
 
-// README.md:249
+// README.md:251
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -134,7 +134,7 @@ import UIKit
     }
 }
 
-// README.md:277
+// README.md:279
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -152,7 +152,7 @@ import UIKit
     }
 }
 
-// README.md:310
+// README.md:312
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -174,7 +174,7 @@ import UIKit
     }
 }
 
-// README.md:567
+// README.md:569
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -552,7 +552,7 @@ import UIKit
     }
 }
 
-// Sources/MeteorDDP/DDPClient.swift:18
+// Sources/MeteorDDP/DDPClient.swift:19
 @MainActor func docExample39(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -889,8 +889,21 @@ import UIKit
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:33
+// Sources/MeteorDDP/MeteorDDP.docc/Metrics.md:56
 @MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
+    let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
+    _ = (client, database, server, logger, lists, todos)
+    do {
+        func debugReport(of client: DDPClient) async throws -> String {
+            let diagnostics = await client.diagnostics()
+            let json = try JSONEncoder().encode(diagnostics)
+            return String(decoding: json, as: UTF8.self)
+        }
+    }
+}
+
+// Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:33
+@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -914,7 +927,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:56
-@MainActor func docExample69(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -936,7 +949,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/MobileApps.md:80
-@MainActor func docExample70(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -959,7 +972,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/ObservationAndSwiftUI.md:13
-@MainActor func docExample71(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -988,7 +1001,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:11
-@MainActor func docExample72(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1009,7 +1022,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/OfflineFirst.md:82
-@MainActor func docExample73(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1021,7 +1034,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:7
-@MainActor func docExample74(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1032,7 +1045,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:22
-@MainActor func docExample75(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1044,7 +1057,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/QueriesAndLiveQueries.md:37
-@MainActor func docExample76(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1056,7 +1069,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:12
-@MainActor func docExample77(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1068,7 +1081,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:35
-@MainActor func docExample78(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1081,7 +1094,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:52
-@MainActor func docExample79(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1093,7 +1106,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:64
-@MainActor func docExample80(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1137,7 +1150,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:112
-@MainActor func docExample81(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1149,7 +1162,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/MeteorDDP.docc/RelatedDocuments.md:129
-@MainActor func docExample82(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1159,7 +1172,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:11
-@MainActor func docExample83(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1171,7 +1184,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+Methods.swift:24
-@MainActor func docExample84(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1180,7 +1193,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedMethods.swift:9
-@MainActor func docExample85(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1189,7 +1202,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:9
-@MainActor func docExample86(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1201,7 +1214,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/DDPClient+TypedStubs.swift:34
-@MainActor func docExample87(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1212,7 +1225,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:7
-@MainActor func docExample88(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1223,7 +1236,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:48
-@MainActor func docExample89(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1234,7 +1247,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodCall.swift:64
-@MainActor func docExample90(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1245,7 +1258,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodError.swift:7
-@MainActor func docExample91(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1260,7 +1273,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodParameters.swift:7
-@MainActor func docExample92(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1273,7 +1286,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:7
-@MainActor func docExample93(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1285,7 +1298,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Methods/MethodStub.swift:14
-@MainActor func docExample94(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1296,7 +1309,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Observation/ObservedQuery.swift:8
-@MainActor func docExample95(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1315,7 +1328,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Persistence/Persistence.swift:7
-@MainActor func docExample96(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1328,7 +1341,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Persistence/RestoredCalls.swift:54
-@MainActor func docExample97(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1339,7 +1352,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/ClientMessage.swift:7
-@MainActor func docExample98(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1349,7 +1362,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/DDPVersion.swift:5
-@MainActor func docExample99(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1358,7 +1371,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/MeteorError.swift:104
-@MainActor func docExample100(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1371,7 +1384,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Protocol/ServerMessage.swift:6
-@MainActor func docExample101(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1381,7 +1394,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Queries/Collation.swift:8
-@MainActor func docExample102(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1391,7 +1404,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Queries/MongoSelector.swift:7
-@MainActor func docExample103(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1401,7 +1414,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/Alea.swift:7
-@MainActor func docExample104(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1411,7 +1424,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/RandomGenerator.swift:13
-@MainActor func docExample105(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1422,7 +1435,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Random/RandomStream.swift:8
-@MainActor func docExample106(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1433,7 +1446,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/ObservedRelatedQuery.swift:9
-@MainActor func docExample107(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1456,7 +1469,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/RelatedLiveQuery.swift:23
-@MainActor func docExample108(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1468,7 +1481,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Relationships/Relationship.swift:7
-@MainActor func docExample109(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample110(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1485,7 +1498,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/DDPClient+Subscriptions.swift:11
-@MainActor func docExample110(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample111(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1495,7 +1508,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/Subscription.swift:8
-@MainActor func docExample111(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample112(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1507,7 +1520,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Subscriptions/SubscriptionError.swift:9
-@MainActor func docExample112(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample113(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1517,7 +1530,7 @@ import UIKit
 }
 
 // Sources/MeteorDDP/Support/ClientUpdates.swift:28
-@MainActor func docExample113(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample114(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1526,7 +1539,7 @@ import UIKit
 }
 
 // Sources/MeteorDDPTesting/InMemoryTransport.swift:11
-@MainActor func docExample114(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample115(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {
@@ -1544,7 +1557,7 @@ import UIKit
 }
 
 // Sources/MeteorDDPTesting/ManualScheduler.swift:9
-@MainActor func docExample115(_ prelude: DocExamplePrelude) async throws {
+@MainActor func docExample116(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
     do {

@@ -15,6 +15,7 @@ extension DDPClient {
     func report(_ error: DDPError) {
         if let violation = error.violation { metrics.protocolViolation(violation) }
         if error.code == .heartbeatTimedOut { metrics.heartbeatTimeouts.increment() }
+        recordForDiagnostics(error)
         if admitsDebugLine(error.throttleKind) { logger.debug("\(error.description)") }
         // `reportsOfThisDrain` belongs to the client queue: asked only there (the offline store's writer reports too).
         guard isOnClientQueue, reportsOfThisDrain != nil else { return errorBroadcaster.yield(error) }

@@ -1,5 +1,6 @@
 import Atomics
 import CoreMetrics
+import DequeModule
 import Dispatch
 import EJSON
 
@@ -146,6 +147,12 @@ struct MetricTimings {
     var activeSubscriptions: Set<ObjectIdentifier> = []
     /// Whether the client was connected before (a new connection is a reconnect).
     var hadSession = false
+    /// From `subscribe` to `ready`, in milliseconds, of the subscriptions held that became ready.
+    var subscriptionReadyMilliseconds: [ObjectIdentifier: Double] = [:]
+    /// The last call → `updated` latencies, in milliseconds (at most ``ClientDiagnostics/latencyWindow``).
+    var optimisticLatencies = Deque<Double>()
+    /// When the client was made: the age of a call restored from the offline store counts from it.
+    var createdAt = ClientMetrics.now()
 }
 
 extension DDPClient {
@@ -162,7 +169,12 @@ extension DDPClient {
         if let started = metricTimings.callsStartedAt.removeValue(forKey: invocation.id),
             invocation.updatedReceived
         {
-            metrics.callUpdatedLatency.recordNanoseconds(Int64(ClientMetrics.now() - started))
+            let nanoseconds = ClientMetrics.now() - started
+            metrics.callUpdatedLatency.recordNanoseconds(Int64(nanoseconds))
+            if metricTimings.optimisticLatencies.count == ClientDiagnostics.latencyWindow {
+                metricTimings.optimisticLatencies.removeFirst()
+            }
+            metricTimings.optimisticLatencies.append(Double(nanoseconds) / 1e6)
         }
         metrics.callsPending.record(metricTimings.callsStartedAt.count)
     }
@@ -176,13 +188,16 @@ extension DDPClient {
     /// A subscription became ready for its handles (its data in the cache).
     func subscriptionBecameReady(_ state: SubscriptionState) {
         if let started = metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state)) {
-            metrics.subscriptionReadyLatency.recordNanoseconds(Int64(ClientMetrics.now() - started))
+            let nanoseconds = ClientMetrics.now() - started
+            metrics.subscriptionReadyLatency.recordNanoseconds(Int64(nanoseconds))
+            metricTimings.subscriptionReadyMilliseconds[ObjectIdentifier(state)] = Double(nanoseconds) / 1e6
         }
     }
 
     /// A subscription failed or stopped.
     func subscriptionEnded(_ state: SubscriptionState) {
         metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state))
+        metricTimings.subscriptionReadyMilliseconds.removeValue(forKey: ObjectIdentifier(state))
         if metricTimings.activeSubscriptions.remove(ObjectIdentifier(state)) != nil {
             metrics.subscriptionsActive.record(metricTimings.activeSubscriptions.count)
         }

@@ -146,7 +146,9 @@ extension DDPClient {
         // sent): a login waiting for its user's document fails.
         endUserDocumentWaits()
         awaitedCalls.withLockedValue { $0.removeAll() }
-        metricTimings = MetricTimings(hadSession: metricTimings.hadSession)
+        metricTimings = MetricTimings(
+            hadSession: metricTimings.hadSession, optimisticLatencies: metricTimings.optimisticLatencies,
+            createdAt: metricTimings.createdAt)
         metrics.callsPending.record(0)
         metrics.subscriptionsActive.record(0)
         for invocation in closing.failedCalls {

@@ -56,7 +56,8 @@ final class ReentrancySuiteTests: XCTestCase {
             Task { try? await client.subscribe("reentrantReadyInTime").ready(timeout: .milliseconds(1)) },
             Task { try? await client.waitForPendingWrites() },
             Task { _ = try? await client.collection("reentrant").insert(["n": 2]) },
-            Task { _ = try? await client.collection("reentrant").upsert("reentrantUpsert", ["$set": ["n": 3]]) }
+            Task { _ = try? await client.collection("reentrant").upsert("reentrantUpsert", ["$set": ["n": 3]]) },
+            Task { _ = await client.diagnostics() }
         ]
         tasks.mutate { $0.append(contentsOf: started) }
     }

@@ -1,0 +1,93 @@
+import DequeModule
+import Foundation
+
+extension DDPClient {
+    /// One consistent snapshot of the client (``ClientDiagnostics``): the connection and its session, the last
+    /// errors, each subscription, each pending call, the collections, what waits, and the optimistic-update latency.
+    /// Taken on the client queue in one go, so every part describes the same moment; cheap enough to poll once a
+    /// second from a debug screen (`meteor-ddp-benchmarks diagnostics`).
+    ///
+    /// May be called from anywhere, inside `database.performUpdates` and from a stub included: it waits for the
+    /// client queue without holding anything.
+    public func diagnostics() async -> ClientDiagnostics {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.takeDiagnostics()) }
+        }
+    }
+
+    /// The snapshot, on the client queue.
+    func takeDiagnostics() -> ClientDiagnostics {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let status = self.status
+        let now = ClientMetrics.now()
+        func milliseconds(since start: UInt64) -> Double { Double(now &- start) / 1e6 }
+        let connection = ClientDiagnostics.Connection(
+            state: status.state.rawValue, sessionID: core.machine.lastSession,
+            sessionStart: status.sessionStart?.rawValue,
+            version: status.isConnected ? core.sessionVersion?.rawValue : nil,
+            retryCount: status.retryCount)
+        let subscriptions = core.session.subscriptions.order.compactMap { id -> ClientDiagnostics.SubscriptionInfo? in
+            guard let record = core.session.subscriptions.records[id] else { return nil }
+            return ClientDiagnostics.SubscriptionInfo(
+                id: id, name: record.name, parameterCount: record.params.count,
+                status: Self.name(of: record.shared.status), handles: record.useCount,
+                millisecondsToReady: metricTimings.subscriptionReadyMilliseconds[ObjectIdentifier(record.shared)])
+        }
+        let methods = core.session.methods
+        let startedAt = metricTimings.callsStartedAt
+        let calls = methods.invocations.values.map { invocation -> (UInt64, ClientDiagnostics.PendingCall) in
+            let started = startedAt[invocation.id] ?? metricTimings.createdAt
+            let phase: String
+            switch (invocation.result != nil, invocation.updatedReceived) {
+            case (false, false): phase = methods.isSent(invocation.id) ? "sent" : "queued"
+            case (true, false): phase = "result"
+            case (false, true): phase = "updated"
+            case (true, true): phase = "completing"
+            }
+            return (
+                started,
+                ClientDiagnostics.PendingCall(
+                    id: invocation.id, name: invocation.name, ageMilliseconds: milliseconds(since: started),
+                    phase: phase, storedOffline: core.durability.kept.contains(invocation.id))
+            )
+        }
+        let snapshot = database.snapshot
+        let collections = snapshot.collections.keys.sorted().map {
+            ClientDiagnostics.CollectionInfo(name: $0, documents: snapshot.documentCount(in: $0))
+        }
+        return ClientDiagnostics(
+            takenAt: Date(), connection: connection, recentErrors: Array(recentErrors.withLockedValue { $0 }),
+            subscriptions: subscriptions,
+            pendingCalls: calls.sorted { ($0.0, $0.1.id) < ($1.0, $1.1.id) }.map(\.1),
+            collections: collections,
+            queues: ClientDiagnostics.Queues(
+                heldForQuiescence: core.session.quiescence?.messages.count ?? 0, pendingCalls: calls.count),
+            optimisticUpdateLatency: Self.latency(of: metricTimings.optimisticLatencies))
+    }
+
+    /// Keeps `error` among the last ones ``diagnostics()`` shows.
+    func recordForDiagnostics(_ error: DDPError) {
+        let recorded = ClientDiagnostics.RecordedError(at: Date(), code: error.code.rawValue, message: error.message)
+        recentErrors.withLockedValue { errors in
+            if errors.count == ClientDiagnostics.recentErrorLimit { errors.removeFirst() }
+            errors.append(recorded)
+        }
+    }
+
+    private static func name(of status: SubscriptionStatus) -> String {
+        switch status {
+        case .pending: "pending"
+        case .ready: "ready"
+        case .failed: "failed"
+        case .stopped: "stopped"
+        }
+    }
+
+    static func latency(of samples: Deque<Double>) -> ClientDiagnostics.Latency? {
+        guard !samples.isEmpty else { return nil }
+        let sorted = samples.sorted()
+        func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return ClientDiagnostics.Latency(
+            p50Milliseconds: percentile(0.5), p95Milliseconds: percentile(0.95), samples: sorted.count)
+    }
+}
