@@ -106,14 +106,21 @@ extension DDPClient {
             return
         }
         let frame = EJSON.stringify(message.ejsonValue)
-        if metrics.isRecording {
-            metrics.framesSent.increment()
-            metrics.bytesSent.increment(by: Int64(frame.utf8.count))
-        }
+        countSent(frame)
         if logger.logLevel <= .trace, logThrottle.admitFrame("sent", message.name) {
             logger.trace("sent", metadata: ["frame": "\(loggable(frame, message: message))"])
         }
         connection.send(frame)
+    }
+
+    /// Counts a frame written (its bytes before deflating).
+    func countSent(_ frame: String) {
+        guard metrics.isRecording else { return }
+        let bytes = Int64(frame.utf8.count)
+        emitMetrics {
+            $0.framesSent.increment()
+            $0.bytesSent.increment(by: bytes)
+        }
     }
 
     /// Opens a transport connection whose events carry `generation` (the core's, for the connection attempt).

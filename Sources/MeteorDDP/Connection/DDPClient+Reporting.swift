@@ -13,8 +13,8 @@ extension DDPClient {
     /// Reports an error the client survived: logged at `.debug` (at most one line a second per kind, the others
     /// counted in a summary: ``LogThrottle``) and published on ``errors`` (every one).
     func report(_ error: DDPError) {
-        if let violation = error.violation { metrics.protocolViolation(violation) }
-        if error.code == .heartbeatTimedOut { metrics.heartbeatTimeouts.increment() }
+        if let violation = error.violation { emitMetrics { $0.protocolViolation(violation) } }
+        if error.code == .heartbeatTimedOut { emitMetrics { $0.heartbeatTimeouts.increment() } }
         recordForDiagnostics(error)
         if admitsDebugLine(error.throttleKind) { logger.debug("\(error.description)") }
         // `reportsOfThisDrain` belongs to the client queue: asked only there (the offline store's writer reports too).
@@ -63,7 +63,8 @@ extension DDPClient {
         if status.isConnected, let start = status.sessionStart,
             !previous.isConnected || previous.sessionStart != start
         {
-            metrics.sessionBegan(start, afterAnother: !previous.isConnected && metricTimings.hadSession)
+            let afterAnother = !previous.isConnected && metricTimings.hadSession
+            emitMetrics { $0.sessionBegan(start, afterAnother: afterAnother) }
             metricTimings.hadSession = true
         }
         if let reason = status.reason {

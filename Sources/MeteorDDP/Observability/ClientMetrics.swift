@@ -3,6 +3,7 @@ import CoreMetrics
 import DequeModule
 import Dispatch
 import EJSON
+import NIOPosix
 
 /// The client's swift-metrics: made once per client from ``DDPClient/Configuration/metricsFactory`` (by default
 /// the process's `MetricsSystem.factory`, which records nothing until the app bootstraps a backend), so emitting is a
@@ -17,8 +18,10 @@ final class ClientMetrics: Sendable {
         case timedOut = "timed_out"
         case outcomeUnknown = "outcome_unknown"
         case clientClosed = "client_closed"
-        case stubFailed = "stub_failed"
         case protocolViolation = "protocol_violation"
+
+        /// Whether the server answered (a result or an error): the latencies are the server's.
+        var isServerAnswer: Bool { self == .result || self == .error }
     }
 
     /// Whether anything records the metrics (a backend was bootstrapped or given): without one, the per-frame counts
@@ -37,8 +40,10 @@ final class ClientMetrics: Sendable {
     let callResultLatency: Timer
     let callUpdatedLatency: Timer
     let subscriptionReadyLatency: Timer
-    let subscriptionsActive: Gauge
-    let callsPending: Gauge
+    /// Up and down with this client's subscriptions: clients sharing a series add up (a meter, not a gauge one client
+    /// would overwrite).
+    let subscriptionsActive: Meter
+    let callsPending: Meter
     private let violations: [String: Counter]
 
     /// The metrics of one client: labelled `client: label` when `label` is set.
@@ -70,8 +75,8 @@ final class ClientMetrics: Sendable {
         callResultLatency = timer("meteor_ddp_call_result_duration")
         callUpdatedLatency = timer("meteor_ddp_call_updated_duration")
         subscriptionReadyLatency = timer("meteor_ddp_subscription_ready_duration")
-        subscriptionsActive = Gauge(label: "meteor_ddp_subscriptions_active", dimensions: base, factory: factory)
-        callsPending = Gauge(label: "meteor_ddp_calls_pending", dimensions: base, factory: factory)
+        subscriptionsActive = Meter(label: "meteor_ddp_subscriptions_active", dimensions: base, factory: factory)
+        callsPending = Meter(label: "meteor_ddp_calls_pending", dimensions: base, factory: factory)
         violations = Dictionary(
             uniqueKeysWithValues: DDPProtocolViolation.kindNames.map {
                 ($0, counter("meteor_ddp_protocol_violations_total", [("kind", $0)]))
@@ -92,8 +97,8 @@ final class ClientMetrics: Sendable {
         }
     }
 
-    func callCompleted(_ result: Result<EJSONValue?, any Error>) {
-        callsCompleted[Self.outcome(of: result)]?.increment()
+    func callCompleted(_ outcome: CallOutcome) {
+        callsCompleted[outcome]?.increment()
     }
 
     func protocolViolation(_ violation: DDPProtocolViolation) {
@@ -104,8 +109,7 @@ final class ClientMetrics: Sendable {
         guard case .failure(let error) = result else { return .result }
         guard let methodError = error as? MethodError else { return .error }
         switch methodError.kind {
-        case .invocationFailed: return .error
-        case .stubFailed: return .stubFailed
+        case .invocationFailed, .stubFailed: return .error
         case .clientClosed: return .clientClosed
         case .protocolViolation: return .protocolViolation
         case .outcomeUnknown: return .outcomeUnknown
@@ -156,50 +160,90 @@ struct MetricTimings {
 }
 
 extension DDPClient {
-    /// A call was made: its latencies start.
-    func callStarted(_ id: String) {
-        metrics.callsStarted.increment()
-        metricTimings.callsStartedAt[id] = ClientMetrics.now()
-        metrics.callsPending.record(metricTimings.callsStartedAt.count)
+    /// Runs `emit` (a metrics backend's handlers: the app's code) on this thread, or on the client queue when this
+    /// thread is an event loop's (the client queue's work runs on the caller's thread inside `queue.sync`). Nothing at
+    /// all without a backend.
+    func emitMetrics(_ emit: @escaping @Sendable (ClientMetrics) -> Void) {
+        guard metrics.isRecording else { return }
+        guard MultiThreadedEventLoopGroup.currentEventLoop == nil else {
+            let metrics = metrics
+            return queue.async { emit(metrics) }
+        }
+        emit(metrics)
     }
 
-    /// A call completed (with its `result` and its `updated`, its data visible, or failed).
+    /// A call was made: its latencies start.
+    func callStarted(_ id: String) {
+        metricTimings.callsStartedAt[id] = ClientMetrics.now()
+        emitMetrics {
+            $0.callsStarted.increment()
+            $0.callsPending.increment()
+        }
+    }
+
+    /// Its `result` came (or a deadline made one up, which no latency counts).
+    func callResultArrived(_ invocation: MethodCoordinator.Invocation) {
+        guard let started = metricTimings.callsStartedAt[invocation.id], let result = invocation.result,
+            ClientMetrics.outcome(of: result).isServerAnswer
+        else { return }
+        let nanoseconds = Int64(ClientMetrics.now() - started)
+        emitMetrics { $0.callResultLatency.recordNanoseconds(nanoseconds) }
+    }
+
+    /// A call completed (with its `result` and its `updated`, its data visible, or failed). A call this client did not
+    /// make (restored from the offline store) counts in no metric.
     func callEnded(_ invocation: MethodCoordinator.Invocation) {
-        if let result = invocation.result { metrics.callCompleted(result) }
-        if let started = metricTimings.callsStartedAt.removeValue(forKey: invocation.id),
-            invocation.updatedReceived
-        {
-            let nanoseconds = ClientMetrics.now() - started
-            metrics.callUpdatedLatency.recordNanoseconds(Int64(nanoseconds))
+        guard let started = metricTimings.callsStartedAt.removeValue(forKey: invocation.id) else { return }
+        let outcome = invocation.result.map(ClientMetrics.outcome(of:))
+        let nanoseconds = ClientMetrics.now() - started
+        // The optimistic update confirmed: the server's `updated` and its answer, not a deadline's made-up ones.
+        let confirmed = invocation.updatedReceived && outcome?.isServerAnswer == true
+        if confirmed {
             if metricTimings.optimisticLatencies.count == ClientDiagnostics.latencyWindow {
                 metricTimings.optimisticLatencies.removeFirst()
             }
             metricTimings.optimisticLatencies.append(Double(nanoseconds) / 1e6)
         }
-        metrics.callsPending.record(metricTimings.callsStartedAt.count)
+        emitMetrics {
+            if let outcome { $0.callCompleted(outcome) }
+            if confirmed { $0.callUpdatedLatency.recordNanoseconds(Int64(nanoseconds)) }
+            $0.callsPending.decrement()
+        }
     }
 
     func subscriptionStarted(_ state: SubscriptionState) {
         metricTimings.subscriptionsStartedAt[ObjectIdentifier(state)] = ClientMetrics.now()
-        metricTimings.activeSubscriptions.insert(ObjectIdentifier(state))
-        metrics.subscriptionsActive.record(metricTimings.activeSubscriptions.count)
+        guard metricTimings.activeSubscriptions.insert(ObjectIdentifier(state)).inserted else { return }
+        emitMetrics { $0.subscriptionsActive.increment() }
     }
 
     /// A subscription became ready for its handles (its data in the cache).
     func subscriptionBecameReady(_ state: SubscriptionState) {
-        if let started = metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state)) {
-            let nanoseconds = ClientMetrics.now() - started
-            metrics.subscriptionReadyLatency.recordNanoseconds(Int64(nanoseconds))
-            metricTimings.subscriptionReadyMilliseconds[ObjectIdentifier(state)] = Double(nanoseconds) / 1e6
+        guard let started = metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state)) else {
+            return
         }
+        let nanoseconds = ClientMetrics.now() - started
+        metricTimings.subscriptionReadyMilliseconds[ObjectIdentifier(state)] = Double(nanoseconds) / 1e6
+        emitMetrics { $0.subscriptionReadyLatency.recordNanoseconds(Int64(nanoseconds)) }
     }
 
     /// A subscription failed or stopped.
     func subscriptionEnded(_ state: SubscriptionState) {
         metricTimings.subscriptionsStartedAt.removeValue(forKey: ObjectIdentifier(state))
         metricTimings.subscriptionReadyMilliseconds.removeValue(forKey: ObjectIdentifier(state))
-        if metricTimings.activeSubscriptions.remove(ObjectIdentifier(state)) != nil {
-            metrics.subscriptionsActive.record(metricTimings.activeSubscriptions.count)
+        guard metricTimings.activeSubscriptions.remove(ObjectIdentifier(state)) != nil else { return }
+        emitMetrics { $0.subscriptionsActive.decrement() }
+    }
+
+    /// The client closed: what it held leaves the meters, and the timings start over.
+    func metricsClosed() {
+        let (calls, subscriptions) = (metricTimings.callsStartedAt.count, metricTimings.activeSubscriptions.count)
+        metricTimings = MetricTimings(
+            hadSession: metricTimings.hadSession, optimisticLatencies: metricTimings.optimisticLatencies,
+            createdAt: metricTimings.createdAt)
+        emitMetrics {
+            $0.callsPending.decrement(by: Double(calls))
+            $0.subscriptionsActive.decrement(by: Double(subscriptions))
         }
     }
 }

@@ -4,8 +4,9 @@ import Foundation
 extension DDPClient {
     /// One consistent snapshot of the client (``ClientDiagnostics``): the connection and its session, the last
     /// errors, each subscription, each pending call, the collections, what waits, and the optimistic-update latency.
-    /// Taken on the client queue in one go, so every part describes the same moment; cheap enough to poll once a
-    /// second from a debug screen (`meteor-ddp-benchmarks diagnostics`).
+    /// Taken on the client queue in one go: the session's parts describe one moment, the collection counts the cache's
+    /// latest committed transaction. Cheap enough to poll once a second from a debug screen (`meteor-ddp-benchmarks
+    /// metrics`: 0.3 ms with 100k documents and 1,000 pending calls).
     ///
     /// May be called from anywhere, inside `database.performUpdates` and from a stub included: it waits for the
     /// client queue without holding anything.
@@ -39,7 +40,8 @@ extension DDPClient {
             let started = startedAt[invocation.id] ?? metricTimings.createdAt
             let phase: String
             switch (invocation.result != nil, invocation.updatedReceived) {
-            case (false, false): phase = methods.isSent(invocation.id) ? "sent" : "queued"
+            // Sent: on a socket of the session it belongs to (Meteor's "sent" also counts calls waiting for one).
+            case (false, false): phase = status.isConnected && methods.isSent(invocation.id) ? "sent" : "queued"
             case (true, false): phase = "result"
             case (false, true): phase = "updated"
             case (true, true): phase = "completing"
@@ -58,7 +60,8 @@ extension DDPClient {
         return ClientDiagnostics(
             takenAt: Date(), connection: connection, recentErrors: Array(recentErrors.withLockedValue { $0 }),
             subscriptions: subscriptions,
-            pendingCalls: calls.sorted { ($0.0, $0.1.id) < ($1.0, $1.1.id) }.map(\.1),
+            pendingCalls: calls.sorted { ($0.0, Int($0.1.id) ?? 0, $0.1.id) < ($1.0, Int($1.1.id) ?? 0, $1.1.id) }
+                .map(\.1),
             collections: collections,
             queues: ClientDiagnostics.Queues(
                 heldForQuiescence: core.session.quiescence?.messages.count ?? 0, pendingCalls: calls.count),
@@ -67,7 +70,9 @@ extension DDPClient {
 
     /// Keeps `error` among the last ones ``diagnostics()`` shows.
     func recordForDiagnostics(_ error: DDPError) {
-        let recorded = ClientDiagnostics.RecordedError(at: Date(), code: error.code.rawValue, message: error.message)
+        // A server's text (an `error` frame's reason) can be long: the snapshot keeps its start.
+        let message = error.message.count > 300 ? String(error.message.prefix(300)) + "…" : error.message
+        let recorded = ClientDiagnostics.RecordedError(at: Date(), code: error.code.rawValue, message: message)
         recentErrors.withLockedValue { errors in
             if errors.count == ClientDiagnostics.recentErrorLimit { errors.removeFirst() }
             errors.append(recorded)
@@ -83,10 +88,11 @@ extension DDPClient {
         }
     }
 
-    static func latency(of samples: Deque<Double>) -> ClientDiagnostics.Latency? {
+    static func latency(of samples: some Collection<Double>) -> ClientDiagnostics.Latency? {
         guard !samples.isEmpty else { return nil }
         let sorted = samples.sorted()
-        func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        // The nearest rank: the smallest sample with at least p of them at or below it.
+        func percentile(_ p: Double) -> Double { sorted[max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
         return ClientDiagnostics.Latency(
             p50Milliseconds: percentile(0.5), p95Milliseconds: percentile(0.95), samples: sorted.count)
     }

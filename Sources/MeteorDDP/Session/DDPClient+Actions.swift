@@ -32,7 +32,7 @@ extension DDPClient {
     private func run(_ action: consuming ClientCore.Action) {
         switch consume action {
         case .openTransport(let generation):
-            metrics.connectionAttempts.increment()
+            emitMetrics { $0.connectionAttempts.increment() }
             openTransport(generation: generation)
         case .closeTransport:
             connection?.close()
@@ -40,7 +40,9 @@ extension DDPClient {
         case .forgetTransport: connection = nil
         case .endSession:
             // Past the socket-open check of `send(_:)`: the core has already let go of the session.
-            connection?.send(EJSON.stringify(ClientMessage.disconnect.ejsonValue))
+            let goodbye = EJSON.stringify(ClientMessage.disconnect.ejsonValue)
+            if connection != nil { countSent(goodbye) }
+            connection?.send(goodbye)
             connection?.closeAfterSending()
             connection = nil
         case .logSessionResumed(let session):
@@ -48,9 +50,7 @@ extension DDPClient {
         case .send(let message): send(message)
         case .sendCalls(let invocations): send(calls: invocations)
         case .resultArrived(let invocation):
-            if let started = metricTimings.callsStartedAt[invocation.id] {
-                metrics.callResultLatency.recordNanoseconds(Int64(ClientMetrics.now() - started))
-            }
+            callResultArrived(invocation)
             notifyResultReceived(invocation)
         case .storeResult(let invocation): persistResult(invocation)
         case .pendingWritesSettled(let token, let closed): pendingWritesSettled(token, closed: closed)
@@ -146,17 +146,13 @@ extension DDPClient {
         // sent): a login waiting for its user's document fails.
         endUserDocumentWaits()
         awaitedCalls.withLockedValue { $0.removeAll() }
-        metricTimings = MetricTimings(
-            hadSession: metricTimings.hadSession, optimisticLatencies: metricTimings.optimisticLatencies,
-            createdAt: metricTimings.createdAt)
-        metrics.callsPending.record(0)
-        metrics.subscriptionsActive.record(0)
         for invocation in closing.failedCalls {
             let failure = MethodError(methodName: invocation.name, kind: .clientClosed)
-            metrics.callCompleted(.failure(failure))
+            if metricTimings.callsStartedAt[invocation.id] != nil { emitMetrics { $0.callCompleted(.clientClosed) } }
             let completion = invocation.completion
             userCode.run { completion(.failure(failure)) }
         }
+        metricsClosed()
         for record in closing.stoppedSubscriptions { record.shared.update(.stopped) }
         run(decide(.restoredCallsJudgementDue(force: true)))
         persistence?.restoredCalls.clientClosed()

@@ -43,7 +43,8 @@ extension DDPClient {
             }
         }
         inbox.recycle(consume items)
-        metrics.report(receivedTraffic)
+        let traffic = receivedTraffic
+        if metrics.isRecording { emitMetrics { $0.report(traffic) } }
         run(decide(.burstHandled))
     }
 

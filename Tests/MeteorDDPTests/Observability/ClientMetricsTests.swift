@@ -25,7 +25,7 @@ final class ClientMetricsTests: XCTestCase {
         // A subscription: active, then ready.
         let subscription = harness.client.subscribe("players")
         harness.settle()
-        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_subscriptions_active").lastValue, 1)
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_subscriptions_active").lastValue, 1)
         harness.receive(.ready(subscriptionIDs: [subscription.id]))
         harness.settle()
         XCTAssertEqual(try metrics.expectTimer("meteor_ddp_subscription_ready_duration").values.count, 1)
@@ -35,7 +35,7 @@ final class ClientMetricsTests: XCTestCase {
         _ = try harness.client.call("refused") { _ in }
         harness.settle()
         XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_calls_started_total"), 2)
-        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_calls_pending").lastValue, 2)
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_calls_pending").lastValue, 2)
         harness.receive(.result(id: "1", result: 42, error: nil))
         harness.receive(.updated(methodIDs: ["1"]))
         harness.receive(.result(id: "2", result: nil, error: MeteorError(error: .number(403), reason: "no")))
@@ -47,7 +47,7 @@ final class ClientMetricsTests: XCTestCase {
             try metrics.expectCounter("meteor_ddp_calls_completed_total", [("outcome", "error")]).totalValue, 1)
         XCTAssertEqual(try metrics.expectTimer("meteor_ddp_call_result_duration").values.count, 2)
         XCTAssertEqual(try metrics.expectTimer("meteor_ddp_call_updated_duration").values.count, 2)
-        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_calls_pending").lastValue, 0)
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_calls_pending").lastValue, 0)
 
         // A frame that is no DDP message.
         harness.receive(frame: #"{"msg":"added","id":"1"}"#)
@@ -84,18 +84,59 @@ final class ClientMetricsTests: XCTestCase {
         harness.establishConnection()
         let subscription = harness.client.subscribe("players", notInUseTimeout: .zero)
         harness.settle()
-        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_subscriptions_active").lastValue, 1)
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_subscriptions_active").lastValue, 1)
         harness.dropAndReopen()
         harness.receive(.connected(session: "SESSION-1"))
         harness.settle()
         XCTAssertEqual(harness.client.status.sessionStart, .resumed)
         XCTAssertEqual(try metrics.expectCounter("meteor_ddp_sessions_total", [("start", "resumed")]).totalValue, 1)
+        XCTAssertEqual(try metrics.expectCounter("meteor_ddp_sessions_total", [("start", "new")]).totalValue, 1)
         XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_reconnects_total"), 1)
         subscription.stop()
         harness.settle()
-        XCTAssertEqual(try metrics.expectGauge("meteor_ddp_subscriptions_active").lastValue, 0)
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_subscriptions_active").lastValue, 0)
         XCTAssertEqual(
             try metrics.expectTimer("meteor_ddp_subscription_ready_duration").values.count, 0, "never ready")
+    }
+
+    /// Clients sharing a series (no `metricsLabel`) add up in the meters; one closing takes away only its own.
+    func testClientsSharingASeriesAddUpAndACloseSubtractsItsOwn() throws {
+        let metrics = TestMetrics()
+        let (first, second) = (harness(metrics), harness(metrics))
+        for harness in [first, second] {
+            harness.establishConnection()
+            _ = try harness.client.call("pending") { _ in }
+            _ = harness.client.subscribe("held")
+            harness.settle()
+        }
+        _ = try first.client.call("another") { _ in }
+        first.settle()
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_calls_pending").lastValue, 3)
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_subscriptions_active").lastValue, 2)
+        first.client.close()
+        first.settle()
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_calls_pending").lastValue, 1, "the second's call")
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_subscriptions_active").lastValue, 1)
+        XCTAssertEqual(
+            try metrics.expectCounter("meteor_ddp_calls_completed_total", [("outcome", "client_closed")]).totalValue, 2)
+    }
+
+    /// A deadline's made-up answer is an outcome, not a latency of the server's.
+    func testATimedOutCallCountsNoLatency() throws {
+        let metrics = TestMetrics()
+        let harness = harness(metrics)
+        harness.establishConnection()
+        var options = MethodOptions()
+        options.timeout = .seconds(5)
+        _ = try harness.client.call("slow", options: options) { _ in }
+        harness.settle()
+        harness.advance(by: .seconds(5))
+        harness.flushData()
+        XCTAssertEqual(
+            try metrics.expectCounter("meteor_ddp_calls_completed_total", [("outcome", "timed_out")]).totalValue, 1)
+        XCTAssertEqual(try metrics.expectTimer("meteor_ddp_call_result_duration").values, [])
+        XCTAssertEqual(try metrics.expectTimer("meteor_ddp_call_updated_duration").values, [])
+        XCTAssertEqual(try metrics.expectMeter("meteor_ddp_calls_pending").lastValue, 0)
     }
 
     func testAHeartbeatTimeoutIsCounted() throws {
@@ -116,6 +157,9 @@ final class ClientMetricsTests: XCTestCase {
             try labelled.expectCounter("meteor_ddp_sessions_total", [("client", "bot-7"), ("start", "new")]).totalValue,
             1)
         XCTAssertTrue(labelled.counters.allSatisfy { $0.dimensions.contains { $0 == ("client", "bot-7") } })
+        XCTAssertTrue(labelled.timers.allSatisfy { $0.dimensions.contains { $0 == ("client", "bot-7") } })
+        XCTAssertTrue(labelled.meters.allSatisfy { $0.dimensions.contains { $0 == ("client", "bot-7") } })
+        XCTAssertFalse(labelled.timers.isEmpty || labelled.meters.isEmpty)
         let plain = TestMetrics()
         harness(plain).establishConnection()
         XCTAssertTrue(plain.counters.allSatisfy { !$0.dimensions.contains { $0.0 == "client" } })

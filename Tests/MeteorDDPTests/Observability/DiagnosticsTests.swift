@@ -73,7 +73,6 @@ final class DiagnosticsTests: XCTestCase {
         var calls = await harness.client.diagnostics().pendingCalls
         XCTAssertEqual(calls.map(\.name), ["first", "second"])
         XCTAssertEqual(calls.map(\.phase), ["sent", "queued"], "the second waits behind the wait call")
-        XCTAssertEqual(calls.map(\.storedOffline), [false, false])
         let latencyBefore = await harness.client.diagnostics().optimisticUpdateLatency
         XCTAssertNil(latencyBefore)
         harness.receive(.updated(methodIDs: ["1"]))
@@ -98,6 +97,29 @@ final class DiagnosticsTests: XCTestCase {
         XCTAssertLessThanOrEqual(
             diagnostics.optimisticUpdateLatency?.p50Milliseconds ?? .infinity,
             diagnostics.optimisticUpdateLatency?.p95Milliseconds ?? 0)
+    }
+
+    /// A call made while no session is connected has not gone out: `queued`, however Meteor's bookkeeping files it.
+    func testACallMadeOfflineIsQueued() async throws {
+        let harness = ClientHarness()
+        _ = try harness.client.call("offline") { _ in }
+        harness.settle()
+        var calls = await harness.client.diagnostics().pendingCalls
+        XCTAssertEqual(calls.map(\.phase), ["queued"])
+        harness.establishConnection()
+        calls = await harness.client.diagnostics().pendingCalls
+        XCTAssertEqual(calls.map(\.phase), ["sent"])
+    }
+
+    /// Nearest-rank percentiles: the smallest sample with at least p of the samples at or below it.
+    func testThePercentilesAreTheNearestRank() {
+        XCTAssertEqual(
+            DDPClient.latency(of: [4, 1, 3, 2]),
+            ClientDiagnostics.Latency(p50Milliseconds: 2, p95Milliseconds: 4, samples: 4))
+        let hundred = DDPClient.latency(of: (1...100).map(Double.init))
+        XCTAssertEqual(hundred?.p50Milliseconds, 50)
+        XCTAssertEqual(hundred?.p95Milliseconds, 95)
+        XCTAssertNil(DDPClient.latency(of: [Double]()))
     }
 
     func testCollectionsAndHeldMessagesAreCounted() async throws {
