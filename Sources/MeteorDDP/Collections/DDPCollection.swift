@@ -134,11 +134,7 @@ public struct DDPCollection: Sendable {
     public func update(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions())
         async throws -> Int
     {
-        guard MongoModifier.documentID(inSelector: selector) != nil else {
-            throw MeteorError(
-                error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
-        }
-        _ = try MongoModifier(modifier)
+        try Self.checkUpdate(selector, modifier)
         let result = try await client.call(
             "/\(name)/update", params: [Self.idSelector(selector), modifier, .object(options.ejsonValue)])
         return result?.intValue ?? 0
@@ -156,11 +152,7 @@ public struct DDPCollection: Sendable {
     public func upsert(_ selector: EJSONValue, _ modifier: EJSONValue, options: UpdateOptions = UpdateOptions())
         async throws -> UpsertResult
     {
-        guard MongoModifier.documentID(inSelector: selector) != nil else {
-            throw MeteorError(
-                error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
-        }
-        _ = try MongoModifier(modifier)
+        try Self.checkUpdate(selector, modifier)
         var options = options
         options.upsert = true
         var sent = options.ejsonValue
@@ -198,6 +190,16 @@ public struct DDPCollection: Sendable {
 }
 
 extension DDPCollection {
+    /// What Meteor's client checks before an `update` or `upsert` leaves: an id selector (untrusted code), a modifier
+    /// minimongo reads.
+    static func checkUpdate(_ selector: EJSONValue, _ modifier: EJSONValue) throws {
+        guard MongoModifier.documentID(inSelector: selector) != nil else {
+            throw MeteorError(
+                error: .number(403), reason: "Not permitted. Untrusted code may only update documents by ID.")
+        }
+        _ = try MongoModifier(modifier)
+    }
+
     /// The `_id` a ``Document/id`` stands for (an ObjectID for 24 hex digits), as the server stores it.
     static func idValue(_ id: String) -> EJSONValue {
         MongoID.parse(id) ?? .string(id)

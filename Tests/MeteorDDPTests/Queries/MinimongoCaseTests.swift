@@ -238,10 +238,7 @@ final class MinimongoCaseTests: XCTestCase {
 
     private static func find(_ testCase: EJSONObject) throws -> Result {
         let (_, collection) = try collection(testCase)
-        let options = testCase["options"]?.objectValue ?? [:]
-        let findOptions = FindOptions(
-            sort: options["sort"], skip: options["skip"]?.intValue ?? 0, limit: options["limit"]?.intValue,
-            fields: options["fields"], collation: try options["collation"].map { try Collation($0) })
+        let findOptions = try Self.caseFindOptions(testCase)
         let selector = testCase["selector"] ?? [:]
         let actual: EJSONValue
         switch testCase["method"]?.stringValue {
@@ -303,13 +300,18 @@ final class MinimongoCaseTests: XCTestCase {
         return current
     }
 
+    /// The case's `options` as `find` takes them.
+    private static func caseFindOptions(_ testCase: EJSONObject) throws -> FindOptions {
+        let options = testCase["options"]?.objectValue ?? [:]
+        return FindOptions(
+            sort: options["sort"], skip: options["skip"]?.intValue ?? 0, limit: options["limit"]?.intValue,
+            fields: options["fields"], collation: try options["collation"].map { try Collation($0) })
+    }
+
     private static func findError(_ testCase: EJSONObject) -> Result {
         do {
             let (_, collection) = try collection(testCase)
-            let options = testCase["options"]?.objectValue ?? [:]
-            let findOptions = FindOptions(
-                sort: options["sort"], skip: options["skip"]?.intValue ?? 0, limit: options["limit"]?.intValue,
-                fields: options["fields"], collation: try options["collation"].map { try Collation($0) })
+            let findOptions = try Self.caseFindOptions(testCase)
             let found = try collection.find(testCase["selector"] ?? [:], findOptions)
             return .fail("no error (found \(found.count))")
         } catch {
