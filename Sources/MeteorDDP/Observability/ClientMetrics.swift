@@ -44,7 +44,7 @@ final class ClientMetrics: Sendable {
     /// would overwrite).
     let subscriptionsActive: Meter
     let callsPending: Meter
-    private let violations: [String: Counter]
+    private let violations: [DDPProtocolViolation.MetricKind: Counter]
 
     /// The metrics of one client: labelled `client: label` when `label` is set.
     init(factory: any MetricsFactory, label: String?) {
@@ -78,8 +78,8 @@ final class ClientMetrics: Sendable {
         subscriptionsActive = Meter(label: "meteor_ddp_subscriptions_active", dimensions: base, factory: factory)
         callsPending = Meter(label: "meteor_ddp_calls_pending", dimensions: base, factory: factory)
         violations = Dictionary(
-            uniqueKeysWithValues: DDPProtocolViolation.kindNames.map {
-                ($0, counter("meteor_ddp_protocol_violations_total", [("kind", $0)]))
+            uniqueKeysWithValues: DDPProtocolViolation.MetricKind.allCases.map {
+                ($0, counter("meteor_ddp_protocol_violations_total", [("kind", $0.rawValue)]))
             })
     }
 
@@ -102,7 +102,7 @@ final class ClientMetrics: Sendable {
     }
 
     func protocolViolation(_ violation: DDPProtocolViolation) {
-        violations[violation.kindName]?.increment()
+        violations[violation.metricKind]?.increment()
     }
 
     static func outcome(of result: Result<EJSONValue?, any Error>) -> CallOutcome {
@@ -249,22 +249,28 @@ extension DDPClient {
 }
 
 extension DDPProtocolViolation {
-    /// The `kind` dimension of each violation (its ``Kind`` case, without the details).
-    static let kindNames = [
-        "malformed_json", "binary_frame", "not_an_object", "missing_msg", "unknown_message", "missing_field",
-        "wrong_field_type", "unexpected"
-    ]
+    /// The `kind` dimension of a violation: its ``Kind`` case, without the details.
+    enum MetricKind: String, CaseIterable {
+        case malformedJSON = "malformed_json"
+        case binaryFrame = "binary_frame"
+        case notAnObject = "not_an_object"
+        case missingMsg = "missing_msg"
+        case unknownMessage = "unknown_message"
+        case missingField = "missing_field"
+        case wrongFieldType = "wrong_field_type"
+        case unexpected
+    }
 
-    var kindName: String {
+    var metricKind: MetricKind {
         switch kind {
-        case .malformedJSON: "malformed_json"
-        case .binaryFrame: "binary_frame"
-        case .notAnObject: "not_an_object"
-        case .missingMsg: "missing_msg"
-        case .unknownMessage: "unknown_message"
-        case .missingField: "missing_field"
-        case .wrongFieldType: "wrong_field_type"
-        case .unexpected: "unexpected"
+        case .malformedJSON: .malformedJSON
+        case .binaryFrame: .binaryFrame
+        case .notAnObject: .notAnObject
+        case .missingMsg: .missingMsg
+        case .unknownMessage: .unknownMessage
+        case .missingField: .missingField
+        case .wrongFieldType: .wrongFieldType
+        case .unexpected: .unexpected
         }
     }
 }
