@@ -221,8 +221,9 @@ struct MethodCoordinator {
     /// A new socket: fails sent `noRetry` calls of the first block (their result is set; they complete when their
     /// data is visible, at reconnect quiescence) and marks everything unsent; calls still waiting for their result
     /// wait for their data again (the `updated` of their next run). The blocks are set aside until
-    /// ``reconnectHooksRan()``, so that the calls the hooks make go first. Returns the failed calls.
-    mutating func socketReset() -> [Invocation] {
+    /// ``reconnectHooksRan()``, so that the calls the hooks make go first. Returns the failed calls and the calls
+    /// that go again.
+    mutating func socketReset() -> (failed: [Invocation], sentAgain: Set<String>) {
         // Blocks still set aside (a reset before the previous one's hooks ran) go behind the calls made since.
         _ = reconnectHooksRan()
         var failed: [Invocation] = []
@@ -239,17 +240,17 @@ struct MethodCoordinator {
             if first.methodIDs.isEmpty { blocks.removeFirst() }
         }
         sentIDs.removeAll()
-        for invocation in invocations.values {
+        var sentAgain: Set<String> = []
+        for invocation in invocations.values where invocation.result == nil {
             // A call without its result is sent again: the new session's run brings its own `updated`, and the data
             // the old run made visible is replaced by the new session's anyway.
-            if invocation.result == nil {
-                invocation.updatedReceived = false
-                invocation.dataVisible = false
-            }
+            invocation.updatedReceived = false
+            invocation.dataVisible = false
+            sentAgain.insert(invocation.id)
         }
         blocksAwaitingReconnectHooks = blocks
         blocks = []
-        return failed
+        return (failed, sentAgain)
     }
 
     /// The reconnect hooks ran (LC `_callOnReconnectAndSendAppropriateOutstandingMethods`): puts the blocks set aside

@@ -70,6 +70,18 @@ struct AfterUpdateQueue {
         tokens.flatMap { waitingForServerDocuments.removeValue(forKey: $0) ?? [] }
     }
 
+    /// Forgets the data-visible work of calls `ids` (their old run's: they are sent again, and the new run brings its
+    /// own `updated`), wherever it waits. The rest keeps its order and tickets.
+    mutating func dropDataVisible(of ids: Set<String>) {
+        guard !ids.isEmpty else { return }
+        func isDropped(_ work: AfterUpdateWork) -> Bool {
+            if case .methodDataVisible(let id) = work { return ids.contains(id) }
+            return false
+        }
+        entries.removeAll { isDropped($0.work) }
+        for token in waitingForServerDocuments.keys { waitingForServerDocuments[token]!.removeAll(where: isDropped) }
+    }
+
     /// The server documents' flush waiters were dropped (a new session's data: their work is redone for it).
     mutating func dropServerDocumentWaiters() {
         waitingForServerDocuments.removeAll()

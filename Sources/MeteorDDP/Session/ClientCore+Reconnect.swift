@@ -17,7 +17,12 @@ extension ClientCore {
 
     /// A new socket is open and `connect` was just sent.
     mutating func socketReset() -> SocketReset {
-        let failed = session.methods.socketReset()
+        let (failed, sentAgain) = session.methods.socketReset()
+        // The calls sent again lose the data-visible work their old run's `updated` queued, behind a flush or behind
+        // other calls' stub-written documents (a deadline frees that wait before the new session's quiescence): done
+        // later, it would count the old run's data as the new run's (the call would complete at its `result`, and its
+        // `updated` would name a call the client no longer has).
+        session.afterUpdate.dropDataVisible(of: sentAgain)
         let stopped = session.subscriptions.socketReset()
         durability.socketReset()
         let hooks = session.userReconnectHooks.sorted(by: { $0.key < $1.key }).map(\.value)

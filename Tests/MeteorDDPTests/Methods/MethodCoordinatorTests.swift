@@ -75,7 +75,7 @@ final class MethodCoordinatorTests: XCTestCase {
         _ = call("payment", noRetry: true)
         _ = call("halfDone")
         _ = coordinator.receivedResult(id: "3", .success("H"))
-        let failed = coordinator.socketReset()
+        let failed = coordinator.socketReset().failed
         XCTAssertEqual(failed.map(\.name), ["payment"])
         guard case .failure(let error as MethodError)? = failed.first?.result else {
             return XCTFail("no failure result")

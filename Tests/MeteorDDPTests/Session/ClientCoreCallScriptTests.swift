@@ -223,6 +223,59 @@ final class ClientCoreCallScriptTests: XCTestCase {
             "the store is told after the replay")
     }
 
+    /// A call whose `updated` came on a socket that then dropped, before its `result`: the new socket sends it again,
+    /// and the old run's data becoming visible (its flush completes after the call went out again) does not count for
+    /// the new run. The call completes once the new session's `result` and `updated` came and its data is applied, and
+    /// the new session's `updated` is not a protocol violation. (Meteor's `MethodInvoker.sendMessage` clears
+    /// `_dataVisible` for the same reason.)
+    func testTheOldSocketsUpdatedDoesNotCountForTheCallSentAgain() {
+        var core = established()
+        let todos = core.subscribe("todos")
+        let (add, _, _) = call(&core, "todos.add")
+        XCTAssertEqual(
+            describe(core.handle(.updatedReceived(ids: [add.id], storeIsIdle: false, held: false))),
+            ["requestFlush(1)"], "the first run's data is visible once the cache applied what came before")
+        _ = core.handle(.transportClosed(nil, generation: 1))
+        _ = core.handle(.timerFired(.retry))
+        _ = core.handle(.transportOpened(generation: 3))
+        XCTAssertEqual(
+            describe(core.handle(.reconnectHooksFinished(run: 2))), ["sendCalls(todos.add)", "send(sub)"],
+            "no result came: the call goes again")
+        // The client performs what the flush hands out, as `DDPClient.flushCompleted` does.
+        var afterOldFlush: [String] = []
+        var work = core.due(after: .flushCompleted(ticket: 1))
+        while let due = work {
+            if case .methodDataVisible(let id) = due {
+                afterOldFlush += describe(core.handle(.methodDataVisible(id: id)))
+            }
+            work = core.due(after: .afterUpdatePerformed)
+        }
+        XCTAssertFalse(
+            afterOldFlush.contains("complete(todos.add)") || afterOldFlush.contains("report(protocolViolation)"),
+            "the old run's flush completes nothing: \(afterOldFlush)")
+        _ = core.handle(.connectedReceived(session: "s2"))
+
+        var actions = core.handle(.resultReceived(id: add.id, .success(nil)))
+        XCTAssertEqual(describe(actions), ["resultArrived(todos.add)"], "the new run's data is not visible yet")
+        actions += core.handle(.readyReceived(ids: [todos], storeIsIdle: true, held: false))
+        actions += core.handle(.updatedReceived(ids: [add.id], storeIsIdle: true, held: false))
+        XCTAssertEqual(describe(actions).last, "applyQuiescence(resetting: true)")
+        actions = core.handle(.readyReceived(ids: [todos], storeIsIdle: false, held: true))
+        actions += core.handle(.updatedReceived(ids: [add.id], storeIsIdle: false, held: true))
+        actions += core.handle(.sessionResetApplied)
+        var due: [ClientCore.Action] = []
+        for case .requestFlush(let ticket) in actions {
+            if let work = core.due(after: .flushCompleted(ticket: ticket)) { due.append(.performAfterUpdate(work)) }
+            while let work = core.due(after: .afterUpdatePerformed) { due.append(.performAfterUpdate(work)) }
+        }
+        for case .performAfterUpdate(.methodDataVisible(let id)) in due {
+            actions += core.handle(.methodDataVisible(id: id))
+        }
+        let described = describe(actions)
+        XCTAssertFalse(described.contains("report(protocolViolation)"), "\(described)")
+        XCTAssertEqual(described.filter { $0 == "complete(todos.add)" }.count, 1, "\(described)")
+    }
+
     /// `close()` with calls in flight: they fail, in call order, the subscriptions stop, and a call's late answers
     /// change nothing.
     func testCloseWithCallsInFlight() {

@@ -335,4 +335,65 @@ final class ClientCoreResumptionTests: XCTestCase {
         let resent = describe(core.handle(.reconnectHooksFinished(run: 2)))
         XCTAssertTrue(resent.contains("applyQuiescence(resetting: true)"), "\(resent)")
     }
+
+    /// A call whose `updated` came in the old session, its data waiting for the server version of another call's
+    /// stub-written document, is sent again when the offer is refused. The other call's deadline passing before the
+    /// new session's quiescence frees that wait: the old run's data must not count for the new run (it would complete
+    /// the call at the new run's `result`, and its `updated` would name a call the client no longer has).
+    func testTheOldRunsDataDoesNotCompleteACallSentAgainAfterARefusedOffer() {
+        var core = established()
+        let first = DocumentKey(collectionName: "todos", documentID: "t1")
+        let second = DocumentKey(collectionName: "todos", documentID: "t2")
+        func call(_ name: String, writes key: DocumentKey, timeout: Duration? = nil) -> MethodCoordinator.Invocation {
+            let id = core.nextMethodID
+            _ = core.handle(.stubRan(ClientCore.StubRun(id: id, replay: nil, originals: [(key, nil)])))
+            var options = MethodOptions()
+            options.timeout = timeout
+            let invocation = MethodCoordinator.Invocation(
+                id: id, name: name, message: .method(id: id, method: name, params: [], randomSeed: nil),
+                options: options, completion: { _ in })
+            _ = core.handle(.callMade(invocation, kept: false))
+            return invocation
+        }
+        /// The actions, with what the client would feed back for each flush asked for and each call's data shown.
+        func performed(_ actions: [ClientCore.Action]) -> [String] {
+            var described = describe(actions)
+            for action in actions {
+                switch action {
+                case .requestFlush(let ticket):
+                    var work = core.due(after: .flushCompleted(ticket: ticket))
+                    while let due = work {
+                        if case .methodDataVisible(let id) = due {
+                            described += performed(core.handle(.methodDataVisible(id: id)))
+                        }
+                        work = core.due(after: .afterUpdatePerformed)
+                    }
+                case .performAfterUpdate(.methodDataVisible(let id)):
+                    described += performed(core.handle(.methodDataVisible(id: id)))
+                default: break
+                }
+            }
+            return described
+        }
+        let add = call("todos.add", writes: first)
+        let slow = call("todos.slow", writes: second, timeout: .seconds(1))
+        XCTAssertEqual(
+            performed(core.handle(.updatedReceived(ids: [add.id], storeIsIdle: true, held: false))),
+            ["release([\"t1\"])"],
+            "its data waits for the server's version of the other call's document too")
+        XCTAssertEqual(dropAndReopen(&core), ["send(connect)"])
+        _ = core.handle(.connectedReceived(session: "s2"))
+        XCTAssertEqual(
+            describe(core.handle(.reconnectHooksFinished(run: 2))), ["sendCalls(todos.add todos.slow)", "send(sub)"],
+            "a new session: both calls go again")
+        let deadline = performed(core.handle(.timerFired(.callDeadline(id: slow.id))))
+        XCTAssertFalse(deadline.contains("complete(todos.add)"), "\(deadline)")
+
+        XCTAssertEqual(
+            performed(core.handle(.resultReceived(id: add.id, .success(nil)))), ["resultArrived(todos.add)"],
+            "the new run's data is not visible yet")
+        var rest = performed(core.handle(.readyReceived(ids: ["sub-todos"], storeIsIdle: true, held: false)))
+        rest += performed(core.handle(.updatedReceived(ids: [add.id], storeIsIdle: true, held: false)))
+        XCTAssertFalse(rest.contains("report(protocolViolation)"), "\(rest)")
+    }
 }
