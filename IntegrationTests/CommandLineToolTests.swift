@@ -154,6 +154,57 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertTrue(text.value.contains { $0.hasPrefix(#"ObjectID("5f1d7a3c9e1b2a0012345678")"#) }, "\(text.value)")
     }
 
+    /// `stats` prints the client's diagnostics; the next `stats` highlights the figures that changed (a collection
+    /// that appeared, the calls' latency) and only those.
+    func testStatsShowsTheDiagnosticsAndHighlightsWhatChanged() async throws {
+        let text = Locked<[String]>([])
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        let session = CommandLineSession(
+            client: client,
+            output: CommandOutput(style: .text(colour: true)) { line in text.mutate { $0.append(line) } })
+        defer { session.close() }
+        _ = await session.run("sub players")
+        _ = await session.run("stats")
+        let first = text.value.last ?? ""
+        XCTAssertTrue(first.contains("connected"), first)
+        XCTAssertTrue(first.contains("players  ready  0 parameters  1 handle"), first)
+        XCTAssertFalse(first.contains("\u{1B}[33m"), "nothing is highlighted the first time: \(first)")
+
+        _ = await session.run(#"call addPlayer "Grace""#)
+        _ = await session.run("stats")
+        let second = text.value.last ?? ""
+        XCTAssertTrue(second.contains("\u{1B}[33m1 document\u{1B}[0m"), "the new collection's count: \(second)")
+        XCTAssertTrue(second.contains("\u{1B}[33mover 1 calls\u{1B}[0m"), "the latency appeared: \(second)")
+        XCTAssertTrue(second.contains("  retries 0"), "an unchanged figure is plain: \(second)")
+        XCTAssertFalse(second.contains("\u{1B}[33mready\u{1B}[0m"), "the subscription did not change: \(second)")
+    }
+
+    /// `ddp stats --json`: one JSON object per refresh, the diagnostics snapshot in full.
+    func testStatsInJSONPrintsOneSnapshotPerRefresh() async throws {
+        let lines = Locked<[EJSONObject]>([])
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        let session = CommandLineSession(
+            client: client,
+            output: CommandOutput(style: .json) { line in
+                if case .object(let object)? = try? EJSON.parse(line) { lines.mutate { $0.append(object) } }
+            })
+        defer { session.close() }
+        _ = await session.run("sub players")
+        try await session.showStats(every: .milliseconds(20), times: 3, redraw: false)
+        let snapshots = lines.value.filter { $0["event"] == "stats" }.compactMap { $0["diagnostics"] }
+        XCTAssertEqual(snapshots.count, 3)
+        for snapshot in snapshots {
+            XCTAssertEqual(snapshot["connection"]?["state"], "connected")
+            XCTAssertEqual(snapshot["subscriptions"]?[0]?["name"], "players")
+            XCTAssertEqual(snapshot["subscriptions"]?[0]?["status"], "ready")
+            XCTAssertNotNil(snapshot["takenAt"]?.stringValue.flatMap { try? Date($0, strategy: .iso8601) })
+        }
+    }
+
     func testTheHelpFitsEightyColumns() {
         for line in CommandLineSession.help.split(separator: "\n") {
             XCTAssertLessThanOrEqual(line.count, 80, String(line))

@@ -10,15 +10,18 @@ import MeteorDDP
 /// - `login --email E --password P`, `login --username U --password P`, `logout`;
 /// - `watch COLLECTION [SELECTOR]`, `unwatch COLLECTION`: print changes as they come, field by field, before → after;
 /// - `list COLLECTION [SELECTOR]`: print the matching documents;
+/// - `stats`: the client's diagnostics, the figures that changed since the last `stats` highlighted;
 /// - `status`, `help`, `quit`.
 public final class CommandLineSession: @unchecked Sendable {
-    // @unchecked because `subscriptions` and `watchers` are only touched by `run(_:)`, which callers await one line at
-    // a time.
+    // @unchecked because `subscriptions`, `watchers` and `lastDiagnostics` are only touched by `run(_:)` and
+    // `showStats(every:times:redraw:)`, which callers await one at a time.
 
     public let client: DDPClient
     let output: CommandOutput
     private var subscriptions: [String: Subscription] = [:]
     private var watchers: [String: Task<Void, Never>] = [:]
+    /// The diagnostics `stats` showed last: the next one highlights what changed since.
+    private var lastDiagnostics: ClientDiagnostics?
 
     public init(client: DDPClient, output: CommandOutput) {
         self.client = client
@@ -37,6 +40,7 @@ public final class CommandLineSession: @unchecked Sendable {
           reset-password TOKEN NEW     set a password with an e-mail's token
           logout-others                log out every other session
           status                       print the connection status
+          stats                        print the client's diagnostics
           watch COLLECTION [SELECTOR]  print changes as they come
           unwatch COLLECTION           stop watching
           list COLLECTION [SELECTOR]   print the matching documents
@@ -62,6 +66,7 @@ public final class CommandLineSession: @unchecked Sendable {
             case "quit", "exit": return false
             case "help": output.event("help", text: Self.help)
             case "status": printStatus()
+            case "stats": try await printStats(clearingScreen: false)
             case "sub": try await subscribe(arguments)
             case "unsub": unsubscribe(arguments)
             case "call": try await call(arguments)
@@ -114,7 +119,32 @@ public final class CommandLineSession: @unchecked Sendable {
         client.close()
     }
 
+    /// `ddp stats`: the client's diagnostics every `interval`, `times` times (`nil`: until the task is cancelled),
+    /// the figures that changed since the previous one highlighted; with `redraw`, each replaces the last on the
+    /// screen (a terminal).
+    public func showStats(every interval: Duration, times: Int?, redraw: Bool) async throws {
+        var shown = 0
+        while times.map({ shown < $0 }) ?? true {
+            if shown > 0 { try await Task.sleep(for: interval) }
+            try await printStats(clearingScreen: redraw)
+            shown += 1
+        }
+    }
+
     // MARK: - Commands
+
+    private func printStats(clearingScreen: Bool) async throws {
+        let snapshot = await client.diagnostics()
+        defer { lastDiagnostics = snapshot }
+        if case .json = output.style {
+            return output.event("stats", ["diagnostics": try DiagnosticsView.json(snapshot)], text: "")
+        }
+        let lines = DiagnosticsView.render(snapshot, previous: lastDiagnostics, output: output)
+        // Home and clear, then the snapshot: a terminal shows one screen that changes in place. Elsewhere a blank line
+        // parts one snapshot from the next.
+        let lead = clearingScreen ? "\u{1B}[H\u{1B}[2J" : lastDiagnostics == nil ? "" : "\n"
+        output.event("stats", text: lead + lines.joined(separator: "\n"))
+    }
 
     private func printStatus() {
         let status = client.status
