@@ -14,24 +14,9 @@ enum ManyClientsBenchmarks {
         let mode = deflate ? "permessage-deflate on" : "permessage-deflate off"
         Bench.section(
             "Many clients (\(mode)): \(count) clients in one process, each subscribed to a 10-document publication")
-        // The server runs in a process of its own, so that this one's memory and CPU are the clients' alone.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        server.arguments = [deflate ? "serve-ten-deflate" : "serve-ten"]
-        let portPipe = Pipe()
-        let stdinPipe = Pipe()
-        server.standardOutput = portPipe
-        server.standardInput = stdinPipe
-        try server.run()
-        var serverEnded = false
-        defer {
-            if !serverEnded {
-                try? stdinPipe.fileHandleForWriting.close() // the server ends when its input does
-                server.waitUntilExit()
-            }
-        }
-        let port = try readPort(portPipe.fileHandleForReading)
-        let url = URL(string: "ws://127.0.0.1:\(port)/websocket")!
+        let server = try TenServer(deflate: deflate)
+        defer { _ = server.stop() }
+        let url = server.url
         let before = DatabaseBenchmarks.residentBytes()
         if ProcessInfo.processInfo.environment["MDDP_TRACE"] != nil { mallocStats() }
         let start = Bench.now()
@@ -90,11 +75,7 @@ enum ManyClientsBenchmarks {
             note: "\(count) clients; the server in another process")
         for client in clients { client.close() }
         // What the server compressed (its last line, printed as it ends): proof the mode was what it says.
-        try? stdinPipe.fileHandleForWriting.close()
-        let rest = String(decoding: portPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        server.waitUntilExit()
-        serverEnded = true
-        let statistics = rest.split(separator: "\n").last.map(String.init) ?? ""
+        let statistics = server.stop()
         print("server: \(statistics)")
         precondition(
             statistics.hasPrefix("permessage-deflate connections \(deflate ? count : 0) "),
@@ -128,19 +109,6 @@ enum ManyClientsBenchmarks {
     }
 
     /// The port line the server process prints first.
-    private static func readPort(_ handle: FileHandle) throws -> Int {
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = handle.availableData
-            guard !chunk.isEmpty else { break }
-            line.append(chunk)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
-            throw CocoaError(.fileReadCorruptFile)
-        }
-        return port
-    }
 
     /// The resident memory of `count` caches of the same 10 documents, without clients.
     static func documentBytes(count: Int) async throws -> Int {
@@ -173,5 +141,57 @@ enum ManyClientsBenchmarks {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
             usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}
+
+/// The "ten" publication's server in a process of its own (this benchmark's executable, `serve-ten`), so that this
+/// process's memory and CPU are the clients' alone.
+final class TenServer {
+    let url: URL
+    private let process = Process()
+    private let output = Pipe()
+    private let input = Pipe()
+    private var statistics: String?
+
+    init(deflate: Bool) throws {
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = [deflate ? "serve-ten-deflate" : "serve-ten"]
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        let port: Int
+        do {
+            port = try Self.readPort(output.fileHandleForReading)
+        } catch {
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            throw error
+        }
+        url = URL(string: "ws://127.0.0.1:\(port)/websocket")!
+    }
+
+    /// Ends the server (it ends when its input does) and returns its last line, its statistics.
+    func stop() -> String {
+        if let statistics { return statistics }
+        try? input.fileHandleForWriting.close()
+        let rest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let last = rest.split(separator: "\n").last.map(String.init) ?? ""
+        statistics = last
+        return last
+    }
+
+    private static func readPort(_ handle: FileHandle) throws -> Int {
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = handle.availableData
+            guard !chunk.isEmpty else { break }
+            line.append(chunk)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        return port
     }
 }

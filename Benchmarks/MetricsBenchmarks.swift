@@ -31,7 +31,6 @@ enum MetricsBenchmarks {
                 client.close()
             }
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         for (name, path) in [
             ("added → cache → ready", \(added: [Double], changed: [Double]).added),
             ("changed → cache", \(added: [Double], changed: [Double]).changed)
@@ -42,8 +41,87 @@ enum MetricsBenchmarks {
                 baselineName: "none", target: ">= 0.97x")
         }
         print("frames counted by the backend: \(backend.total(of: "meteor_ddp_frames_received_total"))")
+        pipelinedCost()
+        manyClientsCost()
         diagnosticsCost()
     }
+
+    /// 1,000 echo calls in flight over loopback until all completed, through a client with a metrics backend and one
+    /// without (one server, both clients connected; interleaved rounds).
+    static func pipelinedCost(calls: Int = 1_000, rounds: Int = 15) {
+        let backend = CountingMetrics()
+        let figures = MethodBenchmarks.withEchoServer { url, plain -> (withBackend: Double, none: Double) in
+            var configuration = DDPClient.Configuration()
+            configuration.metricsFactory = backend
+            let recorded = DDPClient(url: url, configuration: configuration)
+            recorded.connect()
+            for await status in recorded.statusUpdates where status.isConnected { break }
+            var seconds: [Bool: [Double]] = [true: [], false: []]
+            for round in 0..<rounds {
+                for withBackend in round % 2 == 0 ? [false, true] : [true, false] {
+                    let client = withBackend ? recorded : plain
+                    seconds[withBackend]!.append(
+                        try await MethodBenchmarks.pipelinedSeconds(client: client, calls: calls))
+                }
+            }
+            recorded.close()
+            return (Double(calls) / median(seconds[true]!), Double(calls) / median(seconds[false]!))
+        }
+        guard let figures else { return }
+        Bench.report(
+            "\(calls) pipelined calls with a metrics backend", ours: figures.withBackend, baseline: figures.none,
+            unit: "calls/s", baselineName: "none", target: ">= 0.97x")
+        print("calls counted by the backend: \(backend.total(of: "meteor_ddp_calls_started_total"))")
+    }
+
+    /// 1,000 clients connecting and subscribing to a 10-document publication (the server in another process), with a
+    /// metrics backend and without, interleaved.
+    static func manyClientsCost(count: Int = 1_000, rounds: Int = 4) {
+        let backend = CountingMetrics()
+        let box = ValueBox<[Bool: [Double]]>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                let server = try TenServer(deflate: false)
+                defer { _ = server.stop() }
+                var seconds: [Bool: [Double]] = [true: [], false: []]
+                for round in 0..<rounds {
+                    for withBackend in round % 2 == 0 ? [false, true] : [true, false] {
+                        var configuration = DDPClient.Configuration()
+                        configuration.heartbeatInterval = .seconds(15)
+                        if withBackend { configuration.metricsFactory = backend }
+                        let clients = (0..<count).map { _ in DDPClient(url: server.url, configuration: configuration) }
+                        let start = Bench.now()
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            for client in clients {
+                                group.addTask {
+                                    client.connect()
+                                    try await client.subscribe("ten").ready()
+                                }
+                            }
+                            try await group.waitForAll()
+                        }
+                        seconds[withBackend]!.append(Double(Bench.now() - start) / 1e9)
+                        precondition(clients.allSatisfy { $0.database.collection("items").count == 10 })
+                        for client in clients { client.close() }
+                    }
+                }
+                box.set(seconds)
+            } catch {
+                print("benchmark failed: \(error)")
+            }
+            done.signal()
+        }
+        done.wait()
+        guard let seconds = box.value else { return }
+        Bench.report(
+            "\(count) clients connected and ready with a metrics backend", ours: Double(count) / median(seconds[true]!),
+            baseline: Double(count) / median(seconds[false]!), unit: "clients/s", baselineName: "none",
+            target: ">= 0.97x")
+        print("sessions counted by the backend: \(backend.total(of: "meteor_ddp_sessions_total"))")
+    }
+
+    private static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     /// `diagnostics()` on a busy client: 100k documents, 1,000 calls pending, 100 subscriptions.
     static func diagnosticsCost() {

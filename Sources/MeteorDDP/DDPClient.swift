@@ -193,14 +193,15 @@ public final class DDPClient: @unchecked Sendable {
         let scheduler = configuration.scheduler ?? DispatchScheduler(queue: queue)
         self.scheduler = scheduler
         self.logger = configuration.logger
-        self.metrics = ClientMetrics(
+        let metrics = ClientMetrics(
             factory: configuration.metricsFactory ?? MetricsSystem.factory, label: configuration.metricsLabel)
+        self.metrics = metrics
         let logThrottle = LogThrottle(scheduler: scheduler, logger: configuration.logger)
         self.logThrottle = logThrottle
         self.core = ClientCore(configuration: configuration)
         self.userCode = UserCodeQueue(label: "MeteorDDP.DDPClient.callbacks")
         self.inbox = IncomingInbox(holdLimit: configuration.maxMessagesHeldForQuiescence)
-        let database = Database(logger: configuration.logger, logThrottle: logThrottle)
+        let database = Database(logger: configuration.logger, logThrottle: logThrottle, metrics: metrics.database)
         self.database = database
         self.updateBuffer = DataUpdateBuffer(
             database: database,
@@ -212,6 +213,7 @@ public final class DDPClient: @unchecked Sendable {
         self.store = DatabaseLocalStore(database: database, buffer: updateBuffer)
         let (persistence, storedState, report) = ClientPersistence.open(configuration.persistence)
         self.persistence = persistence
+        if metrics.isRecording { persistence?.writer.recordMetrics(metrics) }
         self.restoreReport = report
         queue.setSpecific(key: DDPClient.queueKey, value: ObjectIdentifier(self))
         if let persistence { restore(storedState, into: persistence) }

@@ -26,7 +26,7 @@ import DocExampleSwiftUI
 import UIKit
 #endif
 
-// README.md:138
+// README.md:141
 @MainActor func docExample1(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -39,7 +39,7 @@ import UIKit
     }
 }
 
-// README.md:180
+// README.md:183
 @MainActor func docExample2(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -97,7 +97,7 @@ import UIKit
     }
 }
 
-// README.md:238
+// README.md:241
 @MainActor func docExample3(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -109,7 +109,7 @@ import UIKit
     }
 }
 
-// README.md:251
+// README.md:254
 @MainActor func docExample4(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -134,7 +134,7 @@ import UIKit
     }
 }
 
-// README.md:279
+// README.md:282
 @MainActor func docExample5(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -152,7 +152,7 @@ import UIKit
     }
 }
 
-// README.md:312
+// README.md:315
 @MainActor func docExample6(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -174,7 +174,7 @@ import UIKit
     }
 }
 
-// README.md:569
+// README.md:572
 @MainActor func docExample7(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
@@ -889,7 +889,7 @@ import UIKit
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Metrics.md:57
+// Sources/MeteorDDP/MeteorDDP.docc/Metrics.md:69
 @MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)

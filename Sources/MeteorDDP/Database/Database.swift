@@ -81,6 +81,10 @@ public final class Database: @unchecked Sendable {
     let logger: Logger
     /// Bounds the anomaly lines a flood makes (a client's database shares the client's).
     let logThrottle: LogThrottle?
+    /// The cache's metrics, when the client's record (`nil`: no metrics work at all).
+    let metrics: DatabaseMetrics?
+    /// The document counts last reported to ``metrics``. Protected by `writeLock`.
+    private var reportedCounts = ReportedDocumentCounts()
 
     /// Creates an empty database.
     public convenience init(
@@ -89,12 +93,13 @@ public final class Database: @unchecked Sendable {
         self.init(logger: logger, logThrottle: nil)
     }
 
-    init(logger: Logger, logThrottle: LogThrottle?) {
+    init(logger: Logger, logThrottle: LogThrottle?, metrics: DatabaseMetrics? = nil) {
         self.published = ManagedAtomic(SnapshotGeneration(collections: [:]))
         self.notificationQueue = DispatchQueue(label: "MeteorDDP.Database.notifications")
         self.observerQueue = DispatchQueue(label: "MeteorDDP.Database.observers")
         self.logger = logger
         self.logThrottle = logThrottle
+        self.metrics = metrics
     }
 
     // MARK: - Reading
@@ -346,6 +351,12 @@ public final class Database: @unchecked Sendable {
         let sequence = changeSetsCommitted
         let afterCommit = transaction!.afterCommit
         nextArrival = transaction!.nextArrival
+        // The counts of the collections written, as committed (decided under the lock, reported after it).
+        var documentMoves: [(collection: String, by: Int)] = []
+        if metrics != nil, !changes.isEmpty {
+            let written = transaction!.tables.keys + (transaction!.currentTable.map { [$0.name] } ?? [])
+            documentMoves = reportedCounts.moves(of: written, in: finished)
+        }
         transaction = nil
         // A new generation takes over the tables; the one it replaces keeps what only it (and older ones) can see.
         let replaced: SnapshotGeneration? =
@@ -362,9 +373,11 @@ public final class Database: @unchecked Sendable {
             commitObserver?(changes)
             // Enqueued under the lock so deliveries keep commit order; delivered without it.
             let committed = changes
-            notificationQueue.async { self.deliver(committed, sequence: sequence) }
+            let committedAt = metrics != nil ? ClientMetrics.now() : 0
+            notificationQueue.async { self.deliver(committed, sequence: sequence, committedAt: committedAt) }
         }
         writeLock.unlock()
+        if let metrics, !changes.isEmpty { metrics.committed(documentMoves) }
         for callback in documentsArrived { callback() }
         for work in afterCommit { work() }
         // The replaced generation is let go here, after the lock: unless a reader still holds it, what only it used
@@ -381,8 +394,9 @@ public final class Database: @unchecked Sendable {
         return published.exchange(generation, ordering: .acquiringAndReleasing)
     }
 
-    private func deliver(_ changes: DatabaseChanges, sequence: UInt64) {
+    private func deliver(_ changes: DatabaseChanges, sequence: UInt64, committedAt: UInt64) {
         observerQueue.async {
+            self.metrics?.notificationPosted(committedAt: committedAt)
             NotificationCenter.default.post(
                 name: .databaseDidChange, object: self, userInfo: [DatabaseChanges.userInfoKey: changes])
         }

@@ -193,6 +193,13 @@ extension DDPClient {
         }
         var context = MethodInvocationContext(methodName: name, params: params, enclosing: nil, client: self)
         var notReplayable: [DocumentKey]?
+        let stubStarted = metrics.isRecording ? ClientMetrics.now() : 0
+        defer {
+            if stubStarted != 0 {
+                let nanoseconds = Int64(clamping: ClientMetrics.now() &- stubStarted)
+                emitMetrics { $0.stubDuration.recordNanoseconds(nanoseconds) }
+            }
+        }
         let run = store.runStub(recordingReads: core.rebasesStubs) {
             if checksStubsAreReplayable {
                 let twice = runStubTwice(stub, name, params: params, context: context)

@@ -76,6 +76,10 @@ extension DDPClient {
             return
         }
         record(lastRuns, failures: &failures)
+        if replayed > 0 {
+            let runs = Int64(replayed)
+            emitMetrics { $0.stubReplays.increment(by: runs) }
+        }
         for (id, failure) in failures {
             report(.stubReplayFailed(failure.name, methodID: id, failure.error))
         }

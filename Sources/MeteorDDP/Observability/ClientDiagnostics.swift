@@ -83,6 +83,10 @@ public struct ClientDiagnostics: Sendable, Codable, Equatable {
         public var heldForQuiescence: Int
         /// Calls made and not completed.
         public var pendingCalls: Int
+        /// Calls the offline store keeps (0 without ``DDPClient/Configuration/persistence``).
+        public var storedOffline: Int = 0
+        /// Document changes committed to the cache and not yet written to the offline store (its write-behind).
+        public var changesWaitingForDisk: Int = 0
     }
 
     public struct Latency: Sendable, Codable, Equatable {

@@ -45,6 +45,13 @@ final class ClientMetrics: Sendable {
     let subscriptionsActive: Meter
     let callsPending: Meter
     private let violations: [DDPProtocolViolation.MetricKind: Counter]
+    let stubDuration: Timer
+    let stubReplays: Counter
+    /// Calls kept in the offline store (made here or restored), up and down as the store takes and drops them.
+    let offlineCalls: Meter
+    let writeBehindLag: Timer
+    /// The cache's metrics, for the client's ``Database`` (`nil` when nothing records).
+    let database: DatabaseMetrics?
 
     /// The metrics of one client: labelled `client: label` when `label` is set.
     init(factory: any MetricsFactory, label: String?) {
@@ -81,6 +88,11 @@ final class ClientMetrics: Sendable {
             uniqueKeysWithValues: DDPProtocolViolation.MetricKind.allCases.map {
                 ($0, counter("meteor_ddp_protocol_violations_total", [("kind", $0.rawValue)]))
             })
+        stubDuration = timer("meteor_ddp_stub_duration")
+        stubReplays = counter("meteor_ddp_stub_replays_total")
+        offlineCalls = Meter(label: "meteor_ddp_offline_calls", dimensions: base, factory: factory)
+        writeBehindLag = timer("meteor_ddp_write_behind_lag_duration")
+        database = isRecording ? DatabaseMetrics(factory: factory, base: base) : nil
     }
 
     /// A connection reached ``ConnectionStatus/State/connected`` (`afterAnother`: the client had a session before).
@@ -272,5 +284,12 @@ extension DDPProtocolViolation {
         case .wrongFieldType: .wrongFieldType
         case .unexpected: .unexpected
         }
+    }
+}
+
+extension Meter {
+    /// Moves the meter by `delta`, up or down (a meter's handler takes only positive amounts).
+    func move(by delta: Int) {
+        if delta > 0 { increment(by: Double(delta)) } else if delta < 0 { decrement(by: Double(-delta)) }
     }
 }

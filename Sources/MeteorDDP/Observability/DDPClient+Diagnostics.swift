@@ -64,7 +64,9 @@ extension DDPClient {
                 .map(\.1),
             collections: collections,
             queues: ClientDiagnostics.Queues(
-                heldForQuiescence: core.session.quiescence?.messages.count ?? 0, pendingCalls: calls.count),
+                heldForQuiescence: core.session.quiescence?.messages.count ?? 0, pendingCalls: calls.count,
+                storedOffline: persistence?.writer.storedCallCount ?? 0,
+                changesWaitingForDisk: persistence?.writer.pendingChangeCount ?? 0),
             optimisticUpdateLatency: Self.latency(of: metricTimings.optimisticLatencies))
     }
 

@@ -61,6 +61,9 @@ final class WriteBehind: @unchecked Sendable {
         /// A clear asked for (a logout) and what was pending before it: written first, then the store is cleared,
         /// then the rest. Protected by `state`'s lock.
         var clear: ClearRequest?
+        /// When the first of it was enqueued (``ClientMetrics/now()``; 0 without metrics): its write-behind lag
+        /// runs from then to its batch's commit. Protected by `state`'s lock.
+        var enqueuedAt: UInt64 = 0
 
         var isEmpty: Bool {
             changes.isEmpty && serverDocuments.isEmpty && methodsAdded.isEmpty && methodResults.isEmpty
@@ -79,8 +82,12 @@ final class WriteBehind: @unchecked Sendable {
         var written: [String: [DocumentKey]] = [:]
         /// The held documents, with what was kept from the disk since their hold began.
         var held: [DocumentKey: Held] = [:]
+        /// The calls stored (handed to ``WriteBehind/methodAdded(_:durable:)`` or ``WriteBehind/restored(_:)``, not
+        /// removed or cleared since), whatever their stubs wrote.
+        var storedCalls: Set<String> = []
 
         mutating func add(_ id: String, wrote keys: [DocumentKey]) {
+            storedCalls.insert(id)
             guard !keys.isEmpty else { return }
             written[id] = keys
             for key in keys { writers[key, default: []].insert(id) }
@@ -88,6 +95,7 @@ final class WriteBehind: @unchecked Sendable {
 
         /// Forgets a call; returns the held documents no stored call's stub wrote any more.
         mutating func remove(_ id: String) -> [DocumentKey] {
+            storedCalls.remove(id)
             guard let keys = written.removeValue(forKey: id) else { return [] }
             var freed: [DocumentKey] = []
             for key in keys {
@@ -118,6 +126,8 @@ final class WriteBehind: @unchecked Sendable {
     struct State {
         var pending = Pending()
         var holds = Holds()
+        /// Where the offline queue's depth and the write-behind lag go (``recordMetrics(_:)``).
+        var metrics: ClientMetrics?
     }
 
     /// A clear of the store, in order with the writes around it.
@@ -160,8 +170,17 @@ final class WriteBehind: @unchecked Sendable {
 
     var hasFailed: Bool { state.withLockedValue { $0.pending.failed } }
 
-    /// Document changes waiting for the disk (tests).
+    /// From now on, the calls stored (`meteor_ddp_offline_calls`) and each batch's lag from its first enqueue to its
+    /// commit (`meteor_ddp_write_behind_lag_duration`) go to `metrics`. Set before anything is enqueued.
+    func recordMetrics(_ metrics: ClientMetrics) {
+        state.withLockedValue { $0.metrics = metrics }
+    }
+
+    /// Document changes waiting for the disk (diagnostics, tests).
     var pendingChangeCount: Int { state.withLockedValue { $0.pending.changeCount } }
+
+    /// Calls the store keeps (diagnostics).
+    var storedCallCount: Int { state.withLockedValue { $0.holds.storedCalls.count } }
 
     /// Documents held back from the disk (tests).
     var heldKeys: Set<DocumentKey> { state.withLockedValue { Set($0.holds.held.keys) } }
@@ -214,9 +233,12 @@ final class WriteBehind: @unchecked Sendable {
 
     /// The calls a store held at launch (restored): their stubs' documents may be held later.
     func restored(_ methods: [StoredMethod]) {
-        state.withLockedValue { state in
+        let (metrics, moved) = state.withLockedValue { state in
+            let before = state.holds.storedCalls.count
             for method in methods { state.holds.add(method.id, wrote: method.stubWrote) }
+            return (state.metrics, state.holds.storedCalls.count - before)
         }
+        if let metrics, moved != 0 { metrics.offlineCalls.move(by: moved) }
     }
 
     /// A call's `updated` gave these documents the server's versions in the cache: those a stored call's stub wrote
@@ -264,7 +286,7 @@ final class WriteBehind: @unchecked Sendable {
     /// the others.
     func clear(keepingDocuments: Bool, keepingCalls: Set<String>) {
         enqueue { pending, holds in
-            for id in holds.written.keys where !keepingCalls.contains(id) {
+            for id in holds.storedCalls where !keepingCalls.contains(id) {
                 Self.release(holds.remove(id), from: &holds, into: &pending)
             }
             var before = Pending()
@@ -304,12 +326,17 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     private func enqueue(_ body: (inout Pending, inout Holds) -> Void) {
-        let schedule: Bool = state.withLockedValue { state in
+        let (schedule, metrics, callsMoved) = state.withLockedValue { state in
+            let callsBefore = state.holds.storedCalls.count
             body(&state.pending, &state.holds)
-            guard !state.pending.scheduled else { return false }
+            if state.metrics != nil, state.pending.enqueuedAt == 0 { state.pending.enqueuedAt = ClientMetrics.now() }
+            let moved = state.holds.storedCalls.count - callsBefore
+            guard !state.pending.scheduled else { return (false, state.metrics, moved) }
             state.pending.scheduled = true
-            return true
+            return (true, state.metrics, moved)
         }
+        // The backend's handler, after the lock.
+        if let metrics, callsMoved != 0 { metrics.offlineCalls.move(by: callsMoved) }
         if schedule { queue.async { self.writePending() } }
     }
 
@@ -329,13 +356,16 @@ final class WriteBehind: @unchecked Sendable {
     // MARK: - Writing (on `queue`)
 
     private func writePending() {
-        let taken: Pending = state.withLockedValue { state in
+        let (taken, metrics): (Pending, ClientMetrics?) = state.withLockedValue { state in
             var taken = Pending()
             swap(&taken, &state.pending)
             state.pending.failed = taken.failed
-            return taken
+            return (taken, state.metrics)
         }
         write(taken)
+        if let metrics, taken.enqueuedAt != 0 {
+            metrics.writeBehindLag.recordNanoseconds(Int64(clamping: ClientMetrics.now() &- taken.enqueuedAt))
+        }
     }
 
     private func write(_ taken: Pending) {

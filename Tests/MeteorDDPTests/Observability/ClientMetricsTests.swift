@@ -164,4 +164,84 @@ final class ClientMetricsTests: XCTestCase {
         harness(plain).establishConnection()
         XCTAssertTrue(plain.counters.allSatisfy { !$0.dimensions.contains { $0.0 == "client" } })
     }
+
+    /// The cache, the stubs and the offline store: transactions and their notifications' lag, documents in all and
+    /// per collection (down as well as up), a stub's run time and its replays, the calls the store keeps and the
+    /// write-behind lag.
+    func testTheCacheTheStubsAndTheOfflineStoreAreMeasured() throws {
+        let metrics = TestMetrics()
+        let harness = ClientHarness {
+            $0.metricsFactory = metrics
+            $0.pendingStubMode = .rebase
+            $0.persistence = .store(ScriptedClientStore(StoredState()))
+        }
+        func meter(_ label: String, _ dimensions: [(String, String)] = []) -> Double? {
+            try? metrics.expectMeter(label, dimensions).lastValue
+        }
+        func timings(_ label: String) -> Int { (try? metrics.expectTimer(label).values.count) ?? 0 }
+        func delivered() {
+            harness.flushData()
+            harness.client.database.observerQueue.sync {}
+        }
+        harness.establishConnection()
+        harness.receive(.added(collection: "players", id: "lovelace", fields: ["score": 25]))
+        harness.receive(.added(collection: "players", id: "hopper", fields: ["score": 30]))
+        harness.receive(.added(collection: "teams", id: "red", fields: [:]))
+        delivered()
+        XCTAssertEqual(meter("meteor_ddp_collection_documents", [("collection", "players")]), 2)
+        XCTAssertEqual(meter("meteor_ddp_collection_documents", [("collection", "teams")]), 1)
+        XCTAssertEqual(meter("meteor_ddp_cache_documents"), 3)
+        let transactions = metrics.counterTotal(label: "meteor_ddp_cache_transactions_total")
+        XCTAssertGreaterThanOrEqual(transactions, 1)
+        XCTAssertEqual(
+            Int64(timings("meteor_ddp_notification_lag_duration")), transactions, "one notification a transaction")
+
+        harness.client.defineStub("bump") { context in
+            _ = try context.collection("players").update("lovelace", ["$inc": ["score": 1]])
+            return nil
+        }
+        _ = try harness.client.call("bump") { _ in }
+        harness.settle()
+        XCTAssertEqual(timings("meteor_ddp_stub_duration"), 1)
+        harness.client.waitUntilPersisted()
+        XCTAssertEqual(meter("meteor_ddp_offline_calls"), 1, "the call is kept")
+        XCTAssertGreaterThanOrEqual(timings("meteor_ddp_write_behind_lag_duration"), 1)
+
+        // The server changes the stub's document: the pending stub runs again over it.
+        harness.receive(.changed(collection: "players", id: "lovelace", fields: ["score": 40], cleared: []))
+        delivered()
+        XCTAssertEqual(harness.document("players", "lovelace")?.fields["score"], 41)
+        XCTAssertEqual(metrics.counterTotal(label: "meteor_ddp_stub_replays_total"), 1)
+
+        // The call completes (the store drops it); documents leave.
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.receive(.removed(collection: "players", id: "hopper"))
+        harness.receive(.removed(collection: "teams", id: "red"))
+        delivered()
+        harness.client.waitUntilPersisted()
+        XCTAssertEqual(meter("meteor_ddp_offline_calls"), 0)
+        XCTAssertEqual(meter("meteor_ddp_collection_documents", [("collection", "players")]), 1)
+        XCTAssertEqual(meter("meteor_ddp_collection_documents", [("collection", "teams")]), 0)
+        XCTAssertEqual(meter("meteor_ddp_cache_documents"), 1)
+        XCTAssertEqual(
+            Int64(timings("meteor_ddp_notification_lag_duration")),
+            metrics.counterTotal(label: "meteor_ddp_cache_transactions_total"))
+    }
+
+    /// A server naming many collections gets a series for the first 64 only; the total counts them all.
+    func testCollectionSeriesAreBounded() throws {
+        let metrics = TestMetrics()
+        let harness = harness(metrics)
+        harness.establishConnection()
+        for index in 0..<(DatabaseMetrics.collectionSeriesLimit + 6) {
+            harness.receive(.added(collection: "c\(index)", id: "1", fields: [:]))
+        }
+        harness.flushData()
+        let series = metrics.meters.filter { $0.label == "meteor_ddp_collection_documents" }
+        XCTAssertEqual(series.count, DatabaseMetrics.collectionSeriesLimit)
+        XCTAssertEqual(
+            try metrics.expectMeter("meteor_ddp_cache_documents").lastValue,
+            Double(DatabaseMetrics.collectionSeriesLimit + 6))
+    }
 }

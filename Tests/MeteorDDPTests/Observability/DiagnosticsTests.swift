@@ -147,4 +147,31 @@ final class DiagnosticsTests: XCTestCase {
         let decoded = try JSONDecoder().decode(ClientDiagnostics.self, from: JSONEncoder().encode(diagnostics))
         XCTAssertEqual(decoded, diagnostics)
     }
+
+    /// With the offline store: the calls it keeps, and the document changes waiting for its writer (held here by a
+    /// store whose writes wait).
+    func testTheOfflineStoresQueuesAreCounted() async throws {
+        let store = ScriptedClientStore(gated: true)
+        let harness = ClientHarness { $0.persistence = .store(store) }
+        harness.establishConnection()
+        harness.receive(.added(collection: "players", id: "a", fields: [:]))
+        harness.flushData()
+        // Taken by the writer (which waits on the gate) or still waiting with it: this one waits either way.
+        harness.receive(.added(collection: "players", id: "b", fields: [:]))
+        harness.flushData()
+        _ = try harness.client.call("kept") { _ in }
+        harness.settle()
+        let waiting = await harness.client.diagnostics()
+        XCTAssertEqual(waiting.queues.storedOffline, 1)
+        XCTAssertGreaterThanOrEqual(waiting.queues.changesWaitingForDisk, 1, "the writer waits on the gate")
+        store.gate!.open()
+        harness.client.waitUntilPersisted()
+        harness.receive(.result(id: "1", result: nil, error: nil))
+        harness.receive(.updated(methodIDs: ["1"]))
+        harness.flushData()
+        harness.client.waitUntilPersisted()
+        let written = await harness.client.diagnostics()
+        XCTAssertEqual(written.queues.storedOffline, 0, "completed: the store dropped it")
+        XCTAssertEqual(written.queues.changesWaitingForDisk, 0)
+    }
 }
