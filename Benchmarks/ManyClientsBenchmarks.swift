@@ -39,15 +39,7 @@ enum ManyClientsBenchmarks {
                 "connected: \(Double(DatabaseBenchmarks.residentBytes() - before) / Double(count) / 1024) KB per client"
             )
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for client in clients {
-                group.addTask {
-                    client.connect()
-                    try await client.subscribe("ten").ready()
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await connectAndSubscribe(clients)
         let seconds = Double(Bench.now() - start) / 1e9
         precondition(clients.allSatisfy { $0.database.collection("items").count == 10 })
         let after = DatabaseBenchmarks.residentBytes()
@@ -80,6 +72,19 @@ enum ManyClientsBenchmarks {
         precondition(
             statistics.hasPrefix("permessage-deflate connections \(deflate ? count : 0) "),
             "permessage-deflate was not as asked")
+    }
+
+    /// Connects every client and waits until each one's subscription to "ten" is ready.
+    static func connectAndSubscribe(_ clients: [DDPClient]) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in clients {
+                group.addTask {
+                    client.connect()
+                    try await client.subscribe("ten").ready()
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     /// A document of the "ten" publication.

@@ -25,6 +25,21 @@ final class CommandLineToolTests: XCTestCase {
         try await server.stop()
     }
 
+    /// A client connected to the test server.
+    private func connectedClient() async throws -> DDPClient {
+        let client = DDPClient(url: server.url)
+        client.connect()
+        try await client.waitUntilConnected()
+        return client
+    }
+
+    /// Output that keeps each JSON object printed in `lines`.
+    private func jsonOutput(into lines: Locked<[EJSONObject]>) -> CommandOutput {
+        CommandOutput(style: .json) { line in
+            if case .object(let object)? = try? EJSON.parse(line) { lines.mutate { $0.append(object) } }
+        }
+    }
+
     func testAScriptRunsEveryCommandAndPrintsJSONLines() async throws {
         let lines = Locked<[EJSONObject]>([])
         let sawAdded = expectation(description: "the watcher printed the added player")
@@ -110,13 +125,7 @@ final class CommandLineToolTests: XCTestCase {
             }
         }
         let lines = Locked<[EJSONObject]>([])
-        let output = CommandOutput(style: .json) { line in
-            if case .object(let object)? = try? EJSON.parse(line) { lines.mutate { $0.append(object) } }
-        }
-        let client = DDPClient(url: server.url)
-        client.connect()
-        try await client.waitUntilConnected()
-        let session = CommandLineSession(client: client, output: output)
+        let session = CommandLineSession(client: try await connectedClient(), output: jsonOutput(into: lines))
         _ = await session.run("sub players")
         _ = await session.run(#"list players {"score":{"$gte":30}}"#)
         _ = await session.run(#"list players {score:{"$gte":30}}"#)
@@ -135,14 +144,8 @@ final class CommandLineToolTests: XCTestCase {
         server.publish("things") { _ in [Cursor(collection: "things")] }
         let json = Locked<[EJSONObject]>([])
         let text = Locked<[String]>([])
-        let client = DDPClient(url: server.url)
-        client.connect()
-        try await client.waitUntilConnected()
-        let jsonSession = CommandLineSession(
-            client: client,
-            output: CommandOutput(style: .json) { line in
-                if case .object(let object)? = try? EJSON.parse(line) { json.mutate { $0.append(object) } }
-            })
+        let client = try await connectedClient()
+        let jsonSession = CommandLineSession(client: client, output: jsonOutput(into: json))
         _ = await jsonSession.run("sub things")
         _ = await jsonSession.run(#"list things {"_id": {"$type": "oid", "$value": "5f1d7a3c9e1b2a0012345678"}}"#)
         let textSession = CommandLineSession(
@@ -158,11 +161,8 @@ final class CommandLineToolTests: XCTestCase {
     /// that appeared, the calls' latency) and only those.
     func testStatsShowsTheDiagnosticsAndHighlightsWhatChanged() async throws {
         let text = Locked<[String]>([])
-        let client = DDPClient(url: server.url)
-        client.connect()
-        try await client.waitUntilConnected()
         let session = CommandLineSession(
-            client: client,
+            client: try await connectedClient(),
             output: CommandOutput(style: .text(colour: true)) { line in text.mutate { $0.append(line) } })
         defer { session.close() }
         _ = await session.run("sub players")
@@ -184,14 +184,7 @@ final class CommandLineToolTests: XCTestCase {
     /// `ddp stats --json`: one JSON object per refresh, the diagnostics snapshot in full.
     func testStatsInJSONPrintsOneSnapshotPerRefresh() async throws {
         let lines = Locked<[EJSONObject]>([])
-        let client = DDPClient(url: server.url)
-        client.connect()
-        try await client.waitUntilConnected()
-        let session = CommandLineSession(
-            client: client,
-            output: CommandOutput(style: .json) { line in
-                if case .object(let object)? = try? EJSON.parse(line) { lines.mutate { $0.append(object) } }
-            })
+        let session = CommandLineSession(client: try await connectedClient(), output: jsonOutput(into: lines))
         defer { session.close() }
         _ = await session.run("sub players")
         try await session.showStats(every: .milliseconds(20), times: 3, redraw: false)
