@@ -198,7 +198,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics")
             ],
             path: "IntegrationTests",
             exclude: ["Fixtures/README.md"],

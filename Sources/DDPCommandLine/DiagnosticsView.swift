@@ -23,8 +23,16 @@ struct DiagnosticsView {
         }
         if let start = connection.sessionStart { first.append(Cell(key: "start", text: "(\(start))")) }
         if let version = connection.version { first.append(Cell(key: "version", text: "DDP \(version)")) }
+        if let compression = connection.compression { first.append(Cell(key: "compression", text: compression)) }
         first.append(Cell(key: "retries", text: "retries \(connection.retryCount)"))
         lines.append([Cell(key: "connection.title", text: "connection")] + first)
+        if let received = connection.wireBytesReceived, let sent = connection.wireBytesSent {
+            lines.append([
+                Cell(key: "wire.title", text: "on the wire"),
+                Cell(key: "wire.received", text: "received \(bytes(received))"),
+                Cell(key: "wire.sent", text: "sent \(bytes(sent))")
+            ])
+        }
         let queues = snapshot.queues
         lines.append([
             Cell(key: "queues.title", text: "queues"),
@@ -111,6 +119,10 @@ struct DiagnosticsView {
 
     private static func plural(_ count: Int, _ noun: String) -> String {
         "\(count.formatted()) \(noun)\(count == 1 ? "" : "s")"
+    }
+
+    private static func bytes(_ count: Int) -> String {
+        count < 10_000 ? "\(count) B" : "\((count / 1_000).formatted()) kB"
     }
 
     private static func milliseconds(_ value: Double) -> String {

@@ -23,10 +23,32 @@ public protocol TransportConnection: AnyObject, Sendable {
     /// Closes the connection once the frames sent before are written (the last one says goodbye to the server); a
     /// `.closed` event follows. The default closes at once.
     func closeAfterSending()
+    /// What the connection has carried on the wire so far, if it counts it (``WebSocketTransport``'s connections
+    /// do); the default is `nil`. Read from the client's queue, at any time.
+    var wireStatistics: TransportWireStatistics? { get }
 }
 
 extension TransportConnection {
     public func closeAfterSending() { close() }
+    public var wireStatistics: TransportWireStatistics? { nil }
+}
+
+/// What a ``TransportConnection`` carried on the wire: the metrics' `meteor_ddp_wire_bytes_…` and the diagnostics'
+/// compression.
+public struct TransportWireStatistics: Sendable, Equatable {
+    /// The WebSocket extension that compresses the frames (`"permessage-deflate"`), once the server accepted it;
+    /// `nil`: the frames go as they are.
+    public var compression: String?
+    /// Frame payload bytes read off the wire (before inflating).
+    public var bytesReceived: Int
+    /// Frame payload bytes written to the wire (after deflating).
+    public var bytesSent: Int
+
+    public init(compression: String?, bytesReceived: Int, bytesSent: Int) {
+        self.compression = compression
+        self.bytesReceived = bytesReceived
+        self.bytesSent = bytesSent
+    }
 }
 
 /// What happened on a ``TransportConnection``.

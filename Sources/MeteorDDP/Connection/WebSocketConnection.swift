@@ -36,6 +36,10 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
 
     /// Where the reader waits while the client catches up (``ReadGate``), if the client gave one.
     private let readGate: ReadGate?
+    /// What the connection carried on the wire.
+    private let wire = WireCounter()
+
+    var wireStatistics: TransportWireStatistics? { wire.statistics }
 
     init(
         maxBufferedOutboundBytes: Int, readGate: ReadGate? = nil, onEvent: @escaping @Sendable (TransportEvent) -> Void
@@ -51,7 +55,7 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         // Everything the attempt needs is prepared here, outside the task: an async function's frame lives as long as
         // the connection, and with many clients in one process every byte of it counts (a TLS configuration is large).
         let body: @Sendable () async -> Void
-        switch ConnectPlan.make(url: url, configuration: configuration) {
+        switch ConnectPlan.make(url: url, configuration: configuration, wire: wire) {
         case .success(let plan):
             body = {
                 let error = await self.run(plan, eventLoop: eventLoop, logger: logger)
@@ -177,7 +181,10 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
         while let frames = await outgoing.next() {
             for frame in frames {
                 try await outbound.write(.text(frame))
-                wrote(frame.utf8.count)
+                let bytes = frame.utf8.count
+                wrote(bytes)
+                // Deflated, the extension counted what went on the wire.
+                if !wire.isCompressed { wire.countSent(bytes) }
             }
         }
         try? await outbound.close(.normalClosure, reason: nil)
@@ -190,7 +197,10 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
     ) async throws {
         var assembler = WebSocketMessageAssembler(maxFrameSize: plan.maxFrameSize, maxMessageSize: plan.maxMessageSize)
         do {
+            let compressed = wire.isCompressed
             for try await frame in inbound {
+                // Inflated, the extension counted what came off the wire.
+                if !compressed { wire.countReceived(frame.data.readableBytes) }
                 switch try assembler.append(frame) {
                 case .text(let text): onEvent(.text(text))
                 case .binary(let byteCount): onEvent(.binary(byteCount: byteCount))
@@ -285,8 +295,19 @@ final class ConnectPlan: Sendable {
         }
     }
 
-    /// The plan for `url`, or why it cannot be connected to (not a WebSocket URL; `wss` to an IP without a name).
-    static func make(url: URL, configuration: WebSocketTransport.Configuration) -> Result<ConnectPlan, TransportError> {
+    /// swift-websocket's permessage-deflate, counted by `wire` when given.
+    private static func deflate(_ maxDecompressedFrameSize: Int, countedBy wire: WireCounter?)
+        -> WebSocketExtensionFactory
+    {
+        let deflate = WebSocketExtensionFactory.perMessageDeflate(maxDecompressedFrameSize: maxDecompressedFrameSize)
+        return wire?.countingDeflate(deflate) ?? deflate
+    }
+
+    /// The plan for `url`, or why it cannot be connected to (not a WebSocket URL; `wss` to an IP without a name);
+    /// `wire` counts its traffic.
+    static func make(
+        url: URL, configuration: WebSocketTransport.Configuration, wire: WireCounter? = nil
+    ) -> Result<ConnectPlan, TransportError> {
         guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme),
             let host = url.host
         else {
@@ -298,7 +319,7 @@ final class ConnectPlan: Sendable {
         var webSocket = WebSocketClientConfiguration(
             maxFrameSize: max(configuration.maxFrameSize, configuration.maxMessageSize),
             extensions: configuration.compression
-                ? [.perMessageDeflate(maxDecompressedFrameSize: configuration.maxDecompressedFrameSize)] : [],
+                ? [Self.deflate(configuration.maxDecompressedFrameSize, countedBy: wire)] : [],
             closeTimeout: configuration.closeTimeout,
             sniHostname: configuration.tlsServerName
         )

@@ -38,6 +38,13 @@ public struct ClientDiagnostics: Sendable, Codable, Equatable {
         public var version: String?
         /// Reconnect attempts since the last successful connection.
         public var retryCount: Int
+        /// The WebSocket extension compressing the frames (`permessage-deflate`) while connected, if the server
+        /// accepted it; `nil` otherwise (or when the transport does not say).
+        public var compression: String? = nil
+        /// Frame payload bytes the connection read off the wire (before inflating) and wrote to it (after deflating),
+        /// while connected, when the transport counts them.
+        public var wireBytesReceived: Int? = nil
+        public var wireBytesSent: Int? = nil
     }
 
     public struct RecordedError: Sendable, Codable, Equatable {

@@ -45,6 +45,8 @@ final class ClientMetrics: Sendable {
     let subscriptionsActive: Meter
     let callsPending: Meter
     private let violations: [DDPProtocolViolation.MetricKind: Counter]
+    let wireBytesReceived: Counter
+    let wireBytesSent: Counter
     let stubDuration: Timer
     let stubReplays: Counter
     /// Calls kept in the offline store (made here or restored), up and down as the store takes and drops them.
@@ -88,6 +90,8 @@ final class ClientMetrics: Sendable {
             uniqueKeysWithValues: DDPProtocolViolation.MetricKind.allCases.map {
                 ($0, counter("meteor_ddp_protocol_violations_total", [("kind", $0.rawValue)]))
             })
+        wireBytesReceived = counter("meteor_ddp_wire_bytes_received_total")
+        wireBytesSent = counter("meteor_ddp_wire_bytes_sent_total")
         stubDuration = timer("meteor_ddp_stub_duration")
         stubReplays = counter("meteor_ddp_stub_replays_total")
         offlineCalls = Meter(label: "meteor_ddp_offline_calls", dimensions: base, factory: factory)
@@ -129,8 +133,10 @@ final class ClientMetrics: Sendable {
         }
     }
 
-    /// Reports the frames and bytes the reader counted since the last report.
-    func report(_ traffic: ReceivedTraffic) {
+    /// Reports the frames and bytes the reader counted since the last report, and what crossed the wire since.
+    func report(_ traffic: ReceivedTraffic, wire: (received: Int, sent: Int)) {
+        if wire.received > 0 { wireBytesReceived.increment(by: Int64(wire.received)) }
+        if wire.sent > 0 { wireBytesSent.increment(by: Int64(wire.sent)) }
         let frames = traffic.frames.exchange(0, ordering: .relaxed)
         guard frames > 0 else { return }
         framesReceived.increment(by: Int64(frames))
@@ -169,6 +175,8 @@ struct MetricTimings {
     var optimisticLatencies = Deque<Double>()
     /// When the client was made: the age of a call restored from the offline store counts from it.
     var createdAt = ClientMetrics.now()
+    /// The connection whose wire bytes were last reported, and its counts then.
+    var wireReported: (connection: ObjectIdentifier?, received: Int, sent: Int) = (nil, 0, 0)
 }
 
 extension DDPClient {
@@ -182,6 +190,16 @@ extension DDPClient {
             return queue.async { emit(metrics) }
         }
         emit(metrics)
+    }
+
+    /// The bytes the current connection carried on the wire since the last report (a new connection counts from 0).
+    func wireBytesSinceLastReport() -> (received: Int, sent: Int) {
+        guard let connection, let statistics = connection.wireStatistics else { return (0, 0) }
+        let id = ObjectIdentifier(connection)
+        if metricTimings.wireReported.connection != id { metricTimings.wireReported = (id, 0, 0) }
+        let last = metricTimings.wireReported
+        metricTimings.wireReported = (id, statistics.bytesReceived, statistics.bytesSent)
+        return (statistics.bytesReceived - last.received, statistics.bytesSent - last.sent)
     }
 
     /// A call was made: its latencies start.

@@ -22,11 +22,16 @@ extension DDPClient {
         let status = self.status
         let now = ClientMetrics.now()
         func milliseconds(since start: UInt64) -> Double { Double(now &- start) / 1e6 }
-        let connection = ClientDiagnostics.Connection(
+        var connection = ClientDiagnostics.Connection(
             state: status.state.rawValue, sessionID: core.machine.lastSession,
             sessionStart: status.sessionStart?.rawValue,
             version: status.isConnected ? core.sessionVersion?.rawValue : nil,
             retryCount: status.retryCount)
+        if status.isConnected, let wire = self.connection?.wireStatistics {
+            (connection.compression, connection.wireBytesReceived, connection.wireBytesSent) = (
+                wire.compression, wire.bytesReceived, wire.bytesSent
+            )
+        }
         let subscriptions = core.session.subscriptions.order.compactMap { id -> ClientDiagnostics.SubscriptionInfo? in
             guard let record = core.session.subscriptions.records[id] else { return nil }
             return ClientDiagnostics.SubscriptionInfo(

@@ -43,8 +43,10 @@ extension DDPClient {
             }
         }
         inbox.recycle(consume items)
-        let traffic = receivedTraffic
-        if metrics.isRecording { emitMetrics { $0.report(traffic) } }
+        if metrics.isRecording {
+            let (traffic, wire) = (receivedTraffic, wireBytesSinceLastReport())
+            emitMetrics { $0.report(traffic, wire: wire) }
+        }
         run(decide(.burstHandled))
     }
 
