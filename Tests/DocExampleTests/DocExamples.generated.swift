@@ -889,7 +889,7 @@ import UIKit
     }
 }
 
-// Sources/MeteorDDP/MeteorDDP.docc/Metrics.md:71
+// Sources/MeteorDDP/MeteorDDP.docc/Metrics.md:75
 @MainActor func docExample68(_ prelude: DocExamplePrelude) async throws {
     let (client, database, server, logger, lists, todos) = (prelude.client, prelude.database, prelude.server, prelude.logger, prelude.lists, prelude.todos)
     _ = (client, database, server, logger, lists, todos)
