@@ -156,7 +156,7 @@ final class DiagnosticsTests: XCTestCase {
         harness.establishConnection()
         harness.receive(.added(collection: "players", id: "a", fields: [:]))
         harness.flushData()
-        // Taken by the writer (which waits on the gate) or still waiting with it: this one waits either way.
+        XCTAssertTrue(store.gate!.waitForAWriter(), "the writer took the first change and waits on the gate")
         harness.receive(.added(collection: "players", id: "b", fields: [:]))
         harness.flushData()
         _ = try harness.client.call("kept") { _ in }

@@ -16,9 +16,11 @@ final class ScriptedClientStore: ClientStore, @unchecked Sendable {
 
     /// Holds writers until opened (for good).
     final class Gate: @unchecked Sendable {
-        // @unchecked because `isOpen` is protected by `condition`.
+        // @unchecked because `isOpen` and `waiting` are protected by `condition`.
         private let condition = NSCondition()
         private var isOpen = false
+        /// Writers waiting at the gate. Protected by `condition`.
+        private var waiting = 0
 
         func open() {
             condition.lock()
@@ -29,8 +31,22 @@ final class ScriptedClientStore: ClientStore, @unchecked Sendable {
 
         func pass() {
             condition.lock()
+            waiting += 1
+            condition.broadcast()
             while !isOpen { condition.wait() }
+            waiting -= 1
             condition.unlock()
+        }
+
+        /// Waits until a writer waits at the gate; `false` if none did within `timeout` seconds.
+        func waitForAWriter(timeout: TimeInterval = 10) -> Bool {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            condition.lock()
+            defer { condition.unlock() }
+            while waiting == 0, !isOpen {
+                guard condition.wait(until: deadline) else { break }
+            }
+            return waiting > 0
         }
     }
 
