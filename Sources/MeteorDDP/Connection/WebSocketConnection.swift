@@ -178,13 +178,15 @@ final class WebSocketConnection: TransportConnection, @unchecked Sendable {
 
     /// Writes the queued frames in order, then closes normally once the queue ends (the client closed).
     private func write(to outbound: WebSocketOutboundWriter) async throws {
+        // Negotiated by the upgrade, before this runs: read once, as the reader does, not under a lock per frame.
+        let compressed = wire.isCompressed
         while let frames = await outgoing.next() {
             for frame in frames {
                 try await outbound.write(.text(frame))
                 let bytes = frame.utf8.count
                 wrote(bytes)
                 // Deflated, the extension counted what went on the wire.
-                if !wire.isCompressed { wire.countSent(bytes) }
+                if !compressed { wire.countSent(bytes) }
             }
         }
         try? await outbound.close(.normalClosure, reason: nil)
