@@ -32,7 +32,7 @@ public struct MongoModifier: Sendable {
     /// - Throws: ``QueryError`` with minimongo's message.
     public init(_ value: EJSONValue) throws(QueryError) {
         guard case .object(let object) = value else { throw QueryError("Modifier must be an object") }
-        let operatorCount = object.keys.filter { $0.hasPrefix("$") }.count
+        let operatorCount = object.keys.filter(SelectorCompiler.isOperatorKey).count
         if operatorCount > 0, operatorCount < object.count {
             // minimongo's `_modify` (`isOperatorObject`) on the document it changes.
             throw QueryError("Inconsistent operator: \(EJSON.stringify(value))")

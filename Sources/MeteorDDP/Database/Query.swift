@@ -24,8 +24,20 @@ public struct Query: Sendable {
 
     /// Which documents match, as Swift code (`nil`: all). Applied after ``selector``.
     public var filter: (@Sendable (Document) -> Bool)?
-    /// Which documents match, as a Mongo selector (`nil`: all).
-    public var selector: MongoSelector?
+    /// Which documents match, as a Mongo selector (`nil`: all). A selector set here is read as `find` reads it, as
+    /// minimongo's cursor reads its own: under the query's ``collation``, and one naming a single id takes the id fast
+    /// path (see ``skip``).
+    public var selector: MongoSelector? {
+        get { compiledSelector }
+        set {
+            // Compiling a selector again under a collation refuses nothing the plain compilation took.
+            guard let newValue, (try? adopt(newValue.selector)) != nil else {
+                compiledSelector = newValue
+                isIDFastPath = false
+                return
+            }
+        }
+    }
     /// The order, compared as Mongo does (type order, arrays by their smallest or largest element). Documents that
     /// tie, and every document when there are no sort keys, keep the order in which they came into the cache (the
     /// server's `added` frames, inserts), as minimongo's results do.
@@ -44,6 +56,7 @@ public struct Query: Sendable {
     public var fields: MongoProjection?
     /// How strings compare, in the selector and the sort (`FindOptions.collation`; `nil`: code unit by code unit).
     public var collation: Collation? { collator?.collation }
+    private var compiledSelector: MongoSelector?
     private var sorter: MongoSort
     private var collator: Collator?
     /// The selector names one id (minimongo's id fast path): `skip` other than 0 leaves nothing, `limit` is not
@@ -74,13 +87,17 @@ public struct Query: Sendable {
         skip = options.skip
         self.collator = collator
         sorter.collator = collator
-        // A selector naming one id (`{_id: 0}` too) takes minimongo's id fast path in `find` (not under a
-        // collation); a live query of it matches that id (as the scalar selector does), so that it shows what `find`
-        // shows.
-        let fastPathID = collator == nil ? MongoID.id(namedBy: selector) : nil
-        isIDFastPath = fastPathID != nil
-        self.selector = try MongoSelector(fastPathID ?? selector, collator: collator)
+        try adopt(selector)
         self.fields = try options.fields.map { fields throws(QueryError) in try MongoProjection(fields) }
+    }
+
+    /// Compiles `selector` as minimongo's cursor does with its collation. A selector naming one id (`{_id: 0}` too)
+    /// takes the id fast path in `find` (not under a collation); a live query of it matches that id (as the scalar
+    /// selector does), so that it shows what `find` shows.
+    private mutating func adopt(_ selector: EJSONValue) throws(QueryError) {
+        let fastPathID = collator == nil ? MongoID.id(namedBy: selector) : nil
+        compiledSelector = try MongoSelector(fastPathID ?? selector, collator: collator)
+        isIDFastPath = fastPathID != nil
     }
 
     /// Documents whose field at `path` equals `value`.
@@ -89,7 +106,7 @@ public struct Query: Sendable {
     }
 
     func matches(_ document: Document) -> Bool {
-        (selector?.matches(document) ?? true) && (filter?(document) ?? true)
+        (compiledSelector?.matches(document) ?? true) && (filter?(document) ?? true)
     }
 
     /// Whether `a` sorts before `b`.

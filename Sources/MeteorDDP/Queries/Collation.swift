@@ -28,15 +28,24 @@ public struct Collation: Sendable, Hashable, Codable {
     /// With strength 1: case is told apart but accents are not (`Intl.Collator`'s `sensitivity: "case"`). Ignored
     /// at other strengths, as in minimongo.
     public var caseLevel: Bool?
-    /// Which case sorts first among strings that differ only by case (strength 3): `.upper`, `.lower`, or `.off`
-    /// (the locale's default).
+    /// Which case sorts first among strings that differ only by case (strength 3): `.upper`, `.lower`, `.off` (the
+    /// locale's default, as minimongo reads MongoDB's `"off"`), or `.false` (neither, whatever the locale's default:
+    /// `Intl.Collator`'s `"false"`, which minimongo passes on).
     public var caseFirst: CaseFirst?
     /// Digits compare as numbers: `"item2"` before `"item10"`.
     public var numericOrdering: Bool?
 
-    /// MongoDB's `caseFirst`.
+    /// MongoDB's `caseFirst`, and `Intl.Collator`'s `"false"`.
     public enum CaseFirst: String, Sendable, Hashable, Codable {
-        case upper, lower, off
+        /// Upper case first (`"A" < "a"`).
+        case upper
+        /// Lower case first (`"a" < "A"`).
+        case lower
+        /// The locale's default (Danish: upper first; most others: lower first). minimongo leaves MongoDB's `"off"`
+        /// out of its `Intl.Collator` options.
+        case off
+        /// No case first, overriding the locale's default (ICU's `UCOL_OFF`: Danish sorts `"a"` before `"A"`).
+        case `false`
     }
 
     /// A collation for `locale`.
@@ -54,7 +63,9 @@ public struct Collation: Sendable, Hashable, Codable {
     /// Reads MongoDB's collation document (`{locale: "en", strength: 2}`), as minimongo checks it.
     ///
     /// - Throws: ``QueryError``: `collation must be an object`, `collation.locale must be a non-empty string`,
-    ///   `collation.strength must be an integer between 1 and 5`, or an unknown `caseFirst`.
+    ///   `collation.strength must be an integer between 1 and 5`, or `Intl.Collator`'s for an unknown `caseFirst`.
+    ///   minimongo checks the first three in development builds only; this client always does (a query's answer does
+    ///   not depend on how the app was built).
     public init(_ document: EJSONValue) throws(QueryError) {
         guard case .object(let object) = document else { throw QueryError("collation must be an object") }
         guard case .string(let locale)? = object["locale"], !locale.isEmpty else {
@@ -70,16 +81,18 @@ public struct Collation: Sendable, Hashable, Codable {
         }
         if let value = object["caseLevel"], value != .null { caseLevel = value.isTruthy }
         if let value = object["numericOrdering"], value != .null { numericOrdering = value.isTruthy }
+        // minimongo leaves "off" out and hands anything else to `Intl.Collator`, which reads it as a string.
         switch object["caseFirst"] {
         case nil, .null?: break
-        case .string("false")?:
-            caseFirst = .off // `Intl.Collator`'s own name for it
+        case .bool(false)?: caseFirst = .false
         case .string(let name)?:
             guard let value = CaseFirst(rawValue: name) else {
                 throw QueryError("Value \(name) out of range for Intl.Collator options property caseFirst")
             }
             caseFirst = value
-        default: throw QueryError("collation.caseFirst must be \"upper\", \"lower\" or \"off\"")
+        case let value?:
+            throw QueryError(
+                "Value \(EJSON.stringify(value)) out of range for Intl.Collator options property caseFirst")
         }
     }
 
@@ -104,16 +117,50 @@ public struct Collation: Sendable, Hashable, Codable {
         case variant
     }
 
-    /// Whether `locale` is a well-formed BCP 47 language tag: a language of 2-3 or 5-8 letters, then subtags of 1 to 8
-    /// letters and digits, joined by `-`. `Intl.Collator` refuses the rest (`"en_US"`, `"root"`, `"x-foo"`:
-    /// "Incorrect locale information provided").
-    var hasWellFormedLocale: Bool {
-        let subtags = locale.split(separator: "-", omittingEmptySubsequences: false)
-        guard let first = subtags.first, [2, 3, 5, 6, 7, 8].contains(first.count),
-            first.allSatisfy({ $0.isASCII && $0.isLetter })
-        else { return false }
-        return subtags.allSatisfy { subtag in
-            (1...8).contains(subtag.count) && subtag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    /// Why `Intl.Collator` refuses `locale`, in V8's words, or `nil`: a BCP 47 tag is a language of 2-3 or 5-8
+    /// letters, an optional script (4 letters), region (2 letters or 3 digits) and variants (5-8 letters and digits,
+    /// or a digit and 3 more), then extensions (a singleton and subtags of 2-8) and private use (`x` and subtags of
+    /// 1-8). A tag out of that order is "Incorrect locale information provided" (`"en_US"`, `"root"`, `"x-foo"`,
+    /// `"en-US-US"`); a repeated variant or singleton, or a singleton without its subtags, is "Invalid language tag"
+    /// (`"de-1996-1996"`, `"en-u"`).
+    var localeRefusal: String? {
+        let incorrect = "Incorrect locale information provided"
+        let invalid = "Invalid language tag: \(locale)"
+        let subtags = locale.lowercased().split(separator: "-", omittingEmptySubsequences: false)
+        func isAlphanumeric(_ subtag: Substring, _ lengths: ClosedRange<Int>) -> Bool {
+            lengths.contains(subtag.count) && subtag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
         }
+        func isAlpha(_ subtag: Substring, _ lengths: ClosedRange<Int>) -> Bool {
+            lengths.contains(subtag.count) && subtag.allSatisfy { $0.isASCII && $0.isLetter }
+        }
+        func isVariant(_ subtag: Substring) -> Bool {
+            isAlphanumeric(subtag, 5...8) || (isAlphanumeric(subtag, 4...4) && subtag.first!.isNumber)
+        }
+        guard isAlpha(subtags[0], 2...3) || isAlpha(subtags[0], 5...8) else { return incorrect }
+        var index = 1
+        if index < subtags.count, isAlpha(subtags[index], 4...4) { index += 1 }
+        func isRegion(_ subtag: Substring) -> Bool {
+            isAlpha(subtag, 2...2) || (subtag.count == 3 && subtag.allSatisfy { $0.isASCII && $0.isNumber })
+        }
+        if index < subtags.count, isRegion(subtags[index]) { index += 1 }
+        var variants: Set<Substring> = []
+        while index < subtags.count, isVariant(subtags[index]) {
+            guard variants.insert(subtags[index]).inserted else { return invalid }
+            index += 1
+        }
+        var singletons: Set<Substring> = []
+        while index < subtags.count {
+            let singleton = subtags[index]
+            guard isAlphanumeric(singleton, 1...1) else { return incorrect }
+            let rest = subtags[(index + 1)...]
+            if singleton == "x" {
+                return !rest.isEmpty && rest.allSatisfy({ isAlphanumeric($0, 1...8) }) ? nil : invalid
+            }
+            guard singletons.insert(singleton).inserted else { return invalid }
+            let extensionSubtags = rest.prefix { isAlphanumeric($0, 2...8) }
+            guard !extensionSubtags.isEmpty else { return invalid }
+            index += 1 + extensionSubtags.count
+        }
+        return nil
     }
 }

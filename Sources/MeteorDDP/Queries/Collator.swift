@@ -23,15 +23,17 @@ final class Collator: @unchecked Sendable {
 
     /// A collator for `collation`.
     ///
-    /// - Throws: ``QueryError`` for a locale that is not a BCP 47 tag (as `Intl.Collator` throws a `RangeError`).
+    /// - Throws: ``QueryError`` for a locale that is not a BCP 47 tag (as `Intl.Collator` throws a `RangeError`), or
+    ///   a strength outside 1–5 (as minimongo checks a collation document's).
     convenience init(_ collation: Collation) throws(QueryError) {
         try self.init(collation, usingICU: true)
     }
 
     /// `usingICU: false` takes Foundation's comparison even where ICU is at hand (tests compare the two).
     init(_ collation: Collation, usingICU: Bool) throws(QueryError) {
-        guard collation.hasWellFormedLocale else {
-            throw QueryError("Incorrect locale information provided: \(collation.locale)")
+        if let refusal = collation.localeRefusal { throw QueryError(refusal) }
+        if let strength = collation.strength, !(1...5).contains(strength) {
+            throw QueryError("collation.strength must be an integer between 1 and 5")
         }
         self.collation = collation
         #if canImport(_FoundationICU)
@@ -96,6 +98,7 @@ final class Collator: @unchecked Sendable {
             switch collation.caseFirst {
             case .upper?: set(UCOL_CASE_FIRST, UCOL_UPPER_FIRST)
             case .lower?: set(UCOL_CASE_FIRST, UCOL_LOWER_FIRST)
+            case .false?: set(UCOL_CASE_FIRST, UCOL_OFF)
             case .off?, nil: break
             }
             guard status.rawValue <= 0 else {
@@ -108,12 +111,13 @@ final class Collator: @unchecked Sendable {
 }
 
 /// The collation in Foundation's terms: `compare(_:options:range:locale:)` with the sensitivity as options (case-
-/// and diacritic-insensitive), `.numeric` for numeric ordering, and `caseFirst: .upper` as the case-swapped
-/// comparison of strings that differ only by case.
+/// and diacritic-insensitive), `.numeric` for numeric ordering, and a `caseFirst` other than the locale's own as the
+/// case-swapped comparison of strings that differ only by case.
 struct FoundationCollator: Sendable {
     let locale: Locale
     let options: String.CompareOptions
-    let upperFirst: Bool
+    /// The locale puts the other case first: ties of a case-blind comparison compare with their cases swapped.
+    let swapsCase: Bool
 
     init(_ collation: Collation) {
         locale = Locale(identifier: collation.locale)
@@ -126,7 +130,18 @@ struct FoundationCollator: Sendable {
         }
         if collation.numericOrdering == true { options.insert(.numeric) }
         self.options = options
-        upperFirst = collation.caseFirst == .upper && !options.contains(.caseInsensitive)
+        let upperFirst: Bool? =
+            switch collation.caseFirst {
+            case .upper?: true
+            case .lower?, .false?: false
+            case .off?, nil: nil
+            }
+        guard let upperFirst, !options.contains(.caseInsensitive) else {
+            swapsCase = false
+            return
+        }
+        let localeIsUpperFirst = "A".compare("a", options: options, range: nil, locale: locale) == .orderedAscending
+        swapsCase = upperFirst != localeIsUpperFirst
     }
 
     func compare(_ a: String, _ b: String) -> Int {
@@ -137,7 +152,7 @@ struct FoundationCollator: Sendable {
             case .orderedSame: 0
             }
         }
-        guard upperFirst else { return order(a, b, options) }
+        guard swapsCase else { return order(a, b, options) }
         let caseBlind = order(a, b, options.union(.caseInsensitive))
         if caseBlind != 0 { return caseBlind }
         return order(Self.swappingCase(a), Self.swappingCase(b), options)

@@ -114,13 +114,13 @@ struct SelectorCompiler {
         return expanding(try equality(selector))
     }
 
-    /// minimongo's `isOperatorObject`: a plain object whose keys all start with `$` (`{}` is not one); keys mixing
+    /// minimongo's `isOperatorObject`: a plain object whose keys are all operators (`{}` is not one); keys mixing
     /// both kinds are an error unless `inconsistentOK`.
     static func isOperatorObject(_ value: EJSONValue, inconsistentOK: Bool = false) throws(QueryError) -> Bool {
         guard case .object(let object) = value else { return false }
         var operators: Bool?
         for key in object.keys {
-            let isOperator = key.hasPrefix("$")
+            let isOperator = isOperatorKey(key)
             if operators == nil {
                 operators = isOperator
             } else if operators != isOperator {
@@ -129,6 +129,12 @@ struct SelectorCompiler {
             }
         }
         return operators ?? false
+    }
+
+    /// Whether minimongo's `isOperatorObject` counts `key` as an operator: it starts with `$`, or it is `diff` (the
+    /// oplog's v2 update format, which minimongo tells apart from fields by that name).
+    static func isOperatorKey(_ key: String) -> Bool {
+        key.hasPrefix("$") || key == "diff"
     }
 
     static let logicalOperators: Set<String> = ["$and", "$or", "$nor", "$where", "$comment"]
@@ -299,7 +305,7 @@ struct SelectorCompiler {
                 matchers.append { expression.matches($0) }
             } else if try Self.isOperatorObject(option) {
                 throw QueryError("cannot nest $ under $in")
-            } else if option.isScalar {
+            } else if option.isScalar, !option.equalsSomeObjects {
                 // Scalars compare the same with or without key order: one hash lookup for them all.
                 plainValues.insert(option)
             } else {
@@ -431,6 +437,16 @@ extension EJSONValue {
         switch self {
         case .array, .object, .custom: return false
         default: return true
+        }
+    }
+
+    /// Whether `EJSON.equals` (``MongoEquality``) finds this value equal to some objects: a date (no keys of its own,
+    /// as `{}`), binary (its bytes keyed by index). `$in` asks each such member, as minimongo's
+    /// `equalityElementMatcher` does, instead of looking it up among the hashed members.
+    var equalsSomeObjects: Bool {
+        switch self {
+        case .date, .binary: true
+        default: false
         }
     }
 }

@@ -45,6 +45,24 @@ final class CollationTests: XCTestCase {
             Collation(locale: "en", strength: 1, caseLevel: true),
             " a|-a|a|á|ä|å|A|Á|a-b|ab|b|B|ch|cz|h|item10|item2|l|ll|m|ø|o|Ö|resume|resumé|Résumé|z"
         ),
+        // Danish puts upper case first by default: `.off` keeps it (minimongo leaves MongoDB's "off" out), "lower" and
+        // "false" override it.
+        (
+            Collation(locale: "da"),
+            " a|-a|A|a|Á|á|a-b|ab|B|b|ch|cz|h|item10|item2|l|ll|m|o|resume|resumé|Résumé|z|ä|ø|Ö|å"
+        ),
+        (
+            Collation(locale: "da", caseFirst: .off),
+            " a|-a|A|a|Á|á|a-b|ab|B|b|ch|cz|h|item10|item2|l|ll|m|o|resume|resumé|Résumé|z|ä|ø|Ö|å"
+        ),
+        (
+            Collation(locale: "da", caseFirst: .lower),
+            " a|-a|a|A|á|Á|a-b|ab|b|B|ch|cz|h|item10|item2|l|ll|m|o|resume|resumé|Résumé|z|ä|ø|Ö|å"
+        ),
+        (
+            Collation(locale: "da", caseFirst: .false),
+            " a|-a|a|A|á|Á|a-b|ab|b|B|ch|cz|h|item10|item2|l|ll|m|o|resume|resumé|Résumé|z|ä|ø|Ö|å"
+        ),
         (
             Collation(locale: "de", strength: 2, numericOrdering: true),
             " a|-a|a|A|á|Á|å|ä|a-b|ab|b|B|ch|cz|h|item2|item10|l|ll|m|o|Ö|ø|resume|resumé|Résumé|z"
@@ -82,6 +100,17 @@ final class CollationTests: XCTestCase {
         XCTAssertFalse(try equal("a", "A", Collation(locale: "en", strength: 5)), "4 and 5 compare as 3")
         XCTAssertLessThan(try Collator(Collation(locale: "en", caseFirst: .upper)).compare("A", "a"), 0)
         XCTAssertGreaterThan(try Collator(Collation(locale: "en", caseFirst: .lower)).compare("A", "a"), 0)
+        // Danish's default is upper first, so lower-first and "false" are seen to take effect.
+        XCTAssertLessThan(try Collator(Collation(locale: "da")).compare("A", "a"), 0)
+        XCTAssertGreaterThan(try Collator(Collation(locale: "da", caseFirst: .lower)).compare("A", "a"), 0)
+        XCTAssertGreaterThan(try Collator(Collation(locale: "da", caseFirst: .false)).compare("A", "a"), 0)
+        XCTAssertEqual(try Collation(["locale": "da", "caseFirst": "false"]).caseFirst, .false)
+        XCTAssertEqual(try Collation(["locale": "da", "caseFirst": "off"]).caseFirst, .off)
+        XCTAssertEqual(try Collation(["locale": "da", "caseFirst": false]).caseFirst, .false, "JavaScript's \"false\"")
+        XCTAssertThrowsError(try Collation(["locale": "da", "caseFirst": true])) {
+            XCTAssertEqual(
+                ($0 as? QueryError)?.message, "Value true out of range for Intl.Collator options property caseFirst")
+        }
     }
 
     /// Apple platforms compare through Foundation (its locale-aware comparison): on Linux both exist, and
@@ -111,14 +140,35 @@ final class CollationTests: XCTestCase {
         XCTAssertEqual(
             message(["locale": "en", "caseFirst": "bogus"]),
             "Value bogus out of range for Intl.Collator options property caseFirst")
-        for locale in ["en_US", "e", "root", "x-foo", "i-klingon"] {
-            XCTAssertEqual(message(["locale": .string(locale)]), "Incorrect locale information provided: \(locale)")
+        // Node 20's answers (`new Intl.Collator(locale)`).
+        let incorrect = [
+            "en_US", "e", "root", "x-foo", "i-klingon", "en-US-US", "en-abc", "en-abcdefghi", "abcd", "en--US",
+            "en-Latn-Latn", "en-1996-US", "en-1ab", "zh-min-nan"
+        ]
+        for locale in incorrect {
+            XCTAssertEqual(message(["locale": .string(locale)]), "Incorrect locale information provided", locale)
         }
+        let invalid = [
+            "en-u", "en-a-b", "de-1996-1996", "en-x", "en-u-ca-buddhist-u-co-x", "en-a-bb-a-cc", "en-u-kn-x-abcdefghi"
+        ]
+        for locale in invalid {
+            XCTAssertEqual(message(["locale": .string(locale)]), "Invalid language tag: \(locale)")
+        }
+        let wellFormed = [
+            "en-x-y", "en-Latn-US", "en-US-u-co-phonebk", "de-1996", "sl-rozaj-biske-1994", "es-419", "en-u-kn",
+            "tlh", "en-u-ca", "en-US-1996", "en-4190", "EN", "en-A1b2c", "en-1abc", "en-t-de"
+        ]
+        for locale in wellFormed { XCTAssertNil(message(["locale": .string(locale)]), locale) }
         XCTAssertNil(message(["locale": "es-419", "caseFirst": "false"]), "Intl.Collator's name for off")
         XCTAssertNil(message(["locale": "zh-Hant-TW", "strength": 2, "numericOrdering": true, "caseFirst": "off"]))
         XCTAssertEqual(
             try Collation(["locale": "de", "strength": 1, "caseLevel": true]),
             Collation(locale: "de", strength: 1, caseLevel: true))
+        for strength in [0, 7] {
+            XCTAssertThrowsError(try Collator(Collation(locale: "en", strength: strength)), "made in Swift") {
+                XCTAssertEqual(($0 as? QueryError)?.message, "collation.strength must be an integer between 1 and 5")
+            }
+        }
     }
 
     // MARK: - Queries (minimongo_tests.js's collation cases)
@@ -193,6 +243,42 @@ final class CollationTests: XCTestCase {
         XCTAssertEqual(try c.find(["_id": 0]).count, 1, "the fast path")
         XCTAssertEqual(try c.find(["_id": 0], strength2).count, 0, "the matcher: a falsy _id matches nothing")
         XCTAssertEqual(try c.find(0, strength2).count, 1)
+    }
+
+    /// Under a collation an id selector is a matcher like any other, so `skip` and `limit` apply to what it finds.
+    func testAnIDSelectorsWindowUnderACollationIsTheMatchersWindow() throws {
+        let database = Database()
+        for id in ["ABC", "abc", "x"] { database.apply(.added(DocumentKey(collectionName: "c", documentID: id), [:])) }
+        let c = database.collection("c")
+        let collation = Collation(locale: "en", strength: 2)
+        XCTAssertEqual(try c.find("abc", FindOptions(collation: collation)).map(\.id), ["ABC", "abc"])
+        XCTAssertEqual(try c.find("abc", FindOptions(skip: 1, collation: collation)).map(\.id), ["abc"])
+        XCTAssertEqual(try c.find("abc", FindOptions(limit: 1, collation: collation)).map(\.id), ["ABC"])
+        XCTAssertEqual(try c.find("abc", FindOptions(skip: 1)).map(\.id), [], "without one: the fast path's window")
+    }
+
+    /// A selector set on a query is read as `find` reads one: under the query's collation, and an id selector with
+    /// the fast path's window; one set in place of an id selector drops that window.
+    func testASelectorSetOnAQueryIsReadAsFindReadsIt() throws {
+        let database = Database()
+        for (id, name) in [("a", "Alice"), ("b", "Bob"), ("c", "Carol")] {
+            database.apply(.added(DocumentKey(collectionName: "c", documentID: id), ["name": .string(name)]))
+        }
+        let c = database.collection("c")
+        var query = try Query(["_id": "a"], FindOptions(limit: 2))
+        query.selector = try MongoSelector([:])
+        XCTAssertEqual(c.find(query).map(\.id), ["a", "b"], "the limit applies again")
+        query.skip = 1
+        XCTAssertEqual(c.find(query).map(\.id), ["b", "c"])
+        query.selector = try MongoSelector("b")
+        XCTAssertEqual(c.find(query).map(\.id), [], "an id selector's window: skip 1 leaves nothing, as find's")
+        var collated = try Query([:], FindOptions(collation: Collation(locale: "en", strength: 2)))
+        collated.selector = try MongoSelector(["name": "BOB"])
+        XCTAssertEqual(c.find(collated).map(\.id), ["b"], "compared under the query's collation")
+        collated.selector = try MongoSelector("B")
+        XCTAssertEqual(c.find(collated).map(\.id), ["b"], "an id under the collation is matched, not looked up")
+        collated.selector = nil
+        XCTAssertEqual(c.find(collated).count, 3)
     }
 
     func testNumericOrderingSortsDigitsAsNumbers() throws {

@@ -170,6 +170,19 @@ final class MinimongoNewerReleasesTests: XCTestCase {
             try LocalWrites.remove(selector: ["_id": ["$in": [date, oid, bytes]]], from: "c", database: byID), 2)
     }
 
+    /// A date or binary member of `$in` is compared with `EJSON.equals`, as `$eq` compares it: a date (no keys of its
+    /// own) equals `{}`, binary equals the object of its bytes keyed by index (minimongo's `equalityElementMatcher`).
+    func testInComparesADateOrBinaryMemberAsEqualityDoes() throws {
+        let date = EJSONValue.date(millisecondsSince1970: 1_000)
+        let bytes = EJSONValue.binary(Data([1]))
+        let c = database([("e", ["f": [:]]), ("k", ["f": ["0": 1]]), ("n", ["f": 1])]).collection("c")
+        XCTAssertEqual(try c.find(["f": ["$eq": date]]).map(\.id), ["e"])
+        XCTAssertEqual(try c.find(["f": ["$in": [date]]]).map(\.id), ["e"])
+        XCTAssertEqual(try c.find(["f": ["$eq": bytes]]).map(\.id), ["k"])
+        XCTAssertEqual(try c.find(["f": ["$in": [bytes, 2]]]).map(\.id), ["k"])
+        XCTAssertEqual(try c.find(["f": ["$nin": [date, bytes]]]).map(\.id), ["n"])
+    }
+
     /// `find({_id: 0})` takes the id fast path and finds document 0: a live query of it shows the same.
     func testALiveQueryOfAFalsyIDShowsWhatFindShows() throws {
         let database = database([(0, ["v": 1]), ("x", ["v": 2])])
@@ -211,6 +224,29 @@ final class MinimongoNewerReleasesTests: XCTestCase {
                 #"After applying the update to the document {_id: "abc", ...}, the (immutable) field '_id' was "#
                     + #"found to have been altered to _id: "undefined""#)
         }
+    }
+
+    /// minimongo's `isOperatorObject` counts `diff` (the oplog's v2 update format) as an operator, in a selector's
+    /// value and in a modifier alike; as a top-level selector key it is a field.
+    func testDiffIsAnOperatorKeyAsInMinimongo() throws {
+        func message(_ work: () throws -> Void) -> String? {
+            do {
+                try work()
+                return nil
+            } catch {
+                return (error as? QueryError)?.message ?? "\(error)"
+            }
+        }
+        XCTAssertEqual(message { _ = try MongoSelector(["meta": ["diff": 1]]) }, "Unrecognized operator: diff")
+        XCTAssertEqual(
+            message { _ = try MongoSelector(["meta": ["diff": 1, "x": 2]]) },
+            #"Inconsistent operator: {"diff":1,"x":2}"#)
+        XCTAssertEqual(message { _ = try MongoModifier(["diff": 1]) }, "Invalid modifier specified diff")
+        XCTAssertEqual(
+            message { _ = try MongoModifier(["title": "x", "diff": 1]) },
+            #"Inconsistent operator: {"title":"x","diff":1}"#)
+        let c = database([("1", ["diff": 1]), ("2", ["diff": 2])]).collection("c")
+        XCTAssertEqual(try c.find(["diff": 1]).map(\.id), ["1"])
     }
 
     /// Meteor 3.3.x (PR #13965): removing `{_id: {$in: [a, b]}}` removes both (3.0.4 removed the first only).
