@@ -113,6 +113,14 @@ final class CollationTests: XCTestCase {
         }
     }
 
+    /// A locale ICU has no collation data for falls back to the root order (the README's difference: JavaScript
+    /// falls back to the device's locale), whatever the process's own locale.
+    func testALocaleWithoutDataComparesInTheRootOrder() throws {
+        let root = try sorted(Collator(Collation(locale: "en")))
+        for locale in ["tlh", "xx-YY", "und"] { XCTAssertEqual(try sorted(Collator(Collation(locale: locale))), root) }
+        XCTAssertNotEqual(try sorted(Collator(Collation(locale: "sv"))), root, "a locale with data keeps its order")
+    }
+
     /// Apple platforms compare through Foundation (its locale-aware comparison): on Linux both exist, and
     /// Foundation's gives JavaScript's order for every collation here.
     func testFoundationsComparisonSortsAsJavaScriptToo() throws {
