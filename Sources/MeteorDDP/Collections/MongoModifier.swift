@@ -27,7 +27,8 @@ public struct MongoModifier: Sendable {
     /// Arrays are padded with `null` up to an index a path names, at most this far past their end.
     public static let maximumArrayPadding = 100_000
 
-    /// Reads a modifier: an object of operators, or a replacement document (no key starts with `$`).
+    /// Reads a modifier: an object of operators, or a replacement document (no key is an operator: none starts with
+    /// `$` or is `diff`, minimongo's `isOperatorObject`).
     ///
     /// - Throws: ``QueryError`` with minimongo's message.
     public init(_ value: EJSONValue) throws(QueryError) {

@@ -25,8 +25,8 @@ public struct Query: Sendable {
     /// Which documents match, as Swift code (`nil`: all). Applied after ``selector``.
     public var filter: (@Sendable (Document) -> Bool)?
     /// Which documents match, as a Mongo selector (`nil`: all). A selector set here is read as `find` reads it, as
-    /// minimongo's cursor reads its own: under the query's ``collation``, and one naming a single id takes the id fast
-    /// path (see ``skip``).
+    /// minimongo's cursor reads its own: under the query's ``collation``; without one, a selector naming a single id
+    /// takes minimongo's id fast path (`skip` other than 0 leaves nothing, `limit` is not looked at).
     public var selector: MongoSelector? {
         get { compiledSelector }
         set {
@@ -96,7 +96,9 @@ public struct Query: Sendable {
     /// selector does), so that it shows what `find` shows.
     private mutating func adopt(_ selector: EJSONValue) throws(QueryError) {
         let fastPathID = collator == nil ? MongoID.id(namedBy: selector) : nil
-        compiledSelector = try MongoSelector(fastPathID ?? selector, collator: collator)
+        var compiled = try MongoSelector(fastPathID ?? selector, collator: collator)
+        compiled.selector = selector
+        compiledSelector = compiled
         isIDFastPath = fastPathID != nil
     }
 

@@ -81,7 +81,7 @@ public struct Collation: Sendable, Hashable, Codable {
         }
         if let value = object["caseLevel"], value != .null { caseLevel = value.isTruthy }
         if let value = object["numericOrdering"], value != .null { numericOrdering = value.isTruthy }
-        // minimongo leaves "off" out and hands anything else to `Intl.Collator`, which reads it as a string.
+        // minimongo leaves "off" out and hands anything else to `Intl.Collator` (which reads `false` as "false").
         switch object["caseFirst"] {
         case nil, .null?: break
         case .bool(false)?: caseFirst = .false
@@ -117,50 +117,100 @@ public struct Collation: Sendable, Hashable, Codable {
         case variant
     }
 
-    /// Why `Intl.Collator` refuses `locale`, in V8's words, or `nil`: a BCP 47 tag is a language of 2-3 or 5-8
+    /// Why `Intl.Collator` refuses `locale`, in V8's words, or `nil`. A BCP 47 tag is a language of 2-3 or 5-8
     /// letters, an optional script (4 letters), region (2 letters or 3 digits) and variants (5-8 letters and digits,
-    /// or a digit and 3 more), then extensions (a singleton and subtags of 2-8) and private use (`x` and subtags of
-    /// 1-8). A tag out of that order is "Incorrect locale information provided" (`"en_US"`, `"root"`, `"x-foo"`,
-    /// `"en-US-US"`); a repeated variant or singleton, or a singleton without its subtags, is "Invalid language tag"
-    /// (`"de-1996-1996"`, `"en-u"`).
+    /// or a digit and 3 more), then extensions (a singleton and its subtags: `-u-` keywords, `-t-` a language and
+    /// fields, others 2-8 letters and digits) and private use (`x` and subtags of 1-8). V8 answers "Incorrect locale
+    /// information provided" when the part before the first singleton is malformed (`"en_US"`, `"root"`, `"x-foo"`,
+    /// `"en-US-US"`), and "Invalid language tag" for the rest: a repeated variant or singleton, a malformed extension,
+    /// a trailing `-` (`"de-1996-1996"`, `"en-u"`, `"en-u-a1"`, `"en-"`).
     var localeRefusal: String? {
         let incorrect = "Incorrect locale information provided"
-        let invalid = "Invalid language tag: \(locale)"
-        let subtags = locale.lowercased().split(separator: "-", omittingEmptySubsequences: false)
-        func isAlphanumeric(_ subtag: Substring, _ lengths: ClosedRange<Int>) -> Bool {
-            lengths.contains(subtag.count) && subtag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
-        }
-        func isAlpha(_ subtag: Substring, _ lengths: ClosedRange<Int>) -> Bool {
-            lengths.contains(subtag.count) && subtag.allSatisfy { $0.isASCII && $0.isLetter }
-        }
-        func isVariant(_ subtag: Substring) -> Bool {
-            isAlphanumeric(subtag, 5...8) || (isAlphanumeric(subtag, 4...4) && subtag.first!.isNumber)
-        }
-        guard isAlpha(subtags[0], 2...3) || isAlpha(subtags[0], 5...8) else { return incorrect }
-        var index = 1
-        if index < subtags.count, isAlpha(subtags[index], 4...4) { index += 1 }
-        func isRegion(_ subtag: Substring) -> Bool {
-            isAlpha(subtag, 2...2) || (subtag.count == 3 && subtag.allSatisfy { $0.isASCII && $0.isNumber })
-        }
-        if index < subtags.count, isRegion(subtags[index]) { index += 1 }
-        var variants: Set<Substring> = []
-        while index < subtags.count, isVariant(subtags[index]) {
-            guard variants.insert(subtags[index]).inserted else { return invalid }
-            index += 1
-        }
-        var singletons: Set<Substring> = []
+        let invalid = "Invalid language tag: \(String(locale.map { $0.isASCII ? Character($0.lowercased()) : $0 }))"
+        let subtags = locale.split(separator: "-", omittingEmptySubsequences: false)
+        let firstSingleton = subtags.firstIndex { $0.count == 1 } ?? subtags.endIndex
+        var base = subtags[..<firstSingleton]
+        let endsWithHyphen = firstSingleton == subtags.endIndex && base.count > 1 && base.last!.isEmpty
+        if endsWithHyphen { base = base.dropLast() }
+        guard let variants = Self.variantsOfWellFormedBase(base) else { return incorrect }
+        guard Set(variants.map { $0.lowercased() }).count == variants.count, !endsWithHyphen else { return invalid }
+        var singletons: Set<String> = []
+        var index = firstSingleton
         while index < subtags.count {
-            let singleton = subtags[index]
-            guard isAlphanumeric(singleton, 1...1) else { return incorrect }
+            let singleton = subtags[index].lowercased()
+            guard Self.isAlphanumeric(subtags[index], 1...1) else { return invalid }
             let rest = subtags[(index + 1)...]
             if singleton == "x" {
-                return !rest.isEmpty && rest.allSatisfy({ isAlphanumeric($0, 1...8) }) ? nil : invalid
+                return !rest.isEmpty && rest.allSatisfy({ Self.isAlphanumeric($0, 1...8) }) ? nil : invalid
             }
             guard singletons.insert(singleton).inserted else { return invalid }
-            let extensionSubtags = rest.prefix { isAlphanumeric($0, 2...8) }
-            guard !extensionSubtags.isEmpty else { return invalid }
-            index += 1 + extensionSubtags.count
+            let body = rest.prefix { $0.count != 1 }
+            let wellFormed =
+                switch singleton {
+                case "u": Self.isUnicodeExtension(body)
+                case "t": Self.isTransformedExtension(body)
+                default: !body.isEmpty && body.allSatisfy { Self.isAlphanumeric($0, 2...8) }
+                }
+            guard wellFormed else { return invalid }
+            index += 1 + body.count
         }
         return nil
+    }
+
+    private static func isAlphanumeric(_ subtag: Substring, _ lengths: ClosedRange<Int>) -> Bool {
+        lengths.contains(subtag.count) && subtag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
+    private static func isAlpha(_ subtag: Substring, _ lengths: ClosedRange<Int>) -> Bool {
+        lengths.contains(subtag.count) && subtag.allSatisfy { $0.isASCII && $0.isLetter }
+    }
+
+    /// The variants of a language, script, region and variants in that order, or `nil` when `subtags` are not that.
+    private static func variantsOfWellFormedBase(_ subtags: ArraySlice<Substring>) -> ArraySlice<Substring>? {
+        guard let language = subtags.first, isAlpha(language, 2...3) || isAlpha(language, 5...8) else { return nil }
+        var index = subtags.startIndex + 1
+        if index < subtags.endIndex, isAlpha(subtags[index], 4...4) { index += 1 }
+        if index < subtags.endIndex, isRegion(subtags[index]) { index += 1 }
+        let variants = subtags[index...].prefix(while: isVariant)
+        return index + variants.count == subtags.endIndex ? variants : nil
+    }
+
+    private static func isRegion(_ subtag: Substring) -> Bool {
+        isAlpha(subtag, 2...2) || (subtag.count == 3 && subtag.allSatisfy { $0.isASCII && $0.isNumber })
+    }
+
+    private static func isVariant(_ subtag: Substring) -> Bool {
+        isAlphanumeric(subtag, 5...8) || (isAlphanumeric(subtag, 4...4) && subtag.first!.isNumber)
+    }
+
+    /// `-u-`: attributes (3-8 letters and digits), then keywords: a key (a letter or digit, then a letter) and its
+    /// type's subtags (3-8).
+    private static func isUnicodeExtension(_ body: ArraySlice<Substring>) -> Bool {
+        guard !body.isEmpty else { return false }
+        var rest = body.drop { isAlphanumeric($0, 3...8) }
+        while let key = rest.first {
+            guard isAlphanumeric(key, 2...2), key.last!.isLetter else { return false }
+            rest = rest.dropFirst().drop { isAlphanumeric($0, 3...8) }
+        }
+        return true
+    }
+
+    /// `-t-`: an optional language (as a tag's own, without extensions), then fields: a key (a letter, then a digit)
+    /// and at least one value subtag (3-8).
+    private static func isTransformedExtension(_ body: ArraySlice<Substring>) -> Bool {
+        guard !body.isEmpty else { return false }
+        func isFieldKey(_ subtag: Substring) -> Bool {
+            subtag.count == 2 && isAlpha(subtag.prefix(1), 1...1) && subtag.last!.isASCII && subtag.last!.isNumber
+        }
+        let languageLength = body.prefix { !isFieldKey($0) }.count
+        if languageLength > 0, variantsOfWellFormedBase(body.prefix(languageLength)) == nil { return false }
+        var rest = body.dropFirst(languageLength)
+        while let key = rest.first {
+            guard isFieldKey(key) else { return false }
+            let values = rest.dropFirst().prefix { isAlphanumeric($0, 3...8) }
+            guard !values.isEmpty else { return false }
+            rest = rest.dropFirst(1 + values.count)
+        }
+        return true
     }
 }

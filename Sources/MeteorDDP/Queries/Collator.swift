@@ -158,13 +158,16 @@ struct FoundationCollator: Sendable {
         return order(Self.swappingCase(a), Self.swappingCase(b), options)
     }
 
+    /// `text` with each letter that has exactly one letter of the other case, mapping back to it, in that case
+    /// (`ß`, `ς` and `ﬀ` stay: swapping them would make different strings the same).
     private static func swappingCase(_ text: String) -> String {
         var result = ""
         for character in text {
-            if character.isUppercase {
-                result += character.lowercased()
-            } else if character.isLowercase {
-                result += character.uppercased()
+            let swapped =
+                character.isUppercase ? character.lowercased() : character.isLowercase ? character.uppercased() : ""
+            let back = swapped.first.map { $0.isUppercase ? $0.lowercased() : $0.uppercased() }
+            if swapped.count == 1, back == String(character) {
+                result += swapped
             } else {
                 result.append(character)
             }

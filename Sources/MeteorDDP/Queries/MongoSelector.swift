@@ -16,7 +16,7 @@ import EJSON
 /// `$geoIntersects` is an unrecognized operator, as in minimongo.
 public struct MongoSelector: Sendable {
     /// The selector as given.
-    public let selector: EJSONValue
+    public internal(set) var selector: EJSONValue
     private let matcher: DocumentMatcher
 
     /// Compiles a selector.

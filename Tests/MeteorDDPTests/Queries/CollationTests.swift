@@ -3,6 +3,10 @@ import XCTest
 
 @testable import MeteorDDP
 
+#if canImport(_FoundationICU)
+    import _FoundationICU
+#endif
+
 /// Meteor 3.5's `collation` (minimongo through `Intl.Collator`): the collator's order is JavaScript's, and queries use
 /// it where minimongo does.
 final class CollationTests: XCTestCase {
@@ -104,6 +108,13 @@ final class CollationTests: XCTestCase {
         XCTAssertLessThan(try Collator(Collation(locale: "da")).compare("A", "a"), 0)
         XCTAssertGreaterThan(try Collator(Collation(locale: "da", caseFirst: .lower)).compare("A", "a"), 0)
         XCTAssertGreaterThan(try Collator(Collation(locale: "da", caseFirst: .false)).compare("A", "a"), 0)
+        #if canImport(_FoundationICU)
+            // "false" is ICU's no-case-first, not lower first (node: compare("A", "ª"), ("Σ", "ς"), ("aa", "Å")).
+            let lower = try Collator(Collation(locale: "da", caseFirst: .lower))
+            let none = try Collator(Collation(locale: "da", caseFirst: .false))
+            XCTAssertEqual([lower.compare("A", "ª"), lower.compare("Σ", "ς"), lower.compare("aa", "Å")], [1, 1, -1])
+            XCTAssertEqual([none.compare("A", "ª"), none.compare("Σ", "ς"), none.compare("aa", "Å")], [-1, -1, 1])
+        #endif
         XCTAssertEqual(try Collation(["locale": "da", "caseFirst": "false"]).caseFirst, .false)
         XCTAssertEqual(try Collation(["locale": "da", "caseFirst": "off"]).caseFirst, .off)
         XCTAssertEqual(try Collation(["locale": "da", "caseFirst": false]).caseFirst, .false, "JavaScript's \"false\"")
@@ -113,9 +124,27 @@ final class CollationTests: XCTestCase {
         }
     }
 
+    /// Foundation's comparison (Apple platforms) puts the other case first by swapping case on ties, never making two
+    /// different strings the same: `ß`, `ς` and `ﬀ` have no one-letter other case (node: each compares non-zero).
+    func testFoundationsCaseSwapKeepsDifferentStringsApart() throws {
+        for collation in [Collation(locale: "da", caseFirst: .lower), Collation(locale: "en", caseFirst: .upper)] {
+            let collator = try Collator(collation, usingICU: false)
+            for (a, b) in [("ß", "ss"), ("σ", "ς"), ("ﬀ", "ff")] {
+                XCTAssertNotEqual(collator.compare(a, b), 0, "\(a) \(b) \(collation)")
+            }
+        }
+    }
+
     /// A locale ICU has no collation data for falls back to the root order (the README's difference: JavaScript
-    /// falls back to the device's locale), whatever the process's own locale.
+    /// falls back to the device's locale), whatever the process's own locale: ICU's default is Swedish meanwhile.
     func testALocaleWithoutDataComparesInTheRootOrder() throws {
+        #if canImport(_FoundationICU)
+            var status = U_ZERO_ERROR
+            let previous = String(cString: swift_uloc_getDefault())
+            swift_uloc_setDefault("sv", &status)
+            defer { swift_uloc_setDefault(previous, &status) }
+            XCTAssertEqual(String(cString: swift_uloc_getDefault()), "sv")
+        #endif
         let root = try sorted(Collator(Collation(locale: "en")))
         for locale in ["tlh", "xx-YY", "und"] { XCTAssertEqual(try sorted(Collator(Collation(locale: locale))), root) }
         XCTAssertNotEqual(try sorted(Collator(Collation(locale: "sv"))), root, "a locale with data keeps its order")
@@ -151,20 +180,32 @@ final class CollationTests: XCTestCase {
         // Node 20's answers (`new Intl.Collator(locale)`).
         let incorrect = [
             "en_US", "e", "root", "x-foo", "i-klingon", "en-US-US", "en-abc", "en-abcdefghi", "abcd", "en--US",
-            "en-Latn-Latn", "en-1996-US", "en-1ab", "zh-min-nan"
+            "en-Latn-Latn", "en-1996-US", "en-1ab", "zh-min-nan", "en--", "en-fonipa-fonipa-kn", "en-1994-1994-abc",
+            "\u{212A}a", "en-\u{212A}a"
         ]
         for locale in incorrect {
             XCTAssertEqual(message(["locale": .string(locale)]), "Incorrect locale information provided", locale)
         }
         let invalid = [
-            "en-u", "en-a-b", "de-1996-1996", "en-x", "en-u-ca-buddhist-u-co-x", "en-a-bb-a-cc", "en-u-kn-x-abcdefghi"
+            "en-u", "en-a-b", "de-1996-1996", "en-x", "en-u-ca-buddhist-u-co-x", "en-a-bb-a-cc", "en-u-kn-x-abcdefghi",
+            "en-", "en-u-co-", "en-u-a1", "en-u-k1", "en-u-m0-abc", "en-u-abc-k1", "en-t-1a", "en-t-1996", "en-t-t0",
+            "en-t-t0-ab", "en-t-en-m0", "en-u-co-abcdefghi"
         ]
         for locale in invalid {
             XCTAssertEqual(message(["locale": .string(locale)]), "Invalid language tag: \(locale)")
         }
+        // V8 names the tag in lower case.
+        for (locale, named) in [
+            ("EN-u", "en-u"), ("en-US-", "en-us-"), ("en-t-Latn-abc", "en-t-latn-abc"),
+            ("en-US-t-1996", "en-us-t-1996"), ("EN-FONIPA-FONIPA", "en-fonipa-fonipa")
+        ] {
+            XCTAssertEqual(message(["locale": .string(locale)]), "Invalid language tag: \(named)")
+        }
         let wellFormed = [
             "en-x-y", "en-Latn-US", "en-US-u-co-phonebk", "de-1996", "sl-rozaj-biske-1994", "es-419", "en-u-kn",
-            "tlh", "en-u-ca", "en-US-1996", "en-4190", "EN", "en-A1b2c", "en-1abc", "en-t-de"
+            "tlh", "en-u-ca", "en-US-1996", "en-4190", "EN", "en-A1b2c", "en-1abc", "en-t-de", "en-t-en",
+            "en-t-en-m0-abc", "en-t-m0-abc-def", "en-u-abc", "en-u-abc-co-phonebk", "en-u-ab", "en-t-en-US-1996",
+            "en-u-co-phonebk-ca-gregory-abc", "de-DE-u-co-phonebk"
         ]
         for locale in wellFormed { XCTAssertNil(message(["locale": .string(locale)]), locale) }
         XCTAssertNil(message(["locale": "es-419", "caseFirst": "false"]), "Intl.Collator's name for off")
@@ -280,6 +321,8 @@ final class CollationTests: XCTestCase {
         XCTAssertEqual(c.find(query).map(\.id), ["b", "c"])
         query.selector = try MongoSelector("b")
         XCTAssertEqual(c.find(query).map(\.id), [], "an id selector's window: skip 1 leaves nothing, as find's")
+        query.selector = try MongoSelector(["_id": "b"])
+        XCTAssertEqual(query.selector?.selector, ["_id": "b"], "the selector as given")
         var collated = try Query([:], FindOptions(collation: Collation(locale: "en", strength: 2)))
         collated.selector = try MongoSelector(["name": "BOB"])
         XCTAssertEqual(c.find(collated).map(\.id), ["b"], "compared under the query's collation")
