@@ -77,7 +77,7 @@ public struct Collation: Sendable, Hashable, Codable {
         case .number(let value)? where value >= 1 && value <= 5:
             // minimongo takes any number in range; 2.5, like 3, tells everything apart.
             strength = value == 1 || value == 2 ? Int(value) : 3
-        default: throw QueryError("collation.strength must be an integer between 1 and 5")
+        default: throw Self.strengthOutOfRange
         }
         if let value = object["caseLevel"], value != .null { caseLevel = value.isTruthy }
         if let value = object["numericOrdering"], value != .null { numericOrdering = value.isTruthy }
@@ -95,6 +95,9 @@ public struct Collation: Sendable, Hashable, Codable {
                 "Value \(EJSON.stringify(value)) out of range for Intl.Collator options property caseFirst")
         }
     }
+
+    /// minimongo's refusal of a strength outside 1–5 (a document's, and a `Collation` made in Swift, at its collator).
+    static let strengthOutOfRange = QueryError("collation.strength must be an integer between 1 and 5")
 
     /// What `Intl.Collator` is asked for (minimongo's `_createCollator`).
     var sensitivity: Sensitivity {

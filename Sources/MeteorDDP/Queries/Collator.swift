@@ -32,9 +32,7 @@ final class Collator: @unchecked Sendable {
     /// `usingICU: false` takes Foundation's comparison even where ICU is at hand (tests compare the two).
     init(_ collation: Collation, usingICU: Bool) throws(QueryError) {
         if let refusal = collation.localeRefusal { throw QueryError(refusal) }
-        if let strength = collation.strength, !(1...5).contains(strength) {
-            throw QueryError("collation.strength must be an integer between 1 and 5")
-        }
+        if let strength = collation.strength, !(1...5).contains(strength) { throw Collation.strengthOutOfRange }
         self.collation = collation
         #if canImport(_FoundationICU)
             if usingICU, let collator = Self.openICU(collation) {
